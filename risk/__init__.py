@@ -1,0 +1,1 @@
+"""bayessdc.risk."""
