@@ -1,0 +1,274 @@
+"""Vectorised Pareto-smoothed importance sampling (PSIS).
+
+This module reproduces the algorithm of :func:`arviz.psislw` (ArviZ 0.23) for a
+whole array at once.  ArviZ loops in Python over every observation; here all
+leading axes are processed together with numpy, in row blocks to bound memory.
+
+The algorithm, per row of log weights ``x`` (last axis = draws, ``n`` draws):
+
+1. ``x -= max(x)``.
+2. The tail length is ``M = ceil(min(n / 5, 3 * sqrt(n / r_eff)))`` and the
+   cutoff is the ``(n - M - 1)``-th order statistic (0-based, ascending), but at
+   least ``log(tiny)``.  The tail is every draw strictly above the cutoff, so
+   ties at the cutoff (or a cutoff raised to ``log(tiny)``) shorten it.
+3. If the tail has at most 4 draws, k-hat is ``inf`` and nothing is smoothed.
+   Otherwise the generalised Pareto distribution is fitted to
+   ``exp(tail) - exp(cutoff)`` with the empirical-Bayes estimator of Zhang and
+   Stephens (2009) and ArviZ's weakly informative prior on k
+   (``prior_k = 10``, ``prior_bs = 3``).
+4. If k-hat is finite the tail is replaced by the GPD quantiles at
+   ``(i - 0.5) / M`` and the smoothed values are truncated at the largest raw
+   log weight.
+5. The row is normalised to log-sum-exp 0, or the maximum is added back.
+
+References
+----------
+* Vehtari et al. (2024). Pareto smoothed importance sampling. Journal of Machine
+  Learning Research, 25(72):1-58.
+* Zhang and Stephens (2009). A new and efficient estimation method for the
+  generalized Pareto distribution. Technometrics, 51(3):316-325.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["pareto_smoothed_log_weights"]
+
+_PRIOR_BS = 3
+_PRIOR_K = 10
+_EPS = np.finfo(float).eps
+_CUTOFFMIN = float(np.log(np.finfo(float).tiny))
+_MIN_DRAWS = 5
+_BLOCK_BYTES = 200 * 1024**2
+# Blocks of a few hundred rows keep the fit's work arrays in cache; larger blocks are slower.
+_MAX_BLOCK_ROWS = 512
+
+
+def _tail_length(n_draws: int, r_eff: float) -> int:
+    """Nominal tail length ``M`` used by ArviZ (``cutoff_ind = -M - 1``)."""
+    return int(np.ceil(min(n_draws / 5.0, 3 * (n_draws / r_eff) ** 0.5)))
+
+
+def _m_est(tail_len: int) -> int:
+    """Number of grid points of the Zhang-Stephens estimator for a tail of length ``tail_len``."""
+    return 30 + int(tail_len**0.5)
+
+
+def _bytes_per_row(n_draws: int, tail_len: int) -> int:
+    """Rough peak memory (bytes) that one row needs in :func:`_psis_block`."""
+    m = _m_est(tail_len)
+    # A few float64 copies of the row, plus the (m, tail) and (m, m) work arrays of the fit.
+    return 8 * (8 * n_draws + 3 * m * tail_len + 3 * m * m + 16 * tail_len)
+
+
+def _gpdfit(ary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical-Bayes GPD fit for many sorted samples at once.
+
+    Vectorised version of ``arviz.stats.stats._gpdfit``.
+
+    Parameters
+    ----------
+    ary : np.ndarray
+        Array of shape ``(rows, n)``; each row sorted ascending, positive values.
+
+    Returns
+    -------
+    k : np.ndarray
+        Shape ``(rows,)``.  Estimated shape parameter, after the prior adjustment.
+    sigma : np.ndarray
+        Shape ``(rows,)``.  Estimated scale parameter.
+    """
+    n = ary.shape[-1]
+    m_est = _m_est(n)
+
+    base = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1, dtype=float) - 0.5))
+    b_ary = base[None, :] / (_PRIOR_BS * ary[:, int(n / 4 + 0.5) - 1])[:, None]
+    b_ary += 1 / ary[:, -1:]
+
+    # (rows, m_est, n): profile log-likelihood on the grid of b values.
+    work = -b_ary[:, :, None] * ary[:, None, :]
+    np.log1p(work, out=work)
+    k_ary = work.mean(axis=-1)
+    del work
+    len_scale = n * (np.log(-(b_ary / k_ary)) - k_ary - 1)
+    # weights[i] = 1 / sum_j exp(len_scale[j] - len_scale[i])
+    diff = len_scale[:, None, :] - len_scale[:, :, None]
+    np.exp(diff, out=diff)
+    weights = 1 / diff.sum(axis=-1)
+    del diff
+
+    # remove negligible weights (NaN weights are removed too, as in ArviZ)
+    real = weights >= 10 * _EPS
+    weights = np.where(real, weights, 0.0)
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    # posterior mean of b; an empty set of weights gives 0, as np.sum([]) does in ArviZ
+    b_post = np.where(real, b_ary * weights, 0.0).sum(axis=-1)
+
+    k_post = np.log1p(-b_post[:, None] * ary).mean(axis=-1)
+    sigma = -k_post / b_post
+    k_post = (n * k_post + _PRIOR_K * 0.5) / (n + _PRIOR_K)
+    return k_post, sigma
+
+
+def _gpinv(probs: np.ndarray, kappa: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """Inverse GPD distribution function, one ``(kappa, sigma)`` per row.
+
+    ``probs`` (shape ``(n,)``) must lie strictly inside (0, 1), which is always
+    the case for the plotting positions used by PSIS.  Returns shape ``(rows, n)``.
+    """
+    log1mp = np.log1p(-probs)[None, :]
+    kap = kappa[:, None]
+    small = np.abs(kap) < _EPS
+    safe_kap = np.where(small, 1.0, kap)
+    x = np.where(small, -log1mp, np.expm1(-safe_kap * log1mp) / safe_kap)
+    x *= sigma[:, None]
+    x[sigma <= 0] = np.nan  # ArviZ: ``if sigma <= 0: return nan``
+    return x
+
+
+def _psis_block(x: np.ndarray, tail_len: int, normalize: bool) -> tuple[np.ndarray, np.ndarray]:
+    """PSIS on a 2-D float64 block ``(rows, draws)``; ``x`` is overwritten and returned."""
+    rows, n_draws = x.shape
+    khat = np.full(rows, np.inf)
+
+    max_x = x.max(axis=-1, keepdims=True)  # NaN if the row holds a NaN
+    if np.isnan(max_x).any() or np.isposinf(max_x).any():
+        raise ValueError("log_weights must not contain NaN or +inf (-inf, i.e. zero weight, is allowed).")
+    x -= max_x  # an all -inf row becomes all NaN, as in ArviZ
+
+    cutoff_pos = n_draws - tail_len - 1
+    order_stat = np.partition(x, cutoff_pos, axis=-1)[:, cutoff_pos]
+    xcutoff = np.maximum(order_stat, _CUTOFFMIN)  # NaN propagates, like Python's max(nan, c)
+    expxcutoff = np.exp(xcutoff)
+
+    in_tail = x > xcutoff[:, None]
+    lengths = in_tail.sum(axis=-1)
+
+    for length in np.unique(lengths):
+        length = int(length)
+        if length <= 4:
+            continue  # not enough tail draws: k = inf, no smoothing
+        group = np.flatnonzero(lengths == length)
+        # Tail draws in their original order (as ``x[np.where(x > xcutoff)]`` in ArviZ),
+        # so that ``argsort`` resolves ties identically.
+        cols = np.nonzero(in_tail[group])[1].reshape(group.size, length)
+        tail = np.take_along_axis(x[group], cols, axis=-1)
+        order = np.argsort(tail, axis=-1)
+        tail_sorted = np.take_along_axis(tail, order, axis=-1)
+        ary = np.exp(tail_sorted) - expxcutoff[group, None]
+
+        k, sigma = _gpdfit(ary)
+        khat[group] = k
+
+        finite = np.isfinite(k)
+        if not finite.any():
+            continue
+        group = group[finite]
+        probs = np.arange(0.5, length) / length
+        smoothed = _gpinv(probs, k[finite], sigma[finite])
+        smoothed = np.log(smoothed + expxcutoff[group, None])
+        # truncate smoothed values at the largest raw log weight, which is 0
+        smoothed = np.where(smoothed > 0, 0.0, smoothed)
+        dest = np.take_along_axis(cols[finite], order[finite], axis=-1)
+        x[group[:, None], dest] = smoothed
+
+    if normalize:
+        row_max = x.max(axis=-1, keepdims=True)
+        lse = np.log(np.exp(x - row_max).sum(axis=-1, keepdims=True)) + row_max
+        x -= lse
+    else:
+        x += max_x
+    return x, khat
+
+
+def pareto_smoothed_log_weights(
+    log_weights: np.ndarray,
+    r_eff: float = 1.0,
+    normalize: bool = True,
+    chunk_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pareto-smoothed importance sampling of log weights, vectorised over rows.
+
+    Gives the same result as ``arviz.psislw(log_weights, reff=r_eff, normalize=normalize)``
+    (ArviZ 0.23) for a numpy array, without ArviZ's Python loop over observations.
+
+    Parameters
+    ----------
+    log_weights : np.ndarray
+        Array of shape ``(..., n_draws)``: raw log importance weights, the last axis
+        indexing the draws.  Any float or integer dtype; float32 input is accepted
+        but all computation is done in float64.  Entries may be ``-inf`` (zero weight);
+        NaN and ``+inf`` are rejected.
+    r_eff : float, default 1.0
+        Relative MCMC efficiency, ``ess / n_draws``; it sets the tail length
+        ``ceil(min(n_draws / 5, 3 * sqrt(n_draws / r_eff)))``.  Must be positive.
+    normalize : bool, default True
+        If True, each row of the output log-sum-exps to 0; otherwise the row maximum of
+        the input is added back (the smoothed log weights are on the input's scale).
+    chunk_size : int, optional
+        Number of leading rows (the flattened leading axes) processed per block.  By
+        default at most 512 rows, and fewer if needed to keep a block's work memory
+        under about 200 MB.
+
+    Returns
+    -------
+    smoothed : np.ndarray
+        Smoothed, truncated and optionally normalised log weights, float64, same shape
+        as ``log_weights``.
+    khat : np.ndarray
+        Estimated generalised-Pareto shape parameter per row, float64, shape
+        ``log_weights.shape[:-1]``.  ``inf`` when the tail has at most 4 draws (e.g.
+        fewer than 25 draws, or all weights equal); may be NaN if the fit fails.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than 5 draws, if ``log_weights`` is 0-dimensional, not real,
+        or contains NaN or ``+inf``, if ``r_eff`` is not a positive finite number, or if
+        ``chunk_size`` is not a positive integer.
+
+    Notes
+    -----
+    Matches ArviZ including its edge cases: ties at the cutoff shorten the tail; a
+    tail cutoff below ``log(tiny)`` is raised to ``log(tiny)``; a degenerate tail
+    (4 draws or fewer, e.g. a constant row) gives ``k = inf`` and is left unsmoothed
+    and untruncated; a non-finite fitted k leaves the row unsmoothed.  A row whose
+    log weights are all ``-inf`` gives NaN log weights and ``k = inf``, as in ArviZ.
+
+    Differences from ArviZ: for float32 (or integer) input ArviZ writes its results
+    into an array of the input dtype and computes partly at that precision; here
+    the computation and the output are always float64.  No RuntimeWarnings are
+    emitted for degenerate fits.
+    """
+    arr = np.asarray(log_weights)
+    if arr.ndim == 0:
+        raise ValueError("log_weights must have at least one dimension (the draws, last axis).")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"log_weights must be real-valued, got dtype {arr.dtype}.")
+    n_draws = arr.shape[-1]
+    if n_draws < _MIN_DRAWS:
+        raise ValueError(f"PSIS needs at least {_MIN_DRAWS} draws along the last axis; got {n_draws}.")
+    if not (np.isfinite(r_eff) and r_eff > 0):
+        raise ValueError(f"r_eff must be a positive finite number; got {r_eff!r}.")
+    if chunk_size is not None and (int(chunk_size) != chunk_size or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}.")
+
+    lead_shape = arr.shape[:-1]
+    flat = arr.reshape(-1, n_draws)
+
+    tail_len = _tail_length(n_draws, float(r_eff))
+    n_rows = flat.shape[0]
+    if chunk_size is None:
+        chunk_size = max(1, min(_MAX_BLOCK_ROWS, _BLOCK_BYTES // _bytes_per_row(n_draws, tail_len)))
+    chunk_size = int(chunk_size)
+
+    out = np.empty((n_rows, n_draws), dtype=np.float64)
+    khat = np.empty(n_rows, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for start in range(0, n_rows, chunk_size):
+            stop = min(start + chunk_size, n_rows)
+            block = np.array(flat[start:stop], dtype=np.float64, copy=True)
+            out[start:stop], khat[start:stop] = _psis_block(block, tail_len, normalize)
+
+    return out.reshape(arr.shape), khat.reshape(lead_shape)
