@@ -50,6 +50,12 @@ def add_parser(subparsers: Any) -> None:
     )
     for name in ("origin", "destination", "origin_group", "destination_group", "count"):
         p.add_argument(f"--{name.replace('_', '-')}", dest=f"col_{name}", default=name, help=f"column of the {name}")
+    p.add_argument(
+        "--max-extensions",
+        type=int,
+        default=2,
+        help="refits with 4x the draws for a group that fails the convergence gate (default 2)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -96,6 +102,7 @@ def run_flow_job(
     workers: int | None = None,
     risk_draws: int = 1000,
     allow_unconverged: bool = False,
+    max_extensions: int = 2,
     progress: bool = True,
 ) -> FlowJobResult:
     """Run the whole flow job on a table and write ``out/release`` and ``out/private``.
@@ -151,6 +158,7 @@ def run_flow_job(
         seed=seed,
         criteria=ConvergenceCriteria(),
         assess=AttributeRiskAssessor(n_draws=risk_draws),
+        max_extensions=max_extensions,
     )
     results = run_groups(
         task,
@@ -278,22 +286,29 @@ def run(args: argparse.Namespace) -> int:
     columns = FlowColumns(
         args.col_origin, args.col_destination, args.col_origin_group, args.col_destination_group, args.col_count
     )
+    from bayessdc.models.sampling import ConvergenceError
+
     table = read_table(args.data)
-    result = run_flow_job(
-        table,
-        args.out,
-        m=args.m,
-        seed=args.seed,
-        settings=_settings(args),
-        columns=columns,
-        lower=args.lower,
-        upper=args.upper,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        risk_draws=args.risk_draws,
-        allow_unconverged=args.allow_unconverged,
-        progress=not args.quiet,
-    )
+    try:
+        result = run_flow_job(
+            table,
+            args.out,
+            m=args.m,
+            seed=args.seed,
+            settings=_settings(args),
+            columns=columns,
+            lower=args.lower,
+            upper=args.upper,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            risk_draws=args.risk_draws,
+            allow_unconverged=args.allow_unconverged,
+            max_extensions=args.max_extensions,
+            progress=not args.quiet,
+        )
+    except ConvergenceError as err:
+        print(f"bayessdc flows: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
+        return 3
     print(_report(result))
     return 0
 

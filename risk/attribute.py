@@ -40,8 +40,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import xarray as xr
-from bayessdc.models.base import stack_draws
 from scipy.special import logsumexp
+
+from bayessdc.models.base import stack_draws
 
 from .psis import pareto_smoothed_log_weights
 

@@ -13,6 +13,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 import xarray as xr
+
 from bayessdc.models.base import Synthesizer, stack_draws
 
 __all__ = ["choose_draws", "draw_synthetic", "group_seed"]

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
 from .datasets import draw_synthetic, group_seed

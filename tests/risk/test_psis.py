@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from bayessdc.risk.psis import pareto_smoothed_log_weights
 
 az = pytest.importorskip("arviz")

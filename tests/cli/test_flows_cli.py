@@ -1,0 +1,164 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayessdc.cli import main
+from bayessdc.models.flows import simulate_group
+
+FAST = ["--draws", "400", "--tune", "400", "--chains", "4", "--risk-draws", "400", "--quiet"]
+
+
+def _table(seed=0):
+    """Two state pairs simulated from the model, plus large (non-sensitive) flows that pass through."""
+    frames = []
+    for k, key in enumerate((("S1", "S2"), ("S2", "S1"))):
+        group, _ = simulate_group(10, 10, 60, seed=seed + k, mu=0.9, key=key)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "origin": [f"{key[0]}-{o}" for o in group.origins[group.origin_index]],
+                    "destination": [f"{key[1]}-{d}" for d in group.destinations[group.destination_index]],
+                    "origin_group": key[0],
+                    "destination_group": key[1],
+                    "count": group.y + 1,
+                }
+            )
+        )
+    big = pd.DataFrame(
+        {
+            "origin": ["S1-o000", "S1-o001", "S2-o000"],
+            "destination": ["S1-o005", "S1-o007", "S2-o003"],
+            "origin_group": ["S1", "S1", "S2"],
+            "destination_group": ["S1", "S1", "S2"],
+            "count": [25, 140, 12],
+        }
+    )
+    return pd.concat(frames + [big], ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flows")
+    table = _table()
+    table.to_csv(folder / "flows.csv", index=False)
+    status = main(["flows", "--data", str(folder / "flows.csv"), "--out", str(folder / "out"), "--m", "3", *FAST])
+    return folder, table, status
+
+
+def test_outputs_are_written(run):
+    folder, table, status = run
+    assert status == 0
+    out = folder / "out"
+    assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
+    diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())
+    assert diagnostics["all_converged"] and diagnostics["divergences"] == 0
+    assert diagnostics["max_r_hat"] <= 1.01 and diagnostics["min_ess_bulk"] >= 400
+    risk = json.loads((out / "private" / "risk.json").read_text())
+    assert {"R_all", "R_unq", "d_t", "khat_over_0_7"} <= set(risk)
+    assert 0 <= risk["R_all"] <= 1
+    utility = json.loads((out / "private" / "utility.json").read_text())
+    assert 0.5 < utility["cells"]["tau"] <= 1
+    cells = pd.read_parquet(out / "private" / "risk_cells.parquet")
+    assert len(cells) == 120
+    assert (out / "private" / "groups" / "S1__S2.posterior.nc").exists()
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_release_holds_only_synthetic_data_and_no_estimates(run):
+    folder, table, _ = run
+    out = folder / "out"
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
+    assert list(synthetic.columns) == ["synthetic", *table.columns]
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3]
+    sensitive = table["count"].between(1, 9).to_numpy()
+    stored = pd.concat(
+        [pd.read_parquet(out / "private" / "groups" / f"{name}.items.parquet") for name in ("S1__S2", "S2__S1")]
+    )
+    agree = []
+    for k in (1, 2, 3):
+        released = synthetic.loc[synthetic["synthetic"] == k, "count"].to_numpy()
+        # non-sensitive cells pass through unchanged, sensitive ones are the synthetic draws (1..9)
+        assert np.array_equal(released[~sensitive], table["count"].to_numpy()[~sensitive])
+        assert np.array_equal(released[sensitive], stored[f"synthetic_{k}"].to_numpy() + 1)
+        assert released[sensitive].min() >= 1 and released[sensitive].max() <= 9
+        agree.append((released[sensitive] == table["count"].to_numpy()[sensitive]).mean())
+    assert max(agree) < 0.8  # the confidential counts are not what was released
+    # the model description carries no estimate: no posterior number appears in it
+    text = (out / "release" / "model.json").read_text()
+    model = json.loads(text)
+    assert model["m"] == 3 and model["synthesizer"] == "flows"
+    import arviz as az
+
+    posterior = az.from_netcdf(out / "private" / "groups" / "S1__S2.posterior.nc").posterior
+    for name in ("mu", "phi_beta", "phi_gamma"):
+        for value in np.quantile(posterior[name].to_numpy(), [0.1, 0.5, 0.9]):
+            assert f"{value:.3g}" not in text
+    assert "posterior" not in {p.suffix for p in (out / "release").iterdir()}
+
+
+def test_rerun_resumes_and_same_seed_gives_same_synthetic_data(run, tmp_path):
+    folder, table, _ = run
+    out = folder / "out"
+    marker = out / "private" / "groups" / "S1__S2.json"
+    before = marker.stat().st_mtime_ns
+    args = ["flows", "--data", str(folder / "flows.csv"), "--m", "3", *FAST]
+    assert main([*args, "--out", str(out)]) == 0
+    assert marker.stat().st_mtime_ns == before  # not refitted
+    assert main([*args, "--out", str(tmp_path / "fresh")]) == 0
+    a = pd.read_parquet(out / "release" / "synthetic.parquet")
+    b = pd.read_parquet(tmp_path / "fresh" / "release" / "synthetic.parquet")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_different_run_into_the_same_folder_is_refused(run, capsys):
+    folder, _, _ = run
+    args = ["flows", "--data", str(folder / "flows.csv"), "--out", str(folder / "out"), "--m", "3", "--seed", "9"]
+    status = main([*args, *FAST])
+    assert status == 2
+    assert "different run (differs in: seed)" in capsys.readouterr().err
+
+
+def test_bad_input_fails_before_sampling_naming_the_rows(tmp_path, capsys):
+    table = _table()
+    table.loc[4, "count"] = -2
+    table.to_csv(tmp_path / "bad.csv", index=False)
+    status = main(["flows", "--data", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "out"), *FAST])
+    assert status == 2
+    assert "negative counts at data row 5" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(["flows", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o2")]) == 2
+    (tmp_path / "garbage.parquet").write_bytes(b"not parquet")
+    assert main(["flows", "--data", str(tmp_path / "garbage.parquet"), "--out", str(tmp_path / "o3")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_unconverged_run_writes_diagnostics_but_no_release_unless_allowed(tmp_path, capsys):
+    table = _table(seed=5)
+    table.to_csv(tmp_path / "flows.csv", index=False)
+    # 30 draws cannot reach a bulk ESS of 400; no extension either (the gate must refuse)
+    args = [
+        "flows",
+        "--data",
+        str(tmp_path / "flows.csv"),
+        "--draws",
+        "30",
+        "--tune",
+        "200",
+        "--chains",
+        "2",
+        "--risk-draws",
+        "60",
+        "--quiet",
+        "--max-extensions",
+        "0",
+    ]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 3
+    assert "did not converge" in capsys.readouterr().err
+    assert (tmp_path / "out" / "private" / "diagnostics.json").exists()
+    assert list((tmp_path / "out" / "release").iterdir()) == []
+    assert main([*args, "--out", str(tmp_path / "out2"), "--allow-unconverged"]) == 0
+    model = json.loads((tmp_path / "out2" / "release" / "model.json").read_text())
+    assert model["allow_unconverged"] is True
+    assert json.loads((tmp_path / "out2" / "private" / "diagnostics.json").read_text())["all_converged"] is False

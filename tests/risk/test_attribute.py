@@ -1,0 +1,104 @@
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from bayessdc.models.base import stack_draws
+from bayessdc.risk.attribute import attribute_risk, attribute_risk_summary, exact_attribute_risk
+from tests.conjugate import DirichletSynthesizer
+
+
+def _exact_rho(alpha, observed_others, released, prior=None):
+    """rho_c ∝ prior_c prod_l E[theta_{released_l} | Dirichlet(alpha + counts of others + e_c)]."""
+    k = len(alpha)
+    base = alpha + np.bincount(observed_others, minlength=k)
+    rho = np.ones(k) if prior is None else np.asarray(prior, float).copy()
+    for c in range(k):
+        post = base.copy()
+        post[c] += 1
+        for value in released:
+            rho[c] *= post[value] / post.sum()
+    return rho / rho.sum()
+
+
+def test_importance_sampling_matches_the_closed_form():
+    alpha = np.array([1.0, 2.0, 0.5, 1.0])
+    data = np.array([2])  # one confidential item: the intruder knows nothing else
+    synth = DirichletSynthesizer(alpha=alpha, chains=4, draws=10_000)
+    idata = synth.fit(data, seed=1)
+    posterior = stack_draws(idata.posterior)
+    released = xr.DataArray([[2], [2], [0]], dims=("synthetic", "item"))
+    risk = attribute_risk(synth.candidate_log_prob(posterior, data), synth.observed(data), released)
+    exact = _exact_rho(alpha, np.array([], dtype=int), [2, 2, 0])
+    assert np.allclose(risk["rho"].sel(item=0), exact, atol=0.01)
+    assert int(risk["guess"][0]) == int(np.argmax(exact)) == 2
+    assert bool(risk["correct"][0])
+    assert np.isfinite(risk["max_khat"].item())
+
+
+def test_intruder_prior_enters_multiplicatively():
+    alpha = np.ones(3)
+    data = np.array([0])
+    synth = DirichletSynthesizer(alpha=alpha, chains=4, draws=10_000)
+    posterior = stack_draws(synth.fit(data, seed=2).posterior)
+    released = xr.DataArray([[1]], dims=("synthetic", "item"))
+    prior = xr.DataArray([0.2, 0.2, 0.6], dims="candidate")
+    risk = attribute_risk(synth.candidate_log_prob(posterior, data), synth.observed(data), released, prior)
+    assert np.allclose(risk["rho"].sel(item=0), _exact_rho(alpha, [], [1], prior=[0.2, 0.2, 0.6]), atol=0.01)
+
+
+def test_exact_check_by_refitting_agrees_with_importance_sampling():
+    alpha = np.array([1.0, 1.0, 3.0])
+    data = np.array([1, 2, 2, 0, 1])
+    synth = DirichletSynthesizer(alpha=alpha, chains=4, draws=5000)
+    posterior = stack_draws(synth.fit(data, seed=3).posterior)
+    released = xr.DataArray(np.array([[1, 2, 2, 2, 1], [0, 2, 1, 0, 1]]), dims=("synthetic", "item"))
+    risk = attribute_risk(synth.candidate_log_prob(posterior, data), synth.observed(data), released)
+
+    def refit(t, c):
+        replaced = data.copy()
+        replaced[t] = c
+        draws = stack_draws(synth.fit(replaced, seed=10 + t * 7 + int(c)).posterior)
+        return synth.candidate_log_prob(draws, replaced).isel(item=t)
+
+    exact = exact_attribute_risk(refit, [0, 3], [0, 1, 2], released)
+    for t in (0, 3):
+        others = np.delete(data, t)
+        truth = _exact_rho(alpha, others, released.isel(item=t).to_numpy())
+        assert np.allclose(exact.sel(item=t), truth, atol=0.02)
+        assert np.allclose(risk["rho"].sel(item=t), truth, atol=0.02)
+
+
+def test_ties_are_not_counted_as_correct():
+    # every draw gives equal probabilities: rho is uniform, the maximum is tied, r_t = 0
+    lp = xr.DataArray(
+        np.log(np.full((50, 2, 3), 1 / 3)), dims=("sample", "item", "candidate"), coords={"candidate": [0, 1, 2]}
+    )
+    risk = attribute_risk(lp, xr.DataArray([0, 1], dims="item"), xr.DataArray([[0, 1]], dims=("synthetic", "item")))
+    assert np.allclose(risk["rho"], 1 / 3)
+    assert not risk["correct"].any()
+
+
+def test_summary_figures_by_hand():
+    table = pd.DataFrame(
+        {
+            "correct": [True, False, True, True],
+            "distance": [0, 2, 0, 0],
+            "true_probability": [0.5, 0.1, 0.6, 0.7],
+            "max_khat": [0.2, 0.9, 0.8, 0.1],
+            "relevant_khat": [0.2, 0.9, 0.3, 0.1],
+        }
+    )
+    out = attribute_risk_summary(table, unique=np.array([True, True, False, False]))
+    assert out["R_all"] == 0.75
+    assert out["R_unq"] == 0.5
+    assert out["n_unique"] == 2
+    assert out["khat_over_0_7"] == 1
+    assert out["khat_over_0_7_any_candidate"] == 2
+    assert out["d_t"]["counts"] == {"0": 3, "2": 1}
+
+
+def test_values_outside_the_candidates_are_refused():
+    lp = xr.DataArray(np.zeros((5, 1, 2)), dims=("sample", "item", "candidate"), coords={"candidate": [0, 1]})
+    with pytest.raises(ValueError, match="not among the candidate"):
+        attribute_risk(lp, xr.DataArray([3], dims="item"), xr.DataArray([[0]], dims=("synthetic", "item")))
