@@ -170,11 +170,12 @@ class ConvergenceReport:
 class ConvergenceError(RuntimeError):
     """Raised when a posterior fails the convergence gate and the caller did not allow it."""
 
-    def __init__(self, report: ConvergenceReport, what: str = "posterior") -> None:
+    def __init__(self, report: ConvergenceReport, what: str = "posterior", hint: str = "") -> None:
         self.report = report
         super().__init__(
             f"{what} did not converge: {'; '.join(report.problems())}. Sample longer (--draws, --tune) "
             "or pass --allow-unconverged to write outputs anyway (recorded in the outputs)."
+            + (f" {hint}" if hint else "")
         )
 
 
