@@ -61,6 +61,14 @@ def add_parser(subparsers: Any) -> None:
         default="0.01,0.01",
         help="shape,rate of the Gamma priors of the precisions phi_beta, phi_gamma (default the paper's 0.01,0.01)",
     )
+    p.add_argument(
+        "--exact-check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="refit the model for the N cells with the largest k-hat, once per candidate count, to measure "
+        "the importance-sampling approximation (private/exact_check.json)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -109,6 +117,7 @@ def run_flow_job(
     allow_unconverged: bool = False,
     max_extensions: int = 2,
     priors: Any = None,
+    exact_check: int = 0,
     progress: bool = True,
 ) -> FlowJobResult:
     """Run the whole flow job on a table and write ``out/release`` and ``out/private``.
@@ -254,6 +263,9 @@ def run_flow_job(
         ),
     }
 
+    if exact_check > 0:
+        risk["exact_check"] = _exact_check(synthesizer, groups, results, risk_cells, exact_check, seed, lower)
+        folder.write_private_json("exact_check.json", risk["exact_check"])
     folder.write_private_table("risk_cells.parquet", risk_cells)
     folder.write_private_json("risk.json", risk)
     folder.write_private_json("utility.json", utility)
@@ -281,6 +293,44 @@ def run_flow_job(
         seconds=time.perf_counter() - start,
         released=True,
     )
+
+
+def _exact_check(synthesizer, groups, results, risk_cells, n_cells, seed, lower) -> dict[str, Any]:
+    """Refit-based attribute risk for the ``n_cells`` cells with the largest relevant k-hat."""
+    import xarray as xr
+
+    from bayessdc.risk.attribute import refit_attribute_risk
+
+    order = np.argsort(-risk_cells["relevant_khat"].to_numpy(), kind="stable")[:n_cells]
+    offsets = np.cumsum([0] + [g.n_cells for g in groups])
+    cells = []
+    for position in order:
+        k = int(np.searchsorted(offsets, position, side="right") - 1)
+        group, result, item = groups[k], results[k], int(position - offsets[k])
+        synthetic = xr.DataArray(result.synthetic_values(), dims=("synthetic", "item"))
+        rho = refit_attribute_risk(synthesizer, group, synthetic, [item], seed).isel(item=0).to_numpy()
+        truth = int(group.y[item])
+        is_row = risk_cells.iloc[position]
+        cells.append(
+            {
+                "origin": is_row["origin"],
+                "destination": is_row["destination"],
+                "relevant_khat": float(is_row["relevant_khat"]),
+                "true_probability_importance_sampling": float(is_row["true_probability"]),
+                "true_probability_exact": float(rho[truth]),
+                "guess_importance_sampling": int(is_row["intruder_guess"]),
+                "guess_exact": int(np.argmax(rho)) + lower,
+                "rho_exact": rho.tolist(),
+            }
+        )
+    differences = [abs(c["true_probability_exact"] - c["true_probability_importance_sampling"]) for c in cells]
+    return {
+        "cells": cells,
+        "max_abs_difference_true_probability": float(max(differences)) if cells else None,
+        "guess_agreement": float(np.mean([c["guess_exact"] == c["guess_importance_sampling"] for c in cells]))
+        if cells
+        else None,
+    }
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -322,6 +372,7 @@ def run(args: argparse.Namespace) -> int:
             allow_unconverged=args.allow_unconverged,
             max_extensions=args.max_extensions,
             priors=priors,
+            exact_check=args.exact_check,
             progress=not args.quiet,
         )
     except ConvergenceError as err:

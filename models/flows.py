@@ -607,6 +607,12 @@ class FlowSynthesizer:
         """One draw of every sensitive cell's modelled value per posterior draw (dims ``(sample, item)``)."""
         return sample_candidates(self.candidate_log_prob(posterior, data), rng)
 
+    def replace_value(self, data: FlowGroup, item: int, value: int) -> FlowGroup:
+        """The group with cell ``item``'s modelled value replaced by ``value`` (for exact risk checks)."""
+        y = data.y.copy()
+        y[item] = value
+        return data.with_values(y)
+
     def release_values(self, modelled: np.ndarray) -> np.ndarray:
         """Counts as released: modelled value plus ``lower`` (so 1..9 in the paper)."""
         return np.asarray(modelled) + self.lower

@@ -52,6 +52,7 @@ __all__ = [
     "attribute_risk_summary",
     "exact_attribute_risk",
     "intruder_guess",
+    "refit_attribute_risk",
 ]
 
 
@@ -314,3 +315,34 @@ class AttributeRiskAssessor:
             }
         )
         return table, {"attribute_risk": attribute_risk_summary(risk)}
+
+
+def refit_attribute_risk(
+    synthesizer: Any,
+    data: Any,
+    synthetic: xr.DataArray,
+    items: Sequence[int],
+    seed: int,
+    prior: xr.DataArray | None = None,
+) -> xr.DataArray:
+    """:func:`exact_attribute_risk` for a synthesizer: one refit per chosen item and candidate value.
+
+    The synthesizer must offer ``replace_value(data, item, value)`` (the data with one confidential value
+    replaced) besides the contract hooks. Costs ``len(items) * n_candidates`` fits.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``rho`` with dimensions ``(item, candidate)`` for the chosen items.
+    """
+    candidates = synthesizer.candidates(data)["candidate"].to_numpy()
+
+    def refit(t: int, c: Any) -> xr.DataArray:
+        replaced = synthesizer.replace_value(data, t, c)
+        fit_seed = int(
+            np.random.SeedSequence([int(seed), int(t), int(np.searchsorted(candidates, c))]).generate_state(1)[0]
+        )
+        posterior = stack_draws(synthesizer.fit(replaced, seed=fit_seed).posterior)
+        return synthesizer.candidate_log_prob(posterior, replaced).isel(item=t)
+
+    return exact_attribute_risk(refit, items, candidates, synthetic, prior)

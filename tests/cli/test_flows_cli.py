@@ -162,3 +162,18 @@ def test_unconverged_run_writes_diagnostics_but_no_release_unless_allowed(tmp_pa
     model = json.loads((tmp_path / "out2" / "release" / "model.json").read_text())
     assert model["allow_unconverged"] is True
     assert json.loads((tmp_path / "out2" / "private" / "diagnostics.json").read_text())["all_converged"] is False
+
+
+def test_exact_check_measures_the_importance_sampling_approximation(run):
+    folder, _, _ = run
+    args = ["flows", "--data", str(folder / "flows.csv"), "--out", str(folder / "out"), "--m", "3", *FAST]
+    assert main([*args, "--exact-check", "2"]) == 0  # resumes the fitted groups, then refits 2 x 9 times
+    check = json.loads((folder / "out" / "private" / "exact_check.json").read_text())
+    assert len(check["cells"]) == 2
+    for cell in check["cells"]:
+        assert sum(cell["rho_exact"]) == pytest.approx(1.0)
+        assert 1 <= cell["guess_exact"] <= 9
+        # importance sampling and refitting estimate the same probability
+        assert abs(cell["true_probability_exact"] - cell["true_probability_importance_sampling"]) < 0.3
+    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
+    assert risk["exact_check"]["max_abs_difference_true_probability"] is not None
