@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from .rules import ColumnSchema, Rule, RuleError, describe_rows, parse_rules, rule_violations
+from .rules import ColumnSchema, Rule, describe_rows, parse_rules, rule_violations
 
 __all__ = [
     "CartDataError",
@@ -173,9 +173,8 @@ class CartSynthesizer:
         for role, columns in (("synthesize", self.synthesize), ("keep", self.keep)):
             unknown = [c for c in columns if c not in data.columns]
             if unknown:
-                raise CartDataError(
-                    f"unknown column(s) to {role}: {', '.join(unknown)} (the data have: {', '.join(map(str, data.columns))})"
-                )
+                have = ", ".join(map(str, data.columns))
+                raise CartDataError(f"unknown column(s) to {role}: {', '.join(unknown)} (the data have: {have})")
             repeated = sorted({c for c in columns if list(columns).count(c) > 1})
             if repeated:
                 raise CartDataError(f"column(s) listed twice to {role}: {', '.join(repeated)}")

@@ -315,7 +315,9 @@ def _parse_condition(column: str, spec: Any, rule: str) -> Condition:
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"in", "not_in", "min", "max"}
         if unknown:
-            raise RuleError(f"rule {rule!r}: unknown keys {sorted(unknown)} for column {column!r} (use in, not_in, min, max)")
+            raise RuleError(
+                f"rule {rule!r}: unknown keys {sorted(unknown)} for column {column!r} (use in, not_in, min, max)"
+            )
         listed = {}
         for key in ("in", "not_in"):
             if key in spec:
@@ -433,7 +435,8 @@ def describe_rows(positions: np.ndarray, limit: int = 10) -> str:
     """``"data rows 3, 17 (2 rows)"`` for 0-based positions (shown 1-based, as in a spreadsheet)."""
     shown = ", ".join(str(int(p) + 1) for p in positions[:limit])
     more = ", ..." if len(positions) > limit else ""
-    return f"data row{'s' if len(positions) > 1 else ''} {shown}{more} ({len(positions)} row{'s' * (len(positions) > 1)})"
+    plural = "s" if len(positions) > 1 else ""
+    return f"data row{plural} {shown}{more} ({len(positions)} row{plural})"
 
 
 def frame_of_rules(rules: Sequence[Rule]) -> pd.DataFrame:
