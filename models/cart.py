@@ -523,6 +523,24 @@ class CartSynthesizer:
             for fitted in self._trees
         }
 
+    def rule_violation_counts(self, frame: pd.DataFrame) -> dict[str, int]:
+        """Number of rows of ``frame`` (released layout, e.g. all synthetic datasets) violating each rule.
+
+        Values of a categorical column that the confidential data never take are refused with a ValueError.
+        """
+        self._check_fitted()
+        encoded = {}
+        for column, spec in self._schema.items():
+            if spec.categorical:
+                codes = pd.Categorical(np.asarray(frame[column], dtype=object), categories=spec.levels).codes
+                if (codes < 0).any():
+                    raise ValueError(f"column {column!r} holds values the fitted data never take")
+                encoded[column] = codes.astype(np.int64)
+            else:
+                encoded[column] = frame[column].to_numpy(dtype=float)
+        violated = rule_violations(self.rules, encoded, self._schema)
+        return {rule.name: len(violated.get(rule.name, ())) for rule in self.rules}
+
     @property
     def data(self) -> pd.DataFrame:
         """The released columns of the fitted data (confidential; for utility measures)."""

@@ -77,6 +77,7 @@ def test_rules_hold_in_every_synthetic_dataset(acs):
     schema = synthesizer._schema
     for _, frame in synthetic.groupby("synthetic"):
         assert rule_violations(synthesizer.rules, _encoded(frame, schema), schema) == {}
+    assert set(synthesizer.rule_violation_counts(synthetic).values()) == {0}
     # the rules bind: without them, the trees alone do break some of them
     free = CartSynthesizer(ACS_SYNTHESIZE, ACS_KEEP, min_samples_leaf=50).fit(data, seed=11).synthesize_datasets(30)
     broken = sum(
@@ -84,6 +85,9 @@ def test_rules_hold_in_every_synthetic_dataset(acs):
         for _, frame in free.groupby("synthetic")
     )
     assert broken > 0
+    assert sum(synthesizer.rule_violation_counts(free).values()) == sum(
+        len(rows) for rows in rule_violations(synthesizer.rules, _encoded(free, schema), schema).values()
+    )
 
 
 def test_kept_columns_pass_through_and_same_seed_gives_same_data(acs):
