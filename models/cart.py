@@ -62,8 +62,13 @@ class CartDataError(ValueError):
     """Bad input found before fitting: columns, missing values, rules."""
 
 
-class CartSynthesisError(RuntimeError):
-    """A record for which no observed value of a column satisfies the rules given its fixed values."""
+class CartSynthesisError(ValueError):
+    """A record for which no observed value of a column satisfies the rules given its fixed values.
+
+    Rules are enforced when their last column is drawn; a rule set whose earlier draws can leave no admissible
+    value for a later column needs an extra rule on the earlier column (as "graduate school only from age 19"
+    in :func:`acs_example_rules` keeps grade consistent with the attainment rules).
+    """
 
 
 @dataclass

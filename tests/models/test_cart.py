@@ -4,6 +4,7 @@ import pytest
 
 from bayessdc.models.cart import (
     CartDataError,
+    CartSynthesisError,
     CartSynthesizer,
     acs_example_rules,
     simulate_acs_persons,
@@ -126,6 +127,18 @@ def test_a_leaf_without_admissible_values_falls_back_to_an_ancestor():
     fallbacks = synthesizer.fallbacks["z"]
     assert fallbacks["ancestor"] == fallbacks["whole_column"] == len(odd)
     assert fallbacks["draws"] == 50 * 200
+
+
+def test_rules_that_leave_no_admissible_value_are_reported():
+    x = np.repeat([0, 1], 100)
+    data = pd.DataFrame({"x": x, "y": np.where(np.arange(200) < 4, "a", "b"), "z": np.where(x == 0, "p", "q")})
+    rules = [
+        {"name": "a implies p", "if": {"y": "a"}, "then": {"z": "p"}},
+        {"name": "x = 1 implies q", "if": {"x": 1}, "then": {"z": "q"}},
+    ]
+    synthesizer = CartSynthesizer(["y", "z"], ["x"], rules, ccp_alpha=0.01).fit(data, seed=0)
+    with pytest.raises(CartSynthesisError, match="no observed value of 'z' satisfies the rules for a record with"):
+        synthesizer.synthesize_datasets(20)
 
 
 def test_numeric_column_uses_a_regression_tree_and_column_bounds():
