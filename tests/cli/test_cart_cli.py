@@ -1,0 +1,125 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayessdc.cli import main
+from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
+
+SYNTHESIZE = "enrolled,grade,education,marital"
+KEEP = "age,sex,relationship"
+
+
+def _args(folder, **options):
+    """``bayessdc cart`` arguments for the files in ``folder``; ``options`` replace the defaults."""
+    settings = {
+        "data": str(folder / "persons.csv"),
+        "synthesize": SYNTHESIZE,
+        "keep": KEEP,
+        "rules": str(folder / "rules.json"),
+        "m": "4",
+        "bootstrap": "200",
+        "table": ["sex,age,education", "enrolled,grade"],
+        **options,
+    }
+    args = ["cart", "--quiet"]
+    for name, value in settings.items():
+        for item in value if isinstance(value, list) else [value]:
+            args += [f"--{name}", item]
+    return args
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cart")
+    data = simulate_acs_persons(1200, seed=5)
+    data.to_csv(folder / "persons.csv", index=False)
+    (folder / "rules.json").write_text(json.dumps({"rules": acs_example_rules()}))
+    args = _args(folder)
+    status = main([*args, "--out", str(folder / "out")])
+    return folder, data, args, status
+
+
+def test_outputs_and_utility(run):
+    folder, data, _, status = run
+    assert status == 0
+    out = folder / "out"
+    assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
+    assert sorted(p.name for p in (out / "private").iterdir()) == ["diagnostics.json", "run.json", "utility.json"]
+    utility = json.loads((out / "private" / "utility.json").read_text())
+    assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}
+    for table in utility["tables"].values():
+        for source, n in (("synthetic", 4), ("bootstrap", 200)):
+            s = table[source]
+            assert s["n"] == n and 0.5 < s["q1"] <= s["median"] <= s["q3"] <= 1
+    assert utility["tables"]["sex x age x education"]["bins"]["age"][0] == data["age"].min()  # deciles of age
+    assert set(utility["relative_errors"]["education"]) == set(data["education"])
+    diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())
+    assert diagnostics["trees"]["grade"]["fallbacks"]["draws"] == 4 * 1200
+
+
+def test_release_holds_only_synthetic_data_and_the_description(run):
+    folder, data, _, _ = run
+    out = folder / "out"
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
+    assert list(synthetic.columns) == ["synthetic", *data.columns]
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3, 4]
+    agree = []
+    for _, frame in synthetic.groupby("synthetic"):
+        for column in KEEP.split(","):  # kept columns are identical
+            assert np.array_equal(frame[column].astype(object).to_numpy(), data[column].to_numpy().astype(object))
+        for column in SYNTHESIZE.split(","):  # synthesized ones only take observed values
+            assert set(frame[column].astype(str)) <= set(data[column])
+        agree.append((frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy()).mean())
+    assert max(agree) < 0.9  # a synthesized column is not a copy of the original
+    model = json.loads((out / "release" / "model.json").read_text())
+    assert model["synthesizer"] == "cart" and model["m"] == 4
+    assert model["synthesized_in_order"] == SYNTHESIZE.split(",") and model["kept"] == KEEP.split(",")
+    assert [r["name"] for r in model["rules"]] == [r["name"] for r in acs_example_rules()]
+    text = (out / "release" / "model.json").read_text()
+    assert '"leaves"' not in text and '"tau' not in text  # no fitted figure, no utility
+
+
+def test_same_seed_same_data_and_a_different_run_is_refused(run, tmp_path, capsys):
+    folder, _, args, _ = run
+    assert main([*args, "--out", str(tmp_path / "again")]) == 0
+    a = pd.read_parquet(folder / "out" / "release" / "synthetic.parquet")
+    b = pd.read_parquet(tmp_path / "again" / "release" / "synthetic.parquet")
+    pd.testing.assert_frame_equal(a, b)
+    assert main([*args, "--out", str(folder / "out"), "--seed", "3"]) == 2
+    assert "differs in: seed" in capsys.readouterr().err
+
+
+RULE_FILES = {
+    "unknown_column": [{"name": "u", "then": {"school": "yes"}}],
+    "unknown_value": [{"name": "v", "if": {"grade": "kindergarten"}, "then": {"age": {"max": 6}}}],
+    "violated": [{"name": "old enough", "then": {"age": {"min": 18}}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"synthesize": "grade,income"}, "unknown column(s) to synthesize: income"),
+        ({"keep": "age,grade"}, "both synthesized and kept: grade"),
+        ({"table": ["sex,colour"]}, "unknown column(s) colour"),
+        ({"rules": "unknown_column"}, "names column 'school', which is neither kept nor synthesized"),
+        ({"rules": "unknown_value"}, "'kindergarten' is not a value of column 'grade'"),
+        ({"rules": "violated"}, "rule 'old enough' is violated by the original data at data rows"),
+        ({"data": "missing"}, "column 'relationship' has missing values at data row 3 (1 row)"),
+    ],
+)
+def test_bad_input_fails_before_fitting_with_a_clear_message(run, tmp_path, capsys, options, message):
+    folder, data, _, _ = run
+    if "rules" in options:
+        (tmp_path / "rules.json").write_text(json.dumps(RULE_FILES[options["rules"]]))
+        options = {"rules": str(tmp_path / "rules.json")}
+    if "data" in options:
+        bad = data.copy()
+        bad.loc[2, "relationship"] = None
+        bad.to_csv(tmp_path / "bad.csv", index=False)
+        options = {"data": str(tmp_path / "bad.csv")}
+    assert main([*_args(folder, **options), "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
