@@ -34,7 +34,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 bench: $(VENV)/.installed
-	$(BIN)/python bench/flows.py
+	for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) demo-output build *.egg-info
