@@ -590,9 +590,7 @@ def simulate_acs_persons(n: int = 2000, seed: int = 0) -> pd.DataFrame:
         np.where(rng.random(n) < 0.9, "child", "other"),
         rng.choice(["reference person", "spouse", "child", "other"], n, p=[0.5, 0.3, 0.1, 0.1]),
     )
-    p_enrolled = np.select(
-        [age < 3, age < 5, age < 18, age < 25, age < 35], [0.0, 0.5, 0.97, 0.45, 0.1], default=0.02
-    )
+    p_enrolled = np.select([age < 3, age < 5, age < 18, age < 25, age < 35], [0.0, 0.5, 0.97, 0.45, 0.1], default=0.02)
     enrolled = np.where(rng.random(n) < p_enrolled, "yes", "no")
     grade = np.select(
         [age < 6, age < 14, age < 18, age < 23],

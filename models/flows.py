@@ -329,10 +329,11 @@ def _log_factorials(upper: int) -> np.ndarray:
     return np.array([math.lgamma(r + 1) for r in range(upper + 1)])
 
 
-def _padded_size(n: int, minimum: int = 16, factor: int = 4) -> int:
+def _padded_size(n: int, minimum: int = 16, factor: float = 1.5) -> int:
+    """The smallest size ``minimum * factor**k`` (rounded up) that holds ``n``: few compiled models, little waste."""
     size = minimum
     while size < n:
-        size *= factor
+        size = math.ceil(size * factor)
     return size
 
 
@@ -340,11 +341,14 @@ def build_model(
     group: FlowGroup,
     priors: FlowPriors = FlowPriors(),
     *,
-    padded_origins: int | None = None,
-    padded_destinations: int | None = None,
+    padded_effects: int | None = None,
     parameterization: str = "marginal",
 ) -> Any:
     """Declare the truncated-Poisson model of one group pair (eq. 1 and Section 2.1).
+
+    The origin effects ``beta_i`` and the destination effects ``gamma_j`` are held in one vector ``effect``
+    (origins first, then destinations), each family with its own hierarchical prior, so that the model's
+    size is one number: this lets one compiled model serve every group of similar size.
 
     Parameters
     ----------
@@ -352,11 +356,10 @@ def build_model(
         The sensitive cells of one (origin group, destination group) pair.
     priors
         Hyperparameters; the paper's values by default.
-    padded_origins, padded_destinations
-        Declare this many origin (destination) effects, the surplus ones being independent standard
-        normals that no cell uses and that do not enter the hierarchical prior: their posterior is exactly
-        N(0, 1) and the others' is unchanged. Padding lets one compiled model serve every group of
-        similar size (the data are ``pm.Data`` containers that can be swapped).
+    padded_effects
+        Declare this many effects, the surplus ones being independent standard normals that no cell uses
+        and that do not enter the hierarchical priors: their posterior is exactly N(0, 1) and the others' is
+        unchanged. The data are ``pm.Data`` containers that can be swapped for another group's.
     parameterization
         ``"marginal"`` (default: the precisions integrated out analytically, see the module docstring),
         ``"centred"`` (effects and precisions sampled as written) or ``"noncentred"`` (effects as standard
@@ -365,64 +368,57 @@ def build_model(
     Returns
     -------
     pymc.Model
-        Dimensions ``origin``, ``destination``, ``cell``; free variables ``mu`` (= mu_beta + mu_gamma),
-        ``phi_beta``, ``phi_gamma``, ``beta_effect`` (= beta_i - mu_beta), ``gamma_effect``
-        (= gamma_j - mu_gamma); observed ``y``. See the module docstring for the parameterisation.
+        Dimensions ``unit`` (the origins, then the destinations, then any padding) and ``cell``; free
+        variables ``mu`` (= mu_beta + mu_gamma) and ``effect``
+        (``beta_i - mu_beta`` for the origins, ``gamma_j - mu_gamma`` for the destinations), plus
+        ``phi_beta`` and ``phi_gamma`` unless marginal; observed ``y``.
     """
     import pymc as pm
     import pytensor.tensor as pt
 
-    n_origins = padded_origins or len(group.origins)
-    n_destinations = padded_destinations or len(group.destinations)
+    n_effects = len(group.origins) + len(group.destinations)
+    size = padded_effects or n_effects
     if parameterization not in PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
-    if n_origins < len(group.origins) or n_destinations < len(group.destinations):
+    if size < n_effects:
         raise ValueError("padding cannot be smaller than the group")
-    origin_labels = list(group.origins) + [f"<unused {k}>" for k in range(n_origins - len(group.origins))]
-    destination_labels = list(group.destinations) + [
-        f"<unused {k}>" for k in range(n_destinations - len(group.destinations))
-    ]
-    coords = {"origin": origin_labels, "destination": destination_labels, "cell": np.arange(group.n_cells)}
+    labels = (
+        [f"origin {o}" for o in group.origins]
+        + [f"destination {d}" for d in group.destinations]
+        + [f"<unused {k}>" for k in range(size - n_effects)]
+    )
+    coords = {"unit": labels, "cell": np.arange(group.n_cells)}
+    family, origin_position, destination_position = _effect_layout(group, size)
     upper = group.upper
     with pm.Model(coords=coords) as model:
-        origin_index = pm.Data("origin_index", group.origin_index, dims="cell")
-        destination_index = pm.Data("destination_index", group.destination_index, dims="cell")
-        origin_used = pm.Data("origin_used", _used(len(group.origins), n_origins), dims="origin")
-        destination_used = pm.Data(
-            "destination_used", _used(len(group.destinations), n_destinations), dims="destination"
-        )
+        origin_index = pm.Data("origin_index", origin_position, dims="cell")
+        destination_index = pm.Data("destination_index", destination_position, dims="cell")
+        effect_family = pm.Data("effect_family", family, dims="unit")
         y_observed = pm.Data("y_observed", group.y, dims="cell")
+        is_origin, is_destination = pt.eq(effect_family, ORIGIN), pt.eq(effect_family, DESTINATION)
 
         # Section 2.1: mu_beta, mu_gamma ~ N(0, precision 1/25), so mu = mu_beta + mu_gamma has precision 1/50.
         mu = pm.Normal("mu", mu=0.0, tau=priors.mu_precision / 2)
         if parameterization == "marginal":
             # Section 2.1 with phi integrated out: b ~ N(0, precision phi), phi ~ Gamma(a, r) gives
             # p(b) ∝ (r + sum b_i^2 / 2)^-(a + B/2), a multivariate Student t (nu = 2a, scale^2 = r/a).
-            beta_effect = pm.Flat("beta_effect", dims="origin")
-            gamma_effect = pm.Flat("gamma_effect", dims="destination")
-            pm.Potential("beta_effect_prior", hierarchical_effect_logp(beta_effect, origin_used, priors))
-            pm.Potential("gamma_effect_prior", hierarchical_effect_logp(gamma_effect, destination_used, priors))
+            effect = pm.Flat("effect", dims="unit")
+            pm.Potential("beta_effect_prior", hierarchical_effect_logp(effect, is_origin, priors))
+            pm.Potential("gamma_effect_prior", hierarchical_effect_logp(effect, is_destination, priors))
+            pm.Potential("unused_effect_prior", unused_effect_logp(effect, pt.eq(effect_family, UNUSED)))
         else:
             # Section 2.1: phi_beta, phi_gamma ~ Gamma(0.01, 0.01), precisions.
             phi_beta = pm.Gamma("phi_beta", alpha=priors.phi_shape, beta=priors.phi_rate)
             phi_gamma = pm.Gamma("phi_gamma", alpha=priors.phi_shape, beta=priors.phi_rate)
-        # Section 2.1: beta_i - mu_beta ~ N(0, phi_beta), gamma_j - mu_gamma ~ N(0, phi_gamma).
-        if parameterization == "centred":
-            beta_effect = pm.Normal("beta_effect", mu=0.0, tau=pt.switch(origin_used, phi_beta, 1.0), dims="origin")
-            gamma_effect = pm.Normal(
-                "gamma_effect", mu=0.0, tau=pt.switch(destination_used, phi_gamma, 1.0), dims="destination"
-            )
-        elif parameterization == "noncentred":  # the same distribution: standard normals times the sd
-            beta_raw = pm.Normal("beta_raw", mu=0.0, sigma=1.0, dims="origin")
-            gamma_raw = pm.Normal("gamma_raw", mu=0.0, sigma=1.0, dims="destination")
-            beta_effect = pm.Deterministic(
-                "beta_effect", beta_raw * pt.switch(origin_used, phi_beta**-0.5, 1.0), dims="origin"
-            )
-            gamma_effect = pm.Deterministic(
-                "gamma_effect", gamma_raw * pt.switch(destination_used, phi_gamma**-0.5, 1.0), dims="destination"
-            )
+            precision = pt.switch(is_origin, phi_beta, pt.switch(is_destination, phi_gamma, 1.0))
+            # Section 2.1: beta_i - mu_beta ~ N(0, phi_beta), gamma_j - mu_gamma ~ N(0, phi_gamma).
+            if parameterization == "centred":
+                effect = pm.Normal("effect", mu=0.0, tau=precision, dims="unit")
+            else:  # the same distribution: standard normals times the standard deviation
+                effect_raw = pm.Normal("effect_raw", mu=0.0, sigma=1.0, dims="unit")
+                effect = pm.Deterministic("effect", effect_raw * precision**-0.5, dims="unit")
         # Section 2.1: log lambda_ij = beta_i + gamma_j.
-        log_lambda = mu + beta_effect[origin_index] + gamma_effect[destination_index]
+        log_lambda = mu + effect[origin_index] + effect[destination_index]
         # Eq. (1): y_ij ~ Poisson(lambda_ij) truncated to 0..upper.
         pm.CustomDist(
             "y",
@@ -434,30 +430,48 @@ def build_model(
     return model
 
 
+ORIGIN, DESTINATION, UNUSED = 0, 1, 2
+
+
+def _effect_layout(group: FlowGroup, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Family of each effect (origin, destination, unused) and each cell's two positions in ``effect``."""
+    n_origins, n_destinations = len(group.origins), len(group.destinations)
+    family = np.full(size, UNUSED, dtype=np.int64)
+    family[:n_origins] = ORIGIN
+    family[n_origins : n_origins + n_destinations] = DESTINATION
+    return family, group.origin_index, group.destination_index + n_origins
+
+
+def unused_effect_logp(effect: Any, unused: Any) -> Any:
+    """Independent standard normal log density of the padding effects flagged in ``unused``."""
+    import pytensor.tensor as pt
+
+    unused = pt.cast(unused, "float64")
+    return pt.sum(unused * (-0.5 * effect**2 - 0.5 * math.log(2 * math.pi)))
+
+
 PARAMETERIZATIONS = ("marginal", "centred", "noncentred")
 
 
-def hierarchical_effect_logp(effect: Any, used: Any, priors: FlowPriors) -> Any:
+def hierarchical_effect_logp(effect: Any, member: Any, priors: FlowPriors) -> Any:
     """Log density of effects ``b ~ N(0, precision phi)``, ``phi ~ Gamma(a, r)``, with ``phi`` integrated out.
 
-    ``log p(b) = log Gamma(a + n/2) - log Gamma(a) + a log r - (n/2) log(2 pi) - (a + n/2) log(r + sum b^2/2)``
-    over the ``n`` effects flagged in ``used``; unused (padding) effects are independent standard normals.
+    ``log p(b) = log G(a + n/2) - log G(a) + a log r - (n/2) log(2 pi) - (a + n/2) log(r + sum b^2 / 2)``
+    over the ``n`` effects flagged in ``member`` (``G`` the gamma function); the others do not enter.
     """
     import pytensor.tensor as pt
 
     a, r = priors.phi_shape, priors.phi_rate
-    used = pt.cast(used, "float64")
-    n = pt.sum(used)
-    sum_sq = pt.sum(used * effect**2)
-    hierarchical = (
+    member = pt.cast(member, "float64")
+    n = pt.sum(member)
+    sum_sq = pt.sum(member * effect**2)
+    return (
         pt.gammaln(a + n / 2)
         - math.lgamma(a)
         + a * math.log(r)
         - n / 2 * math.log(2 * math.pi)
         - (a + n / 2) * pt.log(r + sum_sq / 2)
     )
-    padding = pt.sum((1.0 - used) * (-0.5 * effect**2 - 0.5 * math.log(2 * math.pi)))
-    return hierarchical + padding
 
 
 def draw_precision(effects: np.ndarray, priors: FlowPriors, rng: np.random.Generator) -> np.ndarray:
@@ -470,12 +484,6 @@ def draw_precision(effects: np.ndarray, priors: FlowPriors, rng: np.random.Gener
     n = effects.shape[-1]
     rate = priors.phi_rate + 0.5 * (effects**2).sum(axis=-1)
     return rng.gamma(priors.phi_shape + n / 2, 1.0 / rate)
-
-
-def _used(n_used: int, n_total: int) -> np.ndarray:
-    used = np.zeros(n_total, dtype=bool)
-    used[:n_used] = True
-    return used
 
 
 # --------------------------------------------------------------------------------------------------
@@ -515,32 +523,30 @@ class FlowSynthesizer:
         group = data
         backend = resolve_backend(self.settings.backend)
         if backend == "nutpie":
-            shape = (_padded_size(len(group.origins)), _padded_size(len(group.destinations)))
-            key = ("flows", group.upper, self.parameterization, *shape, *asdict(self.priors).values())
+            size = _padded_size(len(group.origins) + len(group.destinations))
+            key = ("flows", group.upper, self.parameterization, size, *asdict(self.priors).values())
             compiled = COMPILED_MODELS.get(
                 key,
-                lambda: build_model(
-                    group,
-                    self.priors,
-                    padded_origins=shape[0],
-                    padded_destinations=shape[1],
-                    parameterization=self.parameterization,
-                ),
+                lambda: build_model(group, self.priors, padded_effects=size, parameterization=self.parameterization),
             )
+            family, origin_position, destination_position = _effect_layout(group, size)
             swap = {
-                "origin_index": group.origin_index,
-                "destination_index": group.destination_index,
-                "origin_used": _used(len(group.origins), shape[0]),
-                "destination_used": _used(len(group.destinations), shape[1]),
+                "origin_index": origin_position,
+                "destination_index": destination_position,
+                "effect_family": family,
                 "y_observed": group.y,
             }
             idata = sample_model(None, self.settings, seed, compiled=compiled, data=swap)
-            idata.posterior = idata.posterior.isel(
-                origin=slice(0, len(group.origins)), destination=slice(0, len(group.destinations))
-            ).assign_coords(origin=group.origins, destination=group.destinations)
         else:
             model = build_model(group, self.priors, parameterization=self.parameterization)
             idata = sample_model(model, self.settings, seed)
+        n_origins, n_destinations = len(group.origins), len(group.destinations)
+        effect = idata.posterior["effect"].drop_vars("unit", errors="ignore")
+        idata.posterior["beta_effect"] = effect.isel(unit=slice(0, n_origins)).rename(unit="origin")
+        idata.posterior["gamma_effect"] = effect.isel(unit=slice(n_origins, n_origins + n_destinations)).rename(
+            unit="destination"
+        )
+        idata.posterior = idata.posterior.assign_coords(origin=group.origins, destination=group.destinations)
         posterior = idata.posterior
         if self.parameterization == "marginal":
             rng = np.random.default_rng(np.random.SeedSequence([int(seed), 2]))
@@ -548,7 +554,7 @@ class FlowSynthesizer:
                 values = draw_precision(posterior[effect].to_numpy(), self.priors, rng)
                 posterior[name] = (("chain", "draw"), values)
         keep = ["mu", "phi_beta", "phi_gamma", "beta_effect", "gamma_effect"]
-        idata.posterior = posterior[keep]
+        idata.posterior = posterior[keep].drop_dims("unit", errors="ignore")
         for extra in [g for g in idata.groups() if g not in ("posterior", "sample_stats")]:
             delattr(idata, extra)
         idata.attrs["group"] = str(group.key)

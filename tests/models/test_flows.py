@@ -40,33 +40,29 @@ def test_truncated_poisson_matches_scipy_and_is_stable():
         assert np.exp(got).sum() == pytest.approx(1.0, abs=1e-10)
 
 
-def test_marginal_effect_prior_is_the_multivariate_t_and_padding_is_standard_normal():
+def test_marginal_effect_prior_is_the_multivariate_t():
     priors = FlowPriors()
     b = np.array([0.3, -1.2, 2.0])
-    got = hierarchical_effect_logp(pt.as_tensor(b), np.array([True, True, True]), priors).eval()
     nu, scale = 2 * priors.phi_shape, priors.phi_rate / priors.phi_shape
     want = pm.logp(pm.MvStudentT.dist(nu=nu, mu=np.zeros(3), scale=scale * np.eye(3)), b).eval()
+    got = hierarchical_effect_logp(pt.as_tensor(b), np.array([True, True, True]), priors).eval()
     assert got == pytest.approx(want, rel=1e-10)
-    padded = np.append(b, 0.7)
-    got_padded = hierarchical_effect_logp(pt.as_tensor(padded), np.array([1, 1, 1, 0], bool), priors).eval()
-    assert got_padded == pytest.approx(want + stats.norm.logpdf(0.7), rel=1e-10)
+    # effects outside the family do not enter
+    mixed = np.array([0.3, 5.0, -1.2, 2.0])
+    got_mixed = hierarchical_effect_logp(pt.as_tensor(mixed), np.array([1, 0, 1, 1], bool), priors).eval()
+    assert got_mixed == pytest.approx(want, rel=1e-10)
 
 
 @pytest.mark.parametrize("parameterization", ["marginal", "centred", "noncentred"])
 def test_padding_adds_only_independent_standard_normals(parameterization):
     group, _ = simulate_group(3, 4, 8, seed=1)
     plain = build_model(group, parameterization=parameterization)
-    padded = build_model(group, padded_origins=5, padded_destinations=6, parameterization=parameterization)
-    point = plain.initial_point()
+    padded = build_model(group, padded_effects=10, parameterization=parameterization)
     rng = np.random.default_rng(0)
-    point = {k: v + rng.normal(0, 0.3, np.shape(v)) for k, v in point.items()}
-    extra = {}
-    for size, n in ((5, 3), (6, 4)):
-        for key, value in point.items():
-            if np.ndim(value) == 1 and len(value) == n:
-                extra[key] = np.concatenate([value, rng.normal(0, 1, size - n)])
-    padded_point = {**point, **extra}
-    pad_values = np.concatenate([v[-(len(v) - n) :] for v, n in zip(extra.values(), (3, 4), strict=True)])
+    point = {k: v + rng.normal(0, 0.3, np.shape(v)) for k, v in plain.initial_point().items()}
+    name = "effect_raw" if parameterization == "noncentred" else "effect"
+    pad_values = rng.normal(0, 1, 3)
+    padded_point = {**point, name: np.concatenate([point[name], pad_values])}
     logp_plain = plain.compile_logp()(point)
     logp_padded = padded.compile_logp()(padded_point)
     assert logp_padded == pytest.approx(logp_plain + stats.norm.logpdf(pad_values).sum(), rel=1e-9)
