@@ -72,7 +72,10 @@ def write_outputs(result: Adjustment, out_dir: str | os.PathLike, quality: dict 
                 handle.flush()
                 os.fsync(handle.fileno())
             targets.append(out / name)
+        umask = os.umask(0)
+        os.umask(umask)
         for tmp, target in zip(temporaries, targets, strict=True):
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, target)
     finally:
         for tmp in temporaries:
