@@ -1,4 +1,4 @@
-"""``bayessdc cta``: controlled tabular adjustment of a table given in long form or as contributor microdata."""
+"""``bayessdc cta``: controlled tabular adjustment of a table in long form or as contributor microdata."""
 
 from __future__ import annotations
 

@@ -417,51 +417,6 @@ def adjust_table(
     else:
         weights = np.ones(n)
 
-    y_up = cp.Variable(n, integer=integer, bounds=[b.lb_up, b.ub_up], name="y_up")
-    y_down = cp.Variable(n, integer=integer, bounds=[b.lb_down, b.ub_down], name="y_down")
-    y = y_up - y_down
-    constraints = [sp.csr_matrix(table.additivity) @ y == 0]
-    free = np.flatnonzero(b.free)
-    if len(free):
-        ind = cp.Variable(len(free), boolean=True, name="up")
-        constraints += [
-            y_up[free] >= cp.multiply(b.p_up[free], ind),
-            y_up[free] <= cp.multiply(b.q_up[free], ind),
-            y_down[free] >= cp.multiply(b.p_down[free], 1 - ind),
-            y_down[free] <= cp.multiply(b.q_down[free], 1 - ind),
-        ]
-    if preserve_mean:
-        constraints.append(cp.sum(y[np.flatnonzero(sensitive)]) == 0)
-    for mask in mean_subsets:
-        constraints.append(cp.sum(y[np.flatnonzero(np.asarray(mask, dtype=bool))]) == 0)
-
-    l_scaled = None  # m * sd * L(y)
-    if objective in STATISTICAL_OBJECTIVES or zero_l:
-        z, sd = _statistics_weights(a, stats_mask)
-        l_scaled = z @ y
-        if zero_l:
-            constraints.append(l_scaled == 0)
-
-    l1 = weights @ (y_up + y_down)
-    primary = None
-    if objective == "compromise":
-        primary = cp.abs(l_scaled)
-    elif objective == "max_l":
-        primary = -l_scaled
-    elif objective == "variance":
-        # (m Var(a) / sd) * (2 L + Var_lin(y) / Var(a)) = 2 z.y + sum_i v_i(y) / sd, v_i the secant of y_i^2.
-        lo_up = np.where(sensitive, b.p_up, 0.0)
-        lo_down = np.where(sensitive, b.p_down, 0.0)
-        slope_up = np.where(stats_mask, lo_up + b.ub_up, 0.0) / sd
-        slope_down = np.where(stats_mask, lo_down + b.ub_down, 0.0) / sd
-        intercept_up = np.where(stats_mask & sensitive, b.p_up * b.q_up, 0.0) / sd
-        intercept_down = np.where(stats_mask & sensitive, b.p_down * b.q_down, 0.0) / sd
-        fixed_part = float(intercept_up[b.directions > 0].sum() + intercept_down[b.directions < 0].sum())
-        v_lin = slope_up @ y_up + slope_down @ y_down - fixed_part
-        if len(free):
-            v_lin = v_lin - intercept_up[free] @ ind - intercept_down[free] @ (1 - ind)
-        primary = cp.abs(2 * l_scaled + v_lin)
-
     settings = {
         "capacity": capacity if np.isscalar(capacity) else "per cell",
         "widen": widen,
@@ -472,29 +427,89 @@ def adjust_table(
         "time_limit": time_limit,
         "mip_gap": mip_gap,
     }
-    problem = cp.Problem(cp.Minimize(l1 if primary is None else primary), constraints)
-    status, gap = _solve(problem, solver, time_limit, mip_gap, verbose)
-    if status in ("infeasible", "infeasible_or_unbounded"):
-        from .infeasibility import explain_infeasibility
+    def run(integer_vars: bool) -> tuple:
+        """Build and solve the model (both stages); integer_vars makes the adjustments integer variables."""
+        y_up = cp.Variable(n, integer=integer_vars, bounds=[b.lb_up, b.ub_up], name="y_up")
+        y_down = cp.Variable(n, integer=integer_vars, bounds=[b.lb_down, b.ub_down], name="y_down")
+        y = y_up - y_down
+        constraints = [sp.csr_matrix(table.additivity) @ y == 0]
+        free = np.flatnonzero(b.free)
+        if len(free):
+            ind = cp.Variable(len(free), boolean=True, name="up")
+            constraints += [
+                y_up[free] >= cp.multiply(b.p_up[free], ind),
+                y_up[free] <= cp.multiply(b.q_up[free], ind),
+                y_down[free] >= cp.multiply(b.p_down[free], 1 - ind),
+                y_down[free] <= cp.multiply(b.q_down[free], 1 - ind),
+            ]
+        if preserve_mean:
+            constraints.append(cp.sum(y[np.flatnonzero(sensitive)]) == 0)
+        for mask in mean_subsets:
+            constraints.append(cp.sum(y[np.flatnonzero(np.asarray(mask, dtype=bool))]) == 0)
 
-        raise explain_infeasibility(table, b, widen=widen, capacity=capacity, method=method_used,
-                                    statistical=_statistical_names(preserve_mean, mean_subsets, zero_l),
-                                    solver=solver, time_limit=time_limit)
-    if status == "no_solution" or y_up.value is None:
-        raise ValueError(
-            f"the solver found no feasible adjustment (status {status}) within the limits; "
-            "raise --time-limit or use the heuristic method"
-        )
-    objective_value = float(problem.value)
-    up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
-    if primary is not None and tie_break and status in ("optimal", "optimal_inaccurate"):
-        best = float(primary.value)
-        second = cp.Problem(cp.Minimize(weights @ (y_up + y_down)),
-                            constraints + [primary <= best + _TIE_TOLERANCE * max(1.0, abs(best))])
-        status2, gap2 = _solve(second, solver, time_limit, mip_gap, verbose)
-        if y_up.value is not None and status2 in ("optimal", "optimal_inaccurate", "user_limit"):
-            status, gap = status2, gap2
-            up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
+        l_scaled = None  # m * sd * L(y)
+        if objective in STATISTICAL_OBJECTIVES or zero_l:
+            z, sd = _statistics_weights(a, stats_mask)
+            l_scaled = z @ y
+            if zero_l:
+                constraints.append(l_scaled == 0)
+
+        l1 = weights @ (y_up + y_down)
+        primary = None
+        if objective == "compromise":
+            primary = cp.abs(l_scaled)
+        elif objective == "max_l":
+            primary = -l_scaled
+        elif objective == "variance":
+            # (m Var(a) / sd) * (2 L + Var_lin(y) / Var(a)) = 2 z.y + sum_i v_i(y) / sd,
+            # v_i the secant of y_i^2.
+            lo_up = np.where(sensitive, b.p_up, 0.0)
+            lo_down = np.where(sensitive, b.p_down, 0.0)
+            slope_up = np.where(stats_mask, lo_up + b.ub_up, 0.0) / sd
+            slope_down = np.where(stats_mask, lo_down + b.ub_down, 0.0) / sd
+            intercept_up = np.where(stats_mask & sensitive, b.p_up * b.q_up, 0.0) / sd
+            intercept_down = np.where(stats_mask & sensitive, b.p_down * b.q_down, 0.0) / sd
+            fixed_part = float(intercept_up[b.directions > 0].sum() + intercept_down[b.directions < 0].sum())
+            v_lin = slope_up @ y_up + slope_down @ y_down - fixed_part
+            if len(free):
+                v_lin = v_lin - intercept_up[free] @ ind - intercept_down[free] @ (1 - ind)
+            primary = cp.abs(2 * l_scaled + v_lin)
+
+        problem = cp.Problem(cp.Minimize(l1 if primary is None else primary), constraints)
+        status, gap = _solve(problem, solver, time_limit, mip_gap, verbose)
+        if status in ("infeasible", "infeasible_or_unbounded"):
+            from .infeasibility import explain_infeasibility
+
+            raise explain_infeasibility(table, b, widen=widen, capacity=capacity, method=method_used,
+                                        statistical=_statistical_names(preserve_mean, mean_subsets, zero_l),
+                                        solver=solver, time_limit=time_limit)
+        if status == "no_solution" or y_up.value is None:
+            raise ValueError(
+                f"the solver found no feasible adjustment (status {status}) within the limits; "
+                "raise --time-limit or use the heuristic method"
+            )
+        objective_value = float(problem.value)
+        up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
+        if primary is not None and tie_break and status in ("optimal", "optimal_inaccurate"):
+            best = float(primary.value)
+            second = cp.Problem(cp.Minimize(weights @ (y_up + y_down)),
+                                constraints + [primary <= best + _TIE_TOLERANCE * max(1.0, abs(best))])
+            status2, gap2 = _solve(second, solver, time_limit, mip_gap, verbose)
+            if y_up.value is not None and status2 in ("optimal", "optimal_inaccurate", "user_limit"):
+                status, gap = status2, gap2
+                up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
+        return status, gap, objective_value, up_value, down_value
+
+    if integer:
+        # With integer data the LP vertex is often integral already (always for two-way tables, whose
+        # equations are a network matrix): try the continuous adjustments first, and only if they are
+        # fractional solve with integer variables (which is much slower with large bounds).
+        status, gap, objective_value, up_value, down_value = run(False)
+        y_try = up_value - down_value
+        if not np.allclose(y_try, np.round(y_try), rtol=0, atol=1e-6):
+            status, gap, objective_value, up_value, down_value = run(True)
+    else:
+        status, gap, objective_value, up_value, down_value = run(False)
     elapsed = time.perf_counter() - started
 
     adjustment = _clean(up_value - down_value, table, integer)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from bayessdc.cta import cox_4x9_frame, table_from_long
 
 

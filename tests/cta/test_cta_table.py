@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from bayessdc.cta import link_tables, parse_dimensions, table_from_long, table_from_microdata
 
 
@@ -97,7 +96,7 @@ def test_microdata_sums_contributions_and_counts_contributors():
 
 
 def test_linked_tables_share_marginal_cells(small_frame):
-    other = pd.DataFrame({"r": ["a", "a", "b", "b"], "s": ["m", "f", "m", "f"], "v": [12.0, 18.0, 50.0, 20.0]})
+    other = pd.DataFrame({"r": list("aabb"), "s": list("mfmf"), "v": [12.0, 18.0, 50.0, 20.0]})
     t1 = table_from_long(small_frame, "r,c", "v")
     t2 = table_from_long(other, "r,s", "v")
     linked = link_tables([t1, t2])
