@@ -99,9 +99,10 @@ def explain_infeasibility(
         cause = "; ".join(statistical) if statistical else "the fixed directions"
         return InfeasibleError(
             f"{header}: every sensitive cell can be protected on its own terms, but not together with "
-            f"{cause}. To relax: widen the bounds [p_i, q_i] (widen is now {widen:g}; try 2 or 3), drop the "
+            f"{cause}. To relax: widen the bounds [p_i, q_i] (now q_i = {widen:g} p_i), drop the "
             "constraint, or use the objective 'compromise' (which minimises |L(y)| instead of "
-            "forcing it to 0)."
+            "forcing it to 0). Sensitive cells that lie in one chain of totals must all move the same "
+            "way, which mean preservation over them cannot allow."
         )
     T = sp.csc_matrix(table.additivity)
     room = np.maximum(bounds.ub_up, bounds.ub_down) * ~(bounds.free | (bounds.directions != 0))
@@ -121,13 +122,13 @@ def explain_infeasibility(
             "achievable": float(required - shortfall[i]),
             "totals": [{"total": name, "capacity_of_other_cells": cap} for name, cap in totals],
         })
-        shared = "; ".join(f"[{name}] other cells' capacity {cap:g}" for name, cap in totals)
+        shared = "; ".join(f"[{name}] other cells' capacity {cap:.12g}" for name, cap in totals)
         lines.append(
-            f"  {table.describe_cell(i)}: needs a move of {required:g}, at most "
-            f"{required - shortfall[i]:g} is possible; its totals: {shared}"
+            f"  {table.describe_cell(i)}: needs a move of {required:.12g}, at most "
+            f"{required - shortfall[i]:.12g} is possible; its totals: {shared}"
         )
     more = f"\n  ... and {len(short) - 20} more" if len(short) > 20 else ""
-    cap_text = f"a fraction {capacity:g} of each cell" if np.isscalar(capacity) else "given per cell"
+    cap_text = f"a fraction {capacity:.12g} of each cell" if np.isscalar(capacity) else "given per cell"
     advice = (
         f"To relax: raise the capacities of the non-sensitive cells in those totals (now {cap_text}), let "
         "fixed cells move, or lower these cells' protection to what is achievable"

@@ -202,7 +202,7 @@ def _bounds(
         too_large = np.flatnonzero(sensitive & (protection.lower > a))
         if len(too_large):
             named = "; ".join(
-                f"{table.describe_cell(i)} (value {a[i]:g}, protection {protection.lower[i]:g})"
+                f"{table.describe_cell(i)} (value {a[i]:.12g}, protection {protection.lower[i]:.12g})"
                 for i in too_large[:10]
             )
             raise ValueError(f"protection larger than the cell in a count table: {named}")

@@ -230,7 +230,7 @@ def protection_from_table(table: Table) -> Protection:
         too_large = np.flatnonzero(levels > table.values)
         if len(too_large):
             named = "; ".join(
-                f"{table.describe_cell(i)} (value {table.values[i]:g}, protection {levels[i]:g})"
+                f"{table.describe_cell(i)} (value {table.values[i]:.12g}, protection {levels[i]:.12g})"
                 for i in too_large[:10]
             )
             raise ValueError(f"protection larger than the cell in a count table: {named}")

@@ -387,7 +387,7 @@ def table_from_long(
             for j in failing[:20]:
                 cell = row_cell[given_total_rows[j]]
                 name = ", ".join(f"{c}={cells.at[cell, c]}" for c in columns)
-                lines.append(f"  {name}: given {given[j]:g}, its cells add up to {computed[j]:g}")
+                lines.append(f"  {name}: given {given[j]:.12g}, its cells add up to {computed[j]:.12g}")
             more = f"\n  ... and {len(failing) - 20} more" if len(failing) > 20 else ""
             raise ValueError(f"{len(failing)} total(s) do not add up:\n" + "\n".join(lines) + more)
 
@@ -563,7 +563,7 @@ def link_tables(tables: Sequence[Table]) -> Table:
                     name = ", ".join(f"{c}={v}" for c, v in zip(columns, key, strict=True))
                     raise ValueError(
                         f"linked tables disagree on the shared cell {name}: "
-                        f"{known:g} vs {record['original']:g}"
+                        f"{known:.12g} vs {record['original']:.12g}"
                     )
                 rows[j]["interior"] = rows[j]["interior"] and record["interior"]
             else:
