@@ -66,7 +66,7 @@ def test_cli_microdata_with_rules(tmp_path, cta_main):
     out = tmp_path / "out"
     status = cta_main(["cta", "--table", str(path), "--dims", "region,sector", "--value", "turnover",
                        "--contributor", "firm", "--rule", "p%=15", "--rule", "nk=2,85",
-                       "--objective", "compromise", "--capacity", "1", "--out", str(out)])
+                       "--objective", "compromise", "--capacity", "1", "--widen", "3", "--out", str(out)])
     assert status == 0
     adjusted = pd.read_csv(out / "adjusted.csv")
     dominated = adjusted[(adjusted["region"] == "N") & (adjusted["sector"] == "agri")].iloc[0]
