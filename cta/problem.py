@@ -33,6 +33,7 @@ adds the same for any given sets of cells. These need room, so by default the bo
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -251,10 +252,11 @@ def _bounds(
     return _Bounds(lb_up, ub_up, lb_down, ub_down, free, p_up, q_up, p_down, q_down, fixed_dir, capacity)
 
 
-def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None, verbose: bool):
+def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None, verbose: bool,
+           solver_options: dict | None = None):
     import cvxpy as cp
 
-    options: dict = {}
+    options: dict = dict(solver_options or {})
     if solver.upper() == "HIGHS":
         if time_limit is not None:
             options["time_limit"] = float(time_limit)
@@ -262,7 +264,10 @@ def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None
             options["mip_rel_gap"] = float(mip_gap)
         options["threads"] = 1
     try:
-        problem.solve(solver=solver.upper(), verbose=verbose, **options)
+        with warnings.catch_warnings():
+            # A time-limited solve is reported through the status and the gap, not as a warning.
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=solver.upper(), verbose=verbose, **options)
     except cp.error.SolverError as err:
         if "no solution" in str(err).lower() or "time" in str(err).lower():
             return "no_solution", None
@@ -309,6 +314,8 @@ def adjust_table(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     tie_break: bool = True,
+    strengthen: bool = True,
+    solver_options: dict | None = None,
     verbose: bool = False,
 ) -> Adjustment:
     """Adjust a table so that every sensitive cell moves by at least its protection and all totals add up.
@@ -352,6 +359,11 @@ def adjust_table(
         Solver limits (passed to HiGHS as ``time_limit`` and ``mip_rel_gap``).
     tie_break : bool, default True
         For the statistical objectives, a second solve minimising ``sum |y|`` at the optimum.
+    strengthen : bool, default True
+        Add valid inequalities that tighten the MILP (see the module documentation); they never cut off
+        a feasible adjustment.
+    solver_options : dict, optional
+        Further options passed to the solver through cvxpy (e.g. HiGHS option names).
     verbose : bool
         Show the solver log.
 
@@ -442,6 +454,12 @@ def adjust_table(
                 y_down[free] >= cp.multiply(b.p_down[free], 1 - ind),
                 y_down[free] <= cp.multiply(b.q_down[free], 1 - ind),
             ]
+        if strengthen and len(free):
+            # Valid inequalities that tighten the MILP's relaxation (which otherwise lets a sensitive cell
+            # split into y+ = y- and stay put): in every equation the other cells move at least as much
+            # as the sensitive cell, sum_{j != i} (y_j^+ + y_j^-) >= y_i^+ + y_i^-.
+            cover = _cover_matrix(table.additivity, free)
+            constraints.append(cover @ (y_up + y_down) >= 0)
         if preserve_mean:
             constraints.append(cp.sum(y[np.flatnonzero(sensitive)]) == 0)
         for mask in mean_subsets:
@@ -476,7 +494,7 @@ def adjust_table(
             primary = cp.abs(2 * l_scaled + v_lin)
 
         problem = cp.Problem(cp.Minimize(l1 if primary is None else primary), constraints)
-        status, gap = _solve(problem, solver, time_limit, mip_gap, verbose)
+        status, gap = _solve(problem, solver, time_limit, mip_gap, verbose, solver_options)
         if status in ("infeasible", "infeasible_or_unbounded"):
             from .infeasibility import explain_infeasibility
 
@@ -494,7 +512,7 @@ def adjust_table(
             best = float(primary.value)
             second = cp.Problem(cp.Minimize(weights @ (y_up + y_down)),
                                 constraints + [primary <= best + _TIE_TOLERANCE * max(1.0, abs(best))])
-            status2, gap2 = _solve(second, solver, time_limit, mip_gap, verbose)
+            status2, gap2 = _solve(second, solver, time_limit, mip_gap, verbose, solver_options)
             if y_up.value is not None and status2 in ("optimal", "optimal_inaccurate", "user_limit"):
                 status, gap = status2, gap2
                 up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
@@ -531,6 +549,20 @@ def adjust_table(
         solve_seconds=elapsed,
         settings=settings,
     )
+
+
+def _cover_matrix(additivity: sp.spmatrix, cells: np.ndarray) -> sp.csr_matrix:
+    """Rows |T_e| - 2 e_i for every cell i in ``cells`` and every equation e containing it."""
+    T = sp.csr_matrix(abs(additivity))
+    T.data[:] = 1.0
+    columns = sp.csc_matrix(T)[:, cells]
+    rows_of = [columns.indices[columns.indptr[k] : columns.indptr[k + 1]] for k in range(len(cells))]
+    equation = np.concatenate(rows_of) if rows_of else np.zeros(0, dtype=np.int64)
+    owner = np.repeat(cells, [len(r) for r in rows_of])
+    block = T[equation]
+    twice_own = sp.csr_matrix((np.full(len(owner), 2.0), (np.arange(len(owner)), owner)), shape=block.shape)
+    block = block - twice_own
+    return sp.csr_matrix(block)
 
 
 def _statistical_names(preserve_mean: bool, mean_subsets: Sequence, zero_l: bool) -> list[str]:
