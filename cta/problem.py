@@ -252,6 +252,15 @@ def _bounds(
     return _Bounds(lb_up, ub_up, lb_down, ub_down, free, p_up, q_up, p_down, q_down, fixed_dir, capacity)
 
 
+def _scaled_bounds(bounds: _Bounds, unit: float) -> _Bounds:
+    """The bounds expressed in multiples of ``unit``."""
+    if unit == 1.0:
+        return bounds
+    scaled = {name: getattr(bounds, name) / unit for name in
+              ("lb_up", "ub_up", "lb_down", "ub_down", "p_up", "q_up", "p_down", "q_down", "capacity")}
+    return _Bounds(free=bounds.free, directions=bounds.directions, **scaled)
+
+
 def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None, verbose: bool,
            solver_options: dict | None = None):
     import cvxpy as cp
@@ -263,6 +272,12 @@ def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None
         if mip_gap is not None:
             options["mip_rel_gap"] = float(mip_gap)
         options["threads"] = 1
+        if not problem.is_mixed_integer() and sum(v.size for v in problem.variables()) > 10_000:
+            # Large LPs: the interior point method (with crossover to a vertex) is several times faster
+            # than dual simplex on these degenerate problems.
+            highs_options = dict(options.get("highs_options", {}))
+            highs_options.setdefault("solver", "ipm")
+            options["highs_options"] = highs_options
     try:
         with warnings.catch_warnings():
             # A time-limited solve is reported through the status and the gap, not as a warning.
@@ -439,20 +454,25 @@ def adjust_table(
         "time_limit": time_limit,
         "mip_gap": mip_gap,
     }
+    # Continuous problems are solved in units that bring the largest cell to about 1e4..1e5: HiGHS's
+    # tolerances are absolute, and tables of incomes in euros reach 1e11.
+    unit = 1.0 if integer else 10.0 ** max(0, int(np.floor(np.log10(max(float(np.abs(a).max()), 1.0)))) - 4)
+    bs = _scaled_bounds(b, unit)
+
     def run(integer_vars: bool) -> tuple:
         """Build and solve the model (both stages); integer_vars makes the adjustments integer variables."""
-        y_up = cp.Variable(n, integer=integer_vars, bounds=[b.lb_up, b.ub_up], name="y_up")
-        y_down = cp.Variable(n, integer=integer_vars, bounds=[b.lb_down, b.ub_down], name="y_down")
+        y_up = cp.Variable(n, integer=integer_vars, bounds=[bs.lb_up, bs.ub_up], name="y_up")
+        y_down = cp.Variable(n, integer=integer_vars, bounds=[bs.lb_down, bs.ub_down], name="y_down")
         y = y_up - y_down
         constraints = [sp.csr_matrix(table.additivity) @ y == 0]
-        free = np.flatnonzero(b.free)
+        free = np.flatnonzero(bs.free)
         if len(free):
             ind = cp.Variable(len(free), boolean=True, name="up")
             constraints += [
-                y_up[free] >= cp.multiply(b.p_up[free], ind),
-                y_up[free] <= cp.multiply(b.q_up[free], ind),
-                y_down[free] >= cp.multiply(b.p_down[free], 1 - ind),
-                y_down[free] <= cp.multiply(b.q_down[free], 1 - ind),
+                y_up[free] >= cp.multiply(bs.p_up[free], ind),
+                y_up[free] <= cp.multiply(bs.q_up[free], ind),
+                y_down[free] >= cp.multiply(bs.p_down[free], 1 - ind),
+                y_down[free] <= cp.multiply(bs.q_down[free], 1 - ind),
             ]
         if strengthen and len(free):
             # Valid inequalities that tighten the MILP's relaxation (which otherwise lets a sensitive cell
@@ -467,7 +487,7 @@ def adjust_table(
 
         l_scaled = None  # m * sd * L(y)
         if objective in STATISTICAL_OBJECTIVES or zero_l:
-            z, sd = _statistics_weights(a, stats_mask)
+            z, sd = _statistics_weights(a / unit, stats_mask)
             l_scaled = z @ y
             if zero_l:
                 constraints.append(l_scaled == 0)
@@ -481,13 +501,14 @@ def adjust_table(
         elif objective == "variance":
             # (m Var(a) / sd) * (2 L + Var_lin(y) / Var(a)) = 2 z.y + sum_i v_i(y) / sd,
             # v_i the secant of y_i^2.
-            lo_up = np.where(sensitive, b.p_up, 0.0)
-            lo_down = np.where(sensitive, b.p_down, 0.0)
-            slope_up = np.where(stats_mask, lo_up + b.ub_up, 0.0) / sd
-            slope_down = np.where(stats_mask, lo_down + b.ub_down, 0.0) / sd
-            intercept_up = np.where(stats_mask & sensitive, b.p_up * b.q_up, 0.0) / sd
-            intercept_down = np.where(stats_mask & sensitive, b.p_down * b.q_down, 0.0) / sd
-            fixed_part = float(intercept_up[b.directions > 0].sum() + intercept_down[b.directions < 0].sum())
+            lo_up = np.where(sensitive, bs.p_up, 0.0)
+            lo_down = np.where(sensitive, bs.p_down, 0.0)
+            slope_up = np.where(stats_mask, lo_up + bs.ub_up, 0.0) / sd
+            slope_down = np.where(stats_mask, lo_down + bs.ub_down, 0.0) / sd
+            intercept_up = np.where(stats_mask & sensitive, bs.p_up * bs.q_up, 0.0) / sd
+            intercept_down = np.where(stats_mask & sensitive, bs.p_down * bs.q_down, 0.0) / sd
+            fixed_part = float(intercept_up[bs.directions > 0].sum()
+                               + intercept_down[bs.directions < 0].sum())
             v_lin = slope_up @ y_up + slope_down @ y_down - fixed_part
             if len(free):
                 v_lin = v_lin - intercept_up[free] @ ind - intercept_down[free] @ (1 - ind)
@@ -516,7 +537,7 @@ def adjust_table(
             if y_up.value is not None and status2 in ("optimal", "optimal_inaccurate", "user_limit"):
                 status, gap = status2, gap2
                 up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
-        return status, gap, objective_value, up_value, down_value
+        return status, gap, objective_value * unit, up_value * unit, down_value * unit
 
     if integer:
         # With integer data the LP vertex is often integral already (always for two-way tables, whose
