@@ -56,6 +56,14 @@ DEFAULT_WIDEN = 1.5
 _TIE_TOLERANCE = 1e-6
 
 
+#: Rounds of direction repair when heuristic directions make the LP infeasible.
+HEURISTIC_REPAIRS = 10
+
+
+class _Infeasible(Exception):
+    """Raised inside the solve when the solver reports infeasibility."""
+
+
 class InfeasibleError(ValueError):
     """The adjustment problem has no solution; the message says which cells and what to relax.
 
@@ -517,11 +525,7 @@ def adjust_table(
         problem = cp.Problem(cp.Minimize(l1 if primary is None else primary), constraints)
         status, gap = _solve(problem, solver, time_limit, mip_gap, verbose, solver_options)
         if status in ("infeasible", "infeasible_or_unbounded"):
-            from .infeasibility import explain_infeasibility
-
-            raise explain_infeasibility(table, b, widen=widen, capacity=capacity, method=method_used,
-                                        statistical=_statistical_names(preserve_mean, mean_subsets, zero_l),
-                                        solver=solver, time_limit=time_limit)
+            raise _Infeasible()
         if status == "no_solution" or y_up.value is None:
             raise ValueError(
                 f"the solver found no feasible adjustment (status {status}) within the limits; "
@@ -539,16 +543,38 @@ def adjust_table(
                 up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
         return status, gap, objective_value * unit, up_value * unit, down_value * unit
 
-    if integer:
+    def run_all() -> tuple:
+        if not integer:
+            return run(False)
         # With integer data the LP vertex is often integral already (always for two-way tables, whose
         # equations are a network matrix): try the continuous adjustments first, and only if they are
         # fractional solve with integer variables (which is much slower with large bounds).
-        status, gap, objective_value, up_value, down_value = run(False)
-        y_try = up_value - down_value
-        if not np.allclose(y_try, np.round(y_try), rtol=0, atol=1e-6):
-            status, gap, objective_value, up_value, down_value = run(True)
-    else:
-        status, gap, objective_value, up_value, down_value = run(False)
+        outcome = run(False)
+        y_try = outcome[3] - outcome[4]
+        return outcome if np.allclose(y_try, np.round(y_try), rtol=0, atol=1e-6) else run(True)
+
+    from .infeasibility import _shortfalls, explain_infeasibility
+
+    for repair in range(HEURISTIC_REPAIRS + 1):
+        try:
+            status, gap, objective_value, up_value, down_value = run_all()
+            break
+        except _Infeasible:
+            flip = np.zeros(n, dtype=bool)
+            if method_used == "heuristic+lp" and repair < HEURISTIC_REPAIRS:
+                # Heuristic directions can contradict each other (e.g. a total and all its parts sensitive):
+                # flip the cells that the elastic problem leaves short, and try again.
+                short = _shortfalls(table, b, solver, time_limit)
+                if short is not None:
+                    flip = _cells_to_flip(table, b, short, tolerance=1e-6 * max(1.0, float(np.abs(a).max())))
+            if not flip.any():
+                raise explain_infeasibility(
+                    table, b, widen=widen, capacity=capacity, method=method_used,
+                    statistical=_statistical_names(preserve_mean, mean_subsets, zero_l),
+                    solver=solver, time_limit=time_limit) from None
+            directions = np.where(flip, -b.directions, b.directions)
+            b = _bounds(table, protection, caps, widen, integer, fixed, directions)
+            bs = _scaled_bounds(b, unit)
     elapsed = time.perf_counter() - started
 
     adjustment = _clean(up_value - down_value, table, integer)
@@ -570,6 +596,23 @@ def adjust_table(
         solve_seconds=elapsed,
         settings=settings,
     )
+
+
+def _cells_to_flip(table: Table, bounds: _Bounds, shortfall: np.ndarray, tolerance: float) -> np.ndarray:
+    """Short cells to flip, largest shortfall first, at most one per equation (flipping every cell of a
+    contradictory group would only reverse the contradiction)."""
+    T = sp.csc_matrix(table.additivity)
+    can_flip = np.where(bounds.directions > 0, bounds.p_down <= bounds.q_down, bounds.p_up <= bounds.q_up)
+    candidates = np.flatnonzero((shortfall > tolerance) & (bounds.directions != 0) & can_flip)
+    flip = np.zeros(table.n_cells, dtype=bool)
+    touched: set[int] = set()
+    for i in candidates[np.argsort(-shortfall[candidates], kind="stable")]:
+        equations = set(T.indices[T.indptr[i] : T.indptr[i + 1]].tolist())
+        if equations & touched:
+            continue
+        flip[i] = True
+        touched |= equations
+    return flip
 
 
 def _cover_matrix(additivity: sp.spmatrix, cells: np.ndarray) -> sp.csr_matrix:
