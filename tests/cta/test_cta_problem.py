@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,8 +12,11 @@ from bayessdc.cta import (
     Protection,
     ThresholdRule,
     adjust_table,
+    balanced_directions,
+    protection_from_rules,
     quality_report,
     table_from_long,
+    table_from_microdata,
 )
 from bayessdc.cta.examples import COX_PROTECTION
 
@@ -188,3 +193,23 @@ def test_protection_object_and_bad_options(cox_table):
         adjust_table(cox_table, Protection.symmetric(np.zeros(cox_table.n_cells)))
     with pytest.raises(ValueError, match="widen must be >= 1"):
         adjust_table(cox_table, widen=0.5)
+
+
+def test_contradictory_heuristic_directions_are_repaired():
+    """Capital gains by occupation x sex x race: the balancing heuristic sends a total and its two parts
+    in directions that cannot add up; the LP is infeasible with them, and the repair flips cells until
+    it is not."""
+    path = Path(__file__).parents[2] / "notebooks" / "data" / "adult_capital_gain.csv.gz"
+    adult = pd.read_csv(path).dropna(subset=["occupation"])
+    gains = table_from_microdata(adult, "occupation,sex,race", "capital_gain", contributor="person")
+    protection = protection_from_rules(gains, ["p%=15", "nk=2,85"])
+    options = dict(widen=3.0, capacity=0.5)
+    raw = balanced_directions(gains.additivity, protection.lower, protection.upper,
+                              can_go_down=np.ones(gains.n_cells, dtype=bool))
+    with pytest.raises(InfeasibleError):
+        adjust_table(gains, protection, directions=raw, **options)
+    repaired = adjust_table(gains, protection, method="heuristic", **options)
+    assert repaired.method == "heuristic+lp"
+    assert_safe_and_additive(repaired)
+    milp = adjust_table(gains, protection, **options)
+    assert milp.objective_value <= repaired.objective_value + 1e-6
