@@ -213,3 +213,22 @@ def test_contradictory_heuristic_directions_are_repaired():
     assert_safe_and_additive(repaired)
     milp = adjust_table(gains, protection, **options)
     assert milp.objective_value <= repaired.objective_value + 1e-6
+
+
+def test_linked_tables_adjusted_as_one_system(small_frame):
+    from bayessdc.cta import link_tables
+
+    other = pd.DataFrame({"r": list("aabb"), "s": list("mfmf"), "v": [12.0, 18.0, 50.0, 20.0],
+                          "p": [0.0, 0.0, 6.0, 0.0]})
+    t1 = table_from_long(small_frame, "r,c", "v", protection="p")
+    t2 = table_from_long(other, "r,s", "v", protection="p")
+    linked = link_tables([t1, t2])
+    result = adjust_table(linked, capacity=0.5)
+    assert result.sensitive.sum() == 2
+    assert_safe_and_additive(result)  # both tables' equations, with the shared row totals adjusted once
+    frame = result.to_frame().set_index(["r", "c", "s"])
+    row_a = frame.loc[("a", "Total", "Total"), "adjusted"]
+    assert row_a == pytest.approx(frame.loc[("a", "x", "Total"), "adjusted"] + frame.loc[("a", "y", "Total"),
+                                                                                           "adjusted"])
+    assert row_a == pytest.approx(frame.loc[("a", "Total", "m"), "adjusted"] + frame.loc[("a", "Total", "f"),
+                                                                                           "adjusted"])
