@@ -298,6 +298,8 @@ def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None
     gap = None
     if solver.upper() == "HIGHS":
         info = problem.solver_stats.extra_stats
+        if problem.status == "user_limit" and getattr(info, "primal_solution_status", 2) != 2:
+            return "no_solution", None  # stopped before any feasible point was found
         is_mip = bool(problem.is_mixed_integer())
         gap = float(getattr(info, "mip_gap", 0.0)) if is_mip else 0.0
         if not np.isfinite(gap):
