@@ -54,13 +54,18 @@ def run_case(name: str, options: dict) -> dict:
     else:
         table, protection = cube_table(options["size"], options["share"], seed=7)
     built = time.perf_counter() - started
+    first_solve = None
+    if name == "cox":  # the first solve in a process pays for cvxpy's and HiGHS's set-up
+        first_solve = adjust_table(table, protection).solve_seconds
     try:
         result = adjust_table(table, protection, method=options.get("method", "milp"),
                               time_limit=options.get("time_limit"), capacity=options.get("capacity", 0.2))
     except ValueError as err:  # no feasible point within the time limit
         return {"case": options["label"], "cells": table.n_cells, "equations": table.additivity.shape[0],
                 "build_s": built, "solve_s": time.perf_counter() - started - built,
-                "status": "no solution: " + str(err)[:40]}
+                "status": "no feasible point: " + str(err)[:20],
+                "python_peak_mb": tracemalloc.get_traced_memory()[1] / 2**20,
+                "process_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     report = quality_report(result)
     _, python_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -71,6 +76,7 @@ def run_case(name: str, options: dict) -> dict:
         "sensitive": int(result.sensitive.sum()),
         "build_s": built,
         "solve_s": result.solve_seconds,
+        "first_solve_s": first_solve,
         "status": result.status,
         "gap": result.optimality_gap,
         "sum_abs_adjustment": report["all_cells"]["total_absolute_adjustment"],
@@ -126,7 +132,9 @@ def main() -> None:
               f"heuristic + LP solved in {lp['solve_s']:.1f} s "
               f"({lp['solve_s'] / milp['solve_s']:.3f} of the MILP's time)")
     cox = frame.iloc[0]
-    print(f"Cox 4x9 MILP: {cox['solve_s']:.3f} s here, reference 0.04-0.11 s (cvxpy 1.9 + HiGHS)")
+    print(f"Cox 4x9 MILP: {cox['solve_s']:.3f} s here "
+          f"(first solve in the process {cox['first_solve_s']:.3f} s), "
+          "reference 0.04-0.11 s (cvxpy 1.9 + HiGHS)")
 
 
 if __name__ == "__main__":
