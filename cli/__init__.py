@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("flows", "cart", "demo")
+SUBCOMMANDS: tuple[str, ...] = ("flows", "cart", "cta", "demo")
 
 
 class UserError(Exception):
@@ -25,7 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="bayessdc",
-        description="Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment.",
+        description=(
+            "Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."
+        ),
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:

@@ -1,1 +1,57 @@
-"""bayessdc.cta."""
+"""Controlled tabular adjustment (Cox 2000, 2003) with cvxpy and HiGHS.
+
+Build a table (:func:`table_from_long`, :func:`table_from_microdata`, :func:`link_tables`), decide its
+sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), adjust it
+(:func:`adjust_table`), measure the result (:func:`quality_report`) and write it (:func:`write_outputs`).
+"""
+
+from .examples import cox_4x9_frame
+from .heuristic import balanced_directions
+from .io import read_data, write_outputs
+from .problem import OBJECTIVES, Adjustment, InfeasibleError, adjust_table
+from .quality import cell_statistics, quality_report
+from .rules import (
+    DominanceRule,
+    PPercentRule,
+    Protection,
+    ThresholdRule,
+    parse_rule,
+    protection_from_rules,
+    protection_from_table,
+)
+from .table import (
+    TOTAL_LABEL,
+    Dimension,
+    Table,
+    link_tables,
+    parse_dimensions,
+    table_from_long,
+    table_from_microdata,
+)
+
+__all__ = [
+    "OBJECTIVES",
+    "TOTAL_LABEL",
+    "Adjustment",
+    "Dimension",
+    "DominanceRule",
+    "InfeasibleError",
+    "PPercentRule",
+    "Protection",
+    "Table",
+    "ThresholdRule",
+    "adjust_table",
+    "balanced_directions",
+    "cell_statistics",
+    "cox_4x9_frame",
+    "link_tables",
+    "parse_dimensions",
+    "parse_rule",
+    "protection_from_rules",
+    "protection_from_table",
+    "quality_report",
+    "read_data",
+    "table_from_long",
+    "table_from_microdata",
+    "write_outputs",
+]
