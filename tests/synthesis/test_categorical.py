@@ -36,7 +36,8 @@ def test_within_pattern_distributions_worked_by_hand():
     m_a = cells[(cells["g"] == "M") & (cells["county"] == "A")].iloc[0]
     assert m_a["original_share"] == 0.5 and m_a["synthetic_share"] == pytest.approx((1.0 + 0.0) / 2)
     tv = patterns.set_index("g")["total_variation"]
-    # M: original (1/2, 1/2); dataset 1 (1, 0) -> 1/2; dataset 2 (0, 1) -> 1/2.  F: (1, 0); (1, 0) -> 0; (1/2, 1/2) -> 1/2
+    # M: original (1/2, 1/2); dataset 1 (1, 0) -> 1/2; dataset 2 (0, 1) -> 1/2.
+    # F: original (1, 0); dataset 1 (1, 0) -> 0; dataset 2 (1/2, 1/2) -> 1/2
     assert tv["M"] == pytest.approx(0.5) and tv["F"] == pytest.approx(0.25)
     assert patterns.set_index("g")["records"].to_dict() == {"F": 2, "M": 2}
 
