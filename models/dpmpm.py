@@ -404,12 +404,17 @@ class GibbsSettings:
         Independent chains (run one after another; r_hat needs at least 2).
     thin
         Keep every ``thin``-th iteration (bounds the memory of the stored ``theta``).
+    label_swaps
+        K label-swap Metropolis moves per iteration (Papaspiliopoulos & Roberts 2008). Without them the
+        sampler keeps the correct target but the stick order, alpha and the number of occupied components
+        mix very slowly (kept switchable for that comparison).
     """
 
     draws: int = 4000
     burn: int = 1000
     chains: int = 2
     thin: int = 4
+    label_swaps: bool = True
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -427,6 +432,14 @@ class GibbsSettings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dictionary."""
         return asdict(self)
+
+
+@numba.njit(cache=True)
+def _log_gamma_draw(shape: float) -> float:
+    """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
+    if shape < 1.0:
+        return np.log(np.random.gamma(shape + 1.0, 1.0)) + np.log(np.random.random()) / shape  # noqa: NPY002
+    return np.log(np.random.gamma(shape, 1.0))  # noqa: NPY002
 
 
 @numba.njit(cache=True)
@@ -460,6 +473,7 @@ def _gibbs_chain(
     draws: int,
     thin: int,
     seed: int,
+    swap_moves: int,
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -489,7 +503,8 @@ def _gibbs_chain(
     small_cell = 12
     n_k = np.zeros(K, dtype=np.int64)
     counts = np.zeros((K, L), dtype=np.int64)
-    beta = np.empty(K)
+    log_beta = np.empty(K)
+    log_one_minus = np.empty(K)
     kept = 0
     theta_t = np.empty((L, K))  # theta transposed: a level's values over components are contiguous
     for it in range(burn + draws):
@@ -565,7 +580,7 @@ def _gibbs_chain(
         # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
         # theta together) with pi integrated out; see _log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
-        for move in range(K):
+        for move in range(swap_moves):
             j = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
             if move % 2 == 0:
                 l = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -584,23 +599,28 @@ def _gibbs_chain(
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
             else:
                 n_k[j], n_k[l] = n_k[l], n_k[j]
-        # beta | z, alpha (eq. 4): Beta(1 + n_k, alpha + sum_{l>k} n_l); pi by eq. (3).
+        # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
+        # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
         tail = 0
         for k in range(K - 1, -1, -1):
             if k < K - 1:
-                b = np.random.beta(beta_a + n_k[k], alpha + tail)  # noqa: NPY002 - numba's generator, seeded per chain
-                beta[k] = min(max(b, 1e-300), 1.0 - 1e-12)
+                log_x = _log_gamma_draw(beta_a + n_k[k])
+                log_y = _log_gamma_draw(alpha + tail)
+                top = max(log_x, log_y)
+                norm = top + np.log(np.exp(log_x - top) + np.exp(log_y - top))
+                log_beta[k] = log_x - norm
+                log_one_minus[k] = log_y - norm
             tail += n_k[k]
-        beta[K - 1] = 1.0
-        left_stick = 1.0
+        # pi by eq. (3), in logs.
+        running = 0.0
         log_sum = 0.0
         for k in range(K):
-            pi[k] = beta[k] * left_stick
             if k < K - 1:
-                log_sum += np.log1p(-beta[k])
-                left_stick *= 1.0 - beta[k]
-            if pi[k] < 1e-300:
-                pi[k] = 1e-300
+                pi[k] = max(np.exp(log_beta[k] + running), 1e-300)
+                running += log_one_minus[k]
+                log_sum += log_one_minus[k]
+            else:
+                pi[k] = max(np.exp(running), 1e-300)
         # alpha | beta (eq. 5): Gamma(a_alpha + K - 1, rate b_alpha - sum_{k<K} log(1 - beta_k)).
         alpha = np.random.gamma(a_alpha + K - 1, 1.0 / (b_alpha - log_sum))  # noqa: NPY002 - numba's generator, seeded per chain
         # theta_k^(j) | z, X (eq. 6): Dirichlet(a + counts).
@@ -671,6 +691,7 @@ def run_gibbs(
             settings.draws,
             settings.thin,
             int(seeds[chain] % (2**31 - 1)),
+            hyperparameters["K"] if settings.label_swaps else 0,
         )
         for key, value in zip(("alpha", "pi", "theta", "occupied"), (a, p, t, o), strict=True):
             out[key].append(value)

@@ -109,13 +109,14 @@ def test_model_potential_is_the_record_level_likelihood_and_priors_are_read_back
 
 
 LEVELS = [3, 4, 3, 4, 3, 5]
+RECOVERY_SETTINGS = GibbsSettings(draws=8000, burn=1000, chains=2, thin=4)
 
 
 @pytest.fixture(scope="module")
 def recovery():
     frame, truth = simulate_latent_class(3000, LEVELS, [0.5, 0.3, 0.2], seed=3, concentration=0.3)
     data = prepare_categorical(frame, ["x5"], ["x0", "x1", "x2", "x3", "x4"])
-    synth = DPMPMSynthesizer(K=20, settings=GibbsSettings(draws=3000, burn=500, chains=2, thin=2))
+    synth = DPMPMSynthesizer(K=20, settings=RECOVERY_SETTINGS)
     idata = synth.fit(data, seed=11)
     return frame, truth, data, synth, idata
 
@@ -153,7 +154,7 @@ def test_occupied_components_follow_the_number_of_true_classes(recovery):
 
 def test_same_seed_same_posterior(recovery):
     _, _, data, _, idata = recovery
-    synth = DPMPMSynthesizer(K=20, settings=GibbsSettings(draws=3000, burn=500, chains=2, thin=2))
+    synth = DPMPMSynthesizer(K=20, settings=RECOVERY_SETTINGS)
     again = synth.fit(data, seed=11)
     assert np.array_equal(again.posterior["alpha"], idata.posterior["alpha"])
 
@@ -259,3 +260,51 @@ def test_ce_like_simulator_has_the_papers_design():
     top = frame["county"].value_counts(normalize=True)
     biggest = frame.set_index(["gender", "income", "age"]).loc[sizes.idxmax(), "county"].value_counts(normalize=True)
     assert 0.5 * (top - biggest).abs().reindex(top.index, fill_value=0).sum() > 0.2
+
+
+def test_with_a_flat_likelihood_the_sampler_returns_the_prior():
+    """One level per variable: the posterior of alpha and of the partition is the prior (eq. 2-5)."""
+    from scipy import stats
+
+    from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
+
+    n, K = 60, 10
+    data = prepare_categorical(pd.DataFrame({"a": np.zeros(n, int), "b": np.zeros(n, int)}), ["b"], ["a"])
+    hyper = model_hyperparameters(build_model(data, K=K), data)
+    draws = run_gibbs(data, hyper, GibbsSettings(draws=60_000, burn=1000, chains=2, thin=5), seed=3)
+    # prior by direct simulation: alpha ~ Gamma(0.25, rate 0.25), sticks, n categorical draws
+    rng = np.random.default_rng(0)
+    alpha = rng.gamma(0.25, 4.0, 20_000)
+    beta = np.column_stack([rng.beta(1.0, alpha[:, None], (20_000, K - 1)), np.ones(20_000)])
+    pi = beta * np.column_stack([np.ones(20_000), np.cumprod(1 - beta[:, :-1], axis=1)])
+    cdf = np.cumsum(pi, axis=1)
+    z = (rng.random((20_000, n, 1)) * cdf[:, None, -1:] > cdf[:, None, :]).sum(axis=2)
+    occupied = np.array([len(np.unique(row)) for row in z])
+    for k in (1, 2, K):
+        assert (draws["occupied"] == k).mean() == pytest.approx((occupied == k).mean(), abs=0.035)
+    assert np.median(draws["alpha"]) == pytest.approx(stats.gamma(0.25, scale=4.0).median(), rel=0.25)
+
+
+def test_label_attribute_risk_with_pattern_conditioning_is_eq_8(recovery):
+    from bayessdc.risk.attribute import attribute_risk
+    from bayessdc.risk.identification import label_attribute_risk
+
+    _, _, data, _, idata = recovery
+    pattern = DPMPMSynthesizer(K=20, conditioning="pattern")
+    values = draw_synthetic(pattern, idata, data, m=2, rng=np.random.default_rng(4))
+    post = stack_draws(idata.posterior).isel(sample=slice(0, None, 20))
+    rows = np.arange(60)
+    records, summary = label_attribute_risk(pattern, post, data, values, rows, chunk_size=25)
+    # pattern conditioning: the release term does not depend on the true value, so eq. 8 as written applies
+    direct = attribute_risk(
+        pattern.candidate_log_prob(post, data.take(rows)), pattern.observed(data.take(rows)), values.isel(item=rows)
+    )
+    assert np.allclose(records["true_probability"], direct["true_probability"], rtol=1e-10)
+    assert summary["records_assessed"] == 60 and 0 < summary["mean_true_probability"] < 1
+    # full conditioning: released labels lean towards the true one, so the intruder learns more on average
+    full = DPMPMSynthesizer(K=20, conditioning="full")
+    values = draw_synthetic(full, idata, data, m=5, rng=np.random.default_rng(5))
+    _, full_summary = label_attribute_risk(full, post, data, values, rows)
+    values = draw_synthetic(pattern, idata, data, m=5, rng=np.random.default_rng(5))
+    _, pattern_summary = label_attribute_risk(pattern, post, data, values, rows)
+    assert full_summary["mean_true_probability"] > pattern_summary["mean_true_probability"]
