@@ -238,14 +238,7 @@ def run_dpmpm_job(
     say(f"dpmpm: drawing {m} synthetic datasets ({conditioning} conditioning) ...")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
     joint = draw_synthetic(synthesizer, idata, data, m, rng)
-    frames = []
-    shape = data.synthesized_shape
-    for k in range(m):
-        codes = data.codes.copy()
-        for j, level_codes in zip(data.synthesize_index, np.unravel_index(joint[k].to_numpy(), shape), strict=True):
-            codes[:, j] = level_codes
-        frames.append(data.frame(codes).assign(synthetic=k + 1))
-    synthetic = pd.concat(frames, ignore_index=True)[["synthetic", *variables]]
+    synthetic = synthesizer.release_frame(data, joint)
 
     say("dpmpm: risk ...")
     per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesize)

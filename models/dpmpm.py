@@ -443,6 +443,49 @@ def _log_gamma_draw(shape: float) -> float:
 
 
 @numba.njit(cache=True)
+def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
+    """``log p(log alpha = u | z)`` up to a constant: eq. (5) prior, sticks of eq. (3)-(4) integrated out."""
+    alpha = np.exp(u)
+    K = n_k.shape[0]
+    total = a_alpha * u - b_alpha * alpha  # Gamma(a, b) density in log alpha, Jacobian included
+    tail = 0.0
+    for k in range(K - 1, -1, -1):
+        if k < K - 1:
+            # log B(a + n_k, alpha + tail_k) - log B(a, alpha)
+            total += math.lgamma(alpha + tail) - math.lgamma(beta_a + n_k[k] + alpha + tail)
+            total += math.lgamma(beta_a + alpha) - math.lgamma(alpha)
+        tail += n_k[k]
+    return total
+
+
+@numba.njit(cache=True)
+def _slice_log_alpha(alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
+    """One slice-sampling update (stepping out, shrinkage; Neal 2003) of ``log alpha`` given the allocations."""
+    u0 = np.log(alpha)
+    level = _log_alpha_density(u0, n_k, a_alpha, b_alpha, beta_a) + np.log(np.random.random())  # noqa: NPY002
+    width = 1.0
+    left = u0 - width * np.random.random()  # noqa: NPY002
+    right = left + width
+    for _ in range(50):
+        if _log_alpha_density(left, n_k, a_alpha, b_alpha, beta_a) <= level:
+            break
+        left -= width
+    for _ in range(50):
+        if _log_alpha_density(right, n_k, a_alpha, b_alpha, beta_a) <= level:
+            break
+        right += width
+    for _ in range(200):
+        u = left + (right - left) * np.random.random()  # noqa: NPY002
+        if _log_alpha_density(u, n_k, a_alpha, b_alpha, beta_a) > level:
+            return np.exp(u)
+        if u < u0:
+            left = u
+        else:
+            right = u
+    return alpha
+
+
+@numba.njit(cache=True)
 def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
     """``log p(z | alpha)`` with the sticks integrated out, up to terms that do not depend on the order.
 
@@ -599,6 +642,9 @@ def _gibbs_chain(
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
             else:
                 n_k[j], n_k[l] = n_k[l], n_k[j]
+        # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha below:
+        # together an exact draw of (alpha, beta) | z, which mixes alpha far better than alpha | beta.
+        alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
         # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
         # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
         tail = 0
@@ -613,16 +659,12 @@ def _gibbs_chain(
             tail += n_k[k]
         # pi by eq. (3), in logs.
         running = 0.0
-        log_sum = 0.0
         for k in range(K):
             if k < K - 1:
                 pi[k] = max(np.exp(log_beta[k] + running), 1e-300)
                 running += log_one_minus[k]
-                log_sum += log_one_minus[k]
             else:
                 pi[k] = max(np.exp(running), 1e-300)
-        # alpha | beta (eq. 5): Gamma(a_alpha + K - 1, rate b_alpha - sum_{k<K} log(1 - beta_k)).
-        alpha = np.random.gamma(a_alpha + K - 1, 1.0 / (b_alpha - log_sum))  # noqa: NPY002 - numba's generator, seeded per chain
         # theta_k^(j) | z, X (eq. 6): Dirichlet(a + counts).
         for k in range(K):
             for j in range(p):
@@ -935,6 +977,28 @@ class DPMPMSynthesizer:
                     values[rows] = rng.choice(theta.shape[1], size=len(rows), p=theta[k] / theta[k].sum())
                 result[s, :, j] = values
         return result
+
+    def release_frame(self, data: CategoricalData, joint: xr.DataArray) -> pd.DataFrame:
+        """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m).
+
+        Parameters
+        ----------
+        data
+            The coded records.
+        joint
+            Joint codes of the synthesized variables, dimensions ``(synthetic, item)`` (from
+            :func:`bayessdc.synthesis.datasets.draw_synthetic`).
+        """
+        values = joint.transpose("synthetic", "item").to_numpy()
+        frames = []
+        for k in range(values.shape[0]):
+            codes = data.codes.copy()
+            for j, level_codes in zip(
+                data.synthesize_index, np.unravel_index(values[k], data.synthesized_shape), strict=True
+            ):
+                codes[:, j] = level_codes
+            frames.append(data.frame(codes).assign(synthetic=k + 1))
+        return pd.concat(frames, ignore_index=True)[["synthetic", *data.variables]]
 
     def describe(self) -> dict[str, Any]:
         """The public description of the model written to ``release/model.json`` (no estimates)."""
