@@ -36,8 +36,10 @@ number of occupied components).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -434,7 +436,7 @@ class GibbsSettings:
         return asdict(self)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _log_gamma_draw(shape: float) -> float:
     """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
     if shape < 1.0:
@@ -442,7 +444,7 @@ def _log_gamma_draw(shape: float) -> float:
     return np.log(np.random.gamma(shape, 1.0))  # noqa: NPY002
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
     """``log p(log alpha = u | z)`` up to a constant: eq. (5) prior, sticks of eq. (3)-(4) integrated out."""
     alpha = np.exp(u)
@@ -458,7 +460,7 @@ def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _slice_log_alpha(alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
     """One slice-sampling update (stepping out, shrinkage; Neal 2003) of ``log alpha`` given the allocations."""
     u0 = np.log(alpha)
@@ -485,7 +487,7 @@ def _slice_log_alpha(alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: flo
     return alpha
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
     """``log p(z | alpha)`` with the sticks integrated out, up to terms that do not depend on the order.
 
@@ -503,7 +505,7 @@ def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -693,6 +695,7 @@ def run_gibbs(
     hyperparameters: dict[str, Any],
     settings: GibbsSettings,
     seed: int,
+    cores: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Run the blocked Gibbs sampler; arrays with leading ``(chain, draw)`` axes.
 
@@ -706,6 +709,8 @@ def run_gibbs(
         Iterations, chains and thinning.
     seed
         Seed of the run: chain ``c`` uses a seed derived from ``(seed, c)``.
+    cores
+        Chains run at once in threads (default: as many as there are cores and chains).
 
     Returns
     -------
@@ -719,9 +724,9 @@ def run_gibbs(
     cell_index = np.ascontiguousarray(data.cell_codes + var_start[:-1][None, :])
     concentration = np.ascontiguousarray(np.concatenate(hyperparameters["theta_concentration"], axis=1))
     seeds = np.random.SeedSequence([int(seed), 7]).generate_state(settings.chains)
-    out: dict[str, list] = {"alpha": [], "pi": [], "theta": [], "occupied": []}
-    for chain in range(settings.chains):
-        a, p, t, o = _gibbs_chain(
+
+    def one_chain(chain: int) -> tuple[np.ndarray, ...]:
+        return _gibbs_chain(
             cell_index,
             data.cell_counts,
             var_start,
@@ -735,8 +740,16 @@ def run_gibbs(
             int(seeds[chain] % (2**31 - 1)),
             hyperparameters["K"] if settings.label_swaps else 0,
         )
-        for key, value in zip(("alpha", "pi", "theta", "occupied"), (a, p, t, o), strict=True):
-            out[key].append(value)
+
+    # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
+    # seeded inside each chain, so the draws do not depend on the number of threads).
+    workers = max(1, min(settings.chains, cores if cores is not None else (os.cpu_count() or 1)))
+    if workers == 1:
+        chains = [one_chain(c) for c in range(settings.chains)]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            chains = list(pool.map(one_chain, range(settings.chains)))
+    out = {key: [chain[i] for chain in chains] for i, key in enumerate(("alpha", "pi", "theta", "occupied"))}
     result = {key: np.stack(values) for key, values in out.items()}
     result["var_start"] = var_start
     return result

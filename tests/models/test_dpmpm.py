@@ -157,6 +157,13 @@ def test_same_seed_same_posterior(recovery):
     synth = DPMPMSynthesizer(K=20, settings=RECOVERY_SETTINGS)
     again = synth.fit(data, seed=11)
     assert np.array_equal(again.posterior["alpha"], idata.posterior["alpha"])
+    # chains in threads or one after another: the same draws
+    from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
+
+    hyper = model_hyperparameters(build_model(data, K=20), data)
+    short = GibbsSettings(draws=200, burn=50, chains=2, thin=1)
+    one, two = run_gibbs(data, hyper, short, 5, cores=1), run_gibbs(data, hyper, short, 5, cores=2)
+    assert np.array_equal(one["theta"], two["theta"]) and not np.array_equal(one["alpha"][0], one["alpha"][1])
 
 
 # ---------------------------------------------------------------------------------------------------
