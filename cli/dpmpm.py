@@ -397,7 +397,8 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     except ConvergenceError as err:
-        print(f"bayessdc dpmpm: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
+        message = str(err).replace("(--draws, --tune)", "(--draws, --burn)")
+        print(f"bayessdc dpmpm: {message}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
         return 3
     print(_report(result))
     return 0
