@@ -97,6 +97,7 @@ class DpmpmJobResult:
     n_cells: int
     diagnostics: dict
     risk: dict
+    risk_details: dict
     utility: dict
     seconds: float
 
@@ -323,6 +324,20 @@ def run_dpmpm_job(
             "intruder": "knows every other value and the model; uniform prior over the labels (eq. 3-8 of the "
             "foundation's attribute-risk module)",
         }
+    # risk.json holds exactly the figures of the layout; everything else goes to risk_details.json.
+    details = {
+        "identification": [
+            {"known": e["known"], "per_dataset": e.pop("per_dataset"), "placement": e.pop("placement")}
+            for e in identification
+        ],
+        "attribute": {
+            key: attribute.pop(key)
+            for key in ("per_dataset", "placement", "single_record_patterns", "bayesian")
+            if key in attribute
+        },
+        "repetitions": repetitions,
+        "m": m,
+    }
     risk = {"identification": identification, "attribute": attribute}
 
     say("dpmpm: utility ...")
@@ -339,6 +354,7 @@ def run_dpmpm_job(
     }
 
     folder.write_private_json("risk.json", risk)
+    folder.write_private_json("risk_details.json", details)
     folder.write_private_json("utility.json", utility)
     folder.write_private_table("risk_records.parquet", records)
     folder.write_private_table("within_pattern.parquet", cells.astype({c: str for c in keep + synthesize}))
@@ -359,6 +375,7 @@ def run_dpmpm_job(
         n_cells=int(len(data.cell_counts)),
         diagnostics=diagnostics,
         risk=risk,
+        risk_details=details,
         utility=utility,
         seconds=time.perf_counter() - start,
     )
@@ -428,8 +445,8 @@ def _report(result: DpmpmJobResult) -> str:
         f"  attribute: {_fmt(a['disclosures'])} exact disclosures ({100 * a['share']:.2f}%; min "
         f"{_fmt(a['inherent']['min']['disclosures'])}, max {_fmt(a['inherent']['max']['disclosures'])})"
     )
-    if "bayesian" in a:
-        b = a["bayesian"]
+    if "bayesian" in result.risk_details["attribute"]:
+        b = result.risk_details["attribute"]["bayesian"]
         lines.append(
             f"  Bayesian attribute risk ({b['records_assessed']} records): mean probability of the true label "
             f"{b['mean_true_probability']:.3f}, intruder correct {100 * b['share_correct']:.1f}%, "

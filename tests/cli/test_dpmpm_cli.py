@@ -57,15 +57,20 @@ def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
         for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
             assert key in entry and key in entry["inherent"]["min"] and key in entry["inherent"]["max"]
         assert 0 <= entry["true_match_rate"] <= 1
-        assert entry["expected_match_risk"] == pytest.approx(np.mean(entry["per_dataset"]["expected_match_risk"]))
+        assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
+    details = json.loads((folder / "out" / "private" / "risk_details.json").read_text())
+    for entry, detail in zip(risk["identification"], details["identification"], strict=True):
+        assert entry["expected_match_risk"] == pytest.approx(np.mean(detail["per_dataset"]["expected_match_risk"]))
     attribute = risk["attribute"]
+    assert set(attribute) == {"disclosures", "share", "inherent"}
+    assert set(attribute["inherent"]["max"]) == {"disclosures", "share"}
     assert attribute["share"] == pytest.approx(attribute["disclosures"] / len(table))
     assert set(attribute["inherent"]) == {"min", "max"}
     # the inherent maximum resamples from the within-pattern distribution: more exact disclosures than the minimum
     assert attribute["inherent"]["max"]["disclosures"] >= attribute["inherent"]["min"]["disclosures"]
     singles = (table.groupby(["gender", "income", "age"]).size() == 1).sum()
-    assert attribute["single_record_patterns"]["records"] == singles >= 1
-    assert attribute["bayesian"]["records_assessed"] == 40
+    assert details["attribute"]["single_record_patterns"]["records"] == singles >= 1
+    assert details["attribute"]["bayesian"]["records_assessed"] == 40
     records = pd.read_parquet(folder / "out" / "private" / "risk_records.parquet")
     assert len(records) == len(table) and records["true_probability"].notna().sum() == 40
 
