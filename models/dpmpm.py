@@ -949,7 +949,8 @@ class DPMPMSynthesizer:
         n_cand = joint.shape[-1]
         out = np.empty((n_syn, pi.shape[0], n_items, n_cand))
         if self.conditioning == "full":
-            a = np.exp(self._log_class_weights(pi, thetas, data.codes, data.keep_index))  # (S, item, K)
+            log_a = self._log_class_weights(pi, thetas, data.codes, data.keep_index)  # (S, item, K)
+            a = np.exp(log_a - log_a.max(axis=-1, keepdims=True))  # the ratio below is invariant to this scale
             norm = np.einsum("stk,skc->stc", a, joint)
             for l in range(n_syn):
                 theta_rel = joint[:, :, released[l]]  # theta_k[y~_t]: (S, K, item)
