@@ -86,6 +86,7 @@ def attribute_risk(
     release_likelihood: Literal["item", "full"] = "item",
     r_eff: float = 1.0,
     relevant: float = 0.01,
+    release_log_prob: xr.DataArray | None = None,
 ) -> xr.Dataset:
     """The intruder's posterior ``rho_t^c`` for every sensitive item, by importance sampling.
 
@@ -107,6 +108,12 @@ def attribute_risk(
         Relative efficiency of the posterior draws, for PSIS.
     relevant
         Candidates with ``rho`` at least this large count for ``relevant_khat``.
+    release_log_prob
+        For synthesizers whose released value of item ``t`` depends on its true value (for example a
+        latent class drawn given the record's own values): ``log p(y~_t(l) | theta_s, y_t = c)`` at the
+        released values, dimensions ``(synthetic, sample, item, candidate)``. It replaces item ``t``'s
+        release term ``log p(y~_t(l) | theta_s)`` of eq. 8, which otherwise is read from
+        ``candidate_log_prob`` at the released value. Only with ``release_likelihood="item"``.
 
     Returns
     -------
@@ -145,7 +152,18 @@ def attribute_risk(
         raise ValueError("release_likelihood must be 'item' or 'full'")
 
     log_rho = _prior_log(prior, n_items, n_candidates).copy()
-    for l in range(release.shape[0]):
+    if release_log_prob is not None:
+        if release_likelihood != "item":
+            raise ValueError("release_log_prob needs release_likelihood='item'")
+        by_candidate = np.asarray(
+            release_log_prob.transpose("synthetic", "item", "candidate", "sample").to_numpy(), dtype=float
+        )
+        if by_candidate.shape != (synthetic_pos.shape[0], n_items, n_candidates, n_samples):
+            raise ValueError("release_log_prob must have dimensions (synthetic, sample, item, candidate) as the rest")
+        for l in range(by_candidate.shape[0]):
+            # sum_s wbar_s(c) p(y~_t(l) | theta_s, y_t = c), in logs.
+            log_rho += logsumexp(smoothed + by_candidate[l], axis=-1)
+    for l in range(release.shape[0] if release_log_prob is None else 0):
         # sum_s wbar_s(c) p(D~(l) | theta_s), in logs: logsumexp over samples.
         log_rho += logsumexp(smoothed + release[l].T[:, None, :], axis=-1)
     log_rho -= logsumexp(log_rho, axis=-1, keepdims=True)

@@ -102,3 +102,32 @@ def test_values_outside_the_candidates_are_refused():
     lp = xr.DataArray(np.zeros((5, 1, 2)), dims=("sample", "item", "candidate"), coords={"candidate": [0, 1]})
     with pytest.raises(ValueError, match="not among the candidate"):
         attribute_risk(lp, xr.DataArray([3], dims="item"), xr.DataArray([[0]], dims=("synthetic", "item")))
+
+
+def test_a_release_likelihood_constant_in_the_candidate_reproduces_eq_8():
+    alpha = np.array([1.0, 1.0, 3.0])
+    data = np.array([1, 2, 2, 0, 1])
+    synth = DirichletSynthesizer(alpha=alpha, chains=2, draws=2000)
+    posterior = stack_draws(synth.fit(data, seed=4).posterior)
+    released = xr.DataArray(np.array([[1, 2, 2, 2, 1], [0, 2, 1, 0, 1]]), dims=("synthetic", "item"))
+    lp = synth.candidate_log_prob(posterior, data)
+    default = attribute_risk(lp, synth.observed(data), released)
+    at_released = np.stack([lp.to_numpy()[:, np.arange(5), released[l].to_numpy()] for l in range(2)])
+    release = xr.DataArray(
+        np.broadcast_to(at_released[..., None], (2, lp.sizes["sample"], 5, 3)),
+        dims=("synthetic", "sample", "item", "candidate"),
+    )
+    explicit = attribute_risk(lp, synth.observed(data), released, release_log_prob=release)
+    assert np.allclose(explicit["rho"], default["rho"], rtol=1e-12)
+    # a release that reveals the true value exactly: rho is one at the true value whatever the weights
+    reveal = np.log(np.where(np.arange(3)[None, None, None, :] == released.to_numpy()[:, None, :, None], 1.0, 1e-12))
+    exact = attribute_risk(
+        lp,
+        synth.observed(data),
+        released,
+        release_log_prob=xr.DataArray(
+            np.broadcast_to(reveal, (2, lp.sizes["sample"], 5, 3)), dims=("synthetic", "sample", "item", "candidate")
+        ),
+    )
+    consistent = (released[0] == released[1]).to_numpy()
+    assert np.allclose(exact["rho"].to_numpy()[consistent, released[0].to_numpy()[consistent]], 1.0)

@@ -1,0 +1,154 @@
+"""Benchmark of the DPMPM synthesizer: wall time, ESS per second, peak memory.
+
+Usage::
+
+    python bench/dpmpm.py                 # CE-like n = 6,208 and n = 1,000,000, blocked Gibbs
+    python bench/dpmpm.py --nuts          # also NUTS (nutpie) on the marginalised PyMC model, the alternative
+    python bench/dpmpm.py --sizes 6208    # one size only
+
+Protocol of the reference figures (ANCHORS.md, NPBayesImputeCat 0.5): one chain, 5,000 burn-in + 5,000 kept,
+K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling time (burn-in included).
+Each size runs in its own process so that the peak memory (ru_maxrss) is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import arviz as az  # noqa: E402
+import numpy as np  # noqa: E402
+
+REFERENCE = {
+    "seconds_per_1000_iterations": 0.9,
+    "ess_per_second_alpha": 210,
+    "ess_per_second_top6_county_marginals": "520-580",
+    "occupied_components": "25-31 of 40",
+    "synthesis_m20_seconds": 12,
+}
+
+
+def gibbs(n: int, burn: int, draws: int, seed: int) -> dict:
+    """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
+    from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
+    from bayessdc.synthesis.datasets import draw_synthetic
+
+    frame = simulate_ce_like(n=n, seed=seed)
+    start = time.perf_counter()
+    data = prepare_categorical(frame, ["county"], ["gender", "income", "age"])
+    prepare_seconds = time.perf_counter() - start
+    # compile (numba caches on disk; a tiny run makes sure the timed run does not include it)
+    DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1)).fit(data, seed)
+    synth = DPMPMSynthesizer(settings=GibbsSettings(draws=draws, burn=burn, chains=1, thin=1))
+    idata = synth.fit(data, seed)
+    seconds = idata.attrs["sampling_seconds"]
+    posterior = idata.posterior
+    ess_alpha = float(az.ess(posterior["alpha"]).to_array().item())
+    counts = np.bincount(data.codes[:, data.variables.index("county")], minlength=len(data.levels["county"]))
+    top6 = np.argsort(counts)[::-1][:6]
+    ess_county = az.ess(posterior["marginal_county"]).to_array().to_numpy().ravel()
+    start = time.perf_counter()
+    draw_synthetic(synth, idata, data, 20, np.random.default_rng(seed))
+    synthesis_seconds = time.perf_counter() - start
+    occupied = posterior["occupied"].to_numpy().ravel()
+    return {
+        "sampler": "blocked Gibbs (numba, cell counts, label swaps)",
+        "n": n,
+        "cells": int(len(data.cell_counts)),
+        "iterations": burn + draws,
+        "prepare_seconds": prepare_seconds,
+        "sampling_seconds": seconds,
+        "seconds_per_1000_iterations": 1000 * seconds / (burn + draws),
+        "ess_alpha": ess_alpha,
+        "ess_per_second_alpha": ess_alpha / seconds,
+        "ess_per_second_top6_county_marginals": [float(ess_county[i] / seconds) for i in top6],
+        "ess_per_second_min_county_marginal": float(ess_county.min() / seconds),
+        "ess_per_second_occupied": float(az.ess(posterior["occupied"]).to_array().item() / seconds),
+        "occupied_components_95": [float(np.quantile(occupied, 0.025)), float(np.quantile(occupied, 0.975))],
+        "synthesis_m20_seconds": synthesis_seconds,
+        "peak_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def nuts(tune: int, draws: int, seed: int) -> dict:
+    """NUTS (nutpie) on the marginalised model of :func:`bayessdc.models.dpmpm.build_model`, CE-like n = 6,208."""
+    import nutpie
+
+    from bayessdc.models.dpmpm import build_model, prepare_categorical, simulate_ce_like
+
+    data = prepare_categorical(simulate_ce_like(seed=seed), ["county"], ["gender", "income", "age"])
+    model = build_model(data, K=40)
+    start = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model)
+    compile_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=1, cores=1, seed=seed, progress_bar=False)
+    seconds = time.perf_counter() - start
+    post = idata.posterior
+    marginal = (post["pi"] * post["theta_county"]).sum("component")
+    counts = np.bincount(data.codes[:, 3], minlength=len(data.levels["county"]))
+    top6 = np.argsort(counts)[::-1][:6]
+    ess_county = az.ess(marginal.rename("m")).to_array().to_numpy().ravel()
+    depth = idata.sample_stats["depth"].to_numpy().ravel() if "depth" in idata.sample_stats else np.array([np.nan])
+    steps = idata.sample_stats["n_steps"].to_numpy().ravel() if "n_steps" in idata.sample_stats else np.array([np.nan])
+    return {
+        "sampler": "NUTS (nutpie) on the marginalised PyMC model",
+        "n": data.n_records,
+        "tune": tune,
+        "draws": draws,
+        "compile_seconds": compile_seconds,
+        "sampling_seconds": seconds,
+        "seconds_per_draw": seconds / (tune + draws),
+        "mean_tree_depth": float(np.nanmean(depth)),
+        "max_tree_depth": float(np.nanmax(depth)),
+        "mean_leapfrog_steps": float(np.nanmean(steps)),
+        "ess_per_second_alpha": float(az.ess(post["alpha"]).to_array().item() / seconds),
+        "ess_per_second_top6_county_marginals": [float(ess_county[i] / seconds) for i in top6],
+        "divergences": int(idata.sample_stats["diverging"].sum()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[6208, 1_000_000])
+    parser.add_argument("--burn", type=int, default=5000)
+    parser.add_argument("--draws", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--nuts", action="store_true", help="also measure NUTS on the marginalised model")
+    parser.add_argument("--nuts-tune", type=int, default=100)
+    parser.add_argument("--nuts-draws", type=int, default=100)
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed)))
+        return
+    if args.one_nuts:
+        print(json.dumps(nuts(args.nuts_tune, args.nuts_draws, args.seed)))
+        return
+    results = []
+    runs = [["--one", str(n)] for n in args.sizes] + ([["--one-nuts"]] if args.nuts else [])
+    for extra in runs:
+        cmd = [sys.executable, __file__, *extra, "--burn", str(args.burn), "--draws", str(args.draws)]
+        cmd += ["--seed", str(args.seed), "--nuts-tune", str(args.nuts_tune), "--nuts-draws", str(args.nuts_draws)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1], indent=2), flush=True)
+    print("\nreference (NPBayesImputeCat 0.5, ANCHORS.md):", json.dumps(REFERENCE))
+    gibbs_runs = [r for r in results if r["sampler"].startswith("blocked")]
+    if len(gibbs_runs) == 2:
+        ratio = gibbs_runs[1]["sampling_seconds"] / gibbs_runs[0]["sampling_seconds"]
+        print(f"time ratio n = {gibbs_runs[1]['n']:,} vs n = {gibbs_runs[0]['n']:,}: {ratio:.2f} (target <= 2)")
+    print(f"load average during the run: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""Identification and attribute disclosure risk for synthesized categorical variables, and inherent bounds.
+
+Hu & Savitsky, Section 4 (``../shared/papers/003_f28306c144335c50.txt``). Generic: nothing here knows the
+synthesizer. The confidential records and every synthetic dataset are tables with the same rows in the same
+order (partially synthetic data: the kept columns are identical, the synthesized ones replaced).
+
+Identification (Section 4.2). An intruder knows the values of the columns ``known`` for a target record
+``i`` (some synthesized, some not) and matches them against a released dataset. ``c_i`` is the number of
+released records whose ``known`` values equal record ``i``'s true ones; ``T_i = 1`` when record ``i``'s own
+released row is among them. Then (eq. 15-17)
+
+* expected match risk ``sum_i T_i / c_i``,
+* true match rate ``sum_i [c_i T_i = 1] / n``,
+* false match rate ``sum_i [c_i (1 - T_i) = 1] / s``, ``s = #{i: c_i = 1}`` (undefined, NaN, when ``s = 0``).
+
+Attribute (Section 4.3): an exact disclosure for record ``i`` when its synthesized values equal its true ones
+(eq. 18); reported as a count and a share of ``n``.
+
+Inherent bounds (Section 4.1), independent of any synthesizer: "synthetic" datasets in which every record's
+synthesized values are drawn within its pattern (the combination of the other, released columns), either
+from the empirical distribution of the pattern (maximum scenario: the most a release could reveal) or
+uniformly over the values observed in the pattern (minimum scenario), S times. The measures of the real
+synthetic datasets are then placed among the S repetitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "IDENTIFICATION_MEASURES",
+    "attribute_disclosures",
+    "identification_risk",
+    "inherent_datasets",
+    "inherent_risk",
+    "label_attribute_risk",
+    "match_counts",
+    "place_among",
+    "risk_by_dataset",
+]
+
+IDENTIFICATION_MEASURES = ("expected_match_risk", "true_match_rate", "false_match_rate")
+
+
+def _keys(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """One integer per row identifying its combination of ``columns`` (dense codes 0..G-1)."""
+    if not columns:
+        return np.zeros(len(frame), dtype=np.int64)
+    codes, sizes = [], []
+    for col in columns:
+        code, uniques = pd.factorize(frame[col], use_na_sentinel=False)
+        codes.append(code.astype(np.int64))
+        sizes.append(max(len(uniques), 1))
+    if float(np.prod(np.asarray(sizes, dtype=float))) < 2**62:
+        combined = np.ravel_multi_index(codes, sizes)
+    else:
+        combined = np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].ravel()
+    return np.unique(combined, return_inverse=True)[1].ravel().astype(np.int64)
+
+
+def match_counts(original: pd.DataFrame, synthetic: pd.DataFrame, known: Sequence[str]) -> pd.DataFrame:
+    """``c_i`` and ``T_i`` of every target record (Section 4.2.1).
+
+    Parameters
+    ----------
+    original
+        The confidential records.
+    synthetic
+        One released dataset: the same records in the same order.
+    known
+        The columns the intruder knows for every target.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``c`` (released records matching the target's true known values), ``T`` (the target's own released
+        record is among them), ``unique`` (``c == 1``), ``true_unique`` (``c T == 1``) and ``false_unique``
+        (``c (1 - T) == 1``), one row per record.
+    """
+    known = list(known)
+    if len(original) != len(synthetic):
+        raise ValueError("the original and the synthetic dataset must hold the same records in the same order")
+    missing = [c for c in known if c not in original.columns or c not in synthetic.columns]
+    if missing:
+        raise ValueError(f"known column(s) {', '.join(map(repr, missing))} are not in both tables")
+    both = pd.concat([original[known], synthetic[known]], ignore_index=True)
+    key = _keys(both, known)
+    target, released = key[: len(original)], key[len(original) :]
+    released_count = np.bincount(released, minlength=key.max() + 1)
+    c = released_count[target]
+    t = target == released
+    return pd.DataFrame({"c": c, "T": t, "unique": c == 1, "true_unique": (c == 1) & t, "false_unique": (c == 1) & ~t})
+
+
+def identification_risk(original: pd.DataFrame, synthetic: pd.DataFrame, known: Sequence[str]) -> dict[str, float]:
+    """Expected match risk, true match rate and false match rate of one released dataset (eq. 15-17).
+
+    Returns
+    -------
+    dict
+        ``expected_match_risk``, ``true_match_rate``, ``false_match_rate`` (NaN when no record is uniquely
+        matched), ``unique_matches`` (``s``).
+    """
+    m = match_counts(original, synthetic, known)
+    n = len(m)
+    s = int(m["unique"].sum())
+    matched = m["T"].to_numpy()
+    return {
+        "expected_match_risk": float((1.0 / m["c"].to_numpy()[matched]).sum()),
+        "true_match_rate": float(m["true_unique"].sum() / n),
+        "false_match_rate": float(m["false_unique"].sum() / s) if s else float("nan"),
+        "unique_matches": s,
+    }
+
+
+def attribute_disclosures(
+    original: pd.DataFrame, synthetic: pd.DataFrame, synthesized: Sequence[str]
+) -> dict[str, Any]:
+    """Exact attribute disclosures (eq. 18): records whose synthesized values all equal the true ones.
+
+    Returns
+    -------
+    dict
+        ``disclosures`` (count) and ``share`` (count / n).
+    """
+    synthesized = list(synthesized)
+    if len(original) != len(synthetic):
+        raise ValueError("the original and the synthetic dataset must hold the same records in the same order")
+    same = np.ones(len(original), dtype=bool)
+    for col in synthesized:
+        same &= original[col].to_numpy() == synthetic[col].to_numpy()
+    return {"disclosures": int(same.sum()), "share": float(same.mean()) if len(same) else float("nan")}
+
+
+def risk_by_dataset(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    known_sets: Sequence[Sequence[str]],
+    synthesized: Sequence[str],
+    by: str = "synthetic",
+) -> pd.DataFrame:
+    """Identification measures for every knowledge set and the attribute disclosures, per dataset.
+
+    Parameters
+    ----------
+    original
+        Confidential records.
+    synthetic
+        All datasets in long form, each holding the records in the original order, numbered by ``by``.
+    known_sets
+        The intruder's knowledge sets.
+    synthesized
+        The synthesized columns.
+    by
+        Column numbering the datasets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (dataset, knowledge set): ``known`` (columns joined by ``+``), the three measures,
+        ``unique_matches``, and the dataset's ``disclosures`` and ``share``.
+    """
+    rows = []
+    for number, frame in synthetic.groupby(by, sort=True):
+        frame = frame.reset_index(drop=True)
+        attribute = attribute_disclosures(original, frame, synthesized)
+        for known in known_sets:
+            rows.append(
+                {by: number, "known": "+".join(known), **identification_risk(original, frame, known), **attribute}
+            )
+    return pd.DataFrame(rows)
+
+
+def inherent_datasets(
+    original: pd.DataFrame,
+    synthesized: Sequence[str],
+    pattern: Sequence[str],
+    scenario: Literal["max", "min"],
+    repetitions: int,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """``S`` datasets of the maximum or minimum risk scenario (Section 4.1), in long form (column ``repetition``).
+
+    Every record's synthesized values (jointly, when there are several) are drawn within its pattern:
+    ``"max"`` from the pattern's empirical distribution (a record drawn with replacement from the pattern),
+    ``"min"`` uniformly over the distinct values observed in the pattern.
+    """
+    if scenario not in ("max", "min"):
+        raise ValueError("scenario must be 'max' or 'min'")
+    if repetitions < 1:
+        raise ValueError("repetitions must be at least 1")
+    synthesized, pattern = list(synthesized), list(pattern)
+    n = len(original)
+    group = _keys(original, pattern)
+    label = _keys(original, synthesized)
+    # A representative row of every label value, to write the drawn labels back as values.
+    first_row = pd.Series(np.arange(n)).groupby(label).first().to_numpy()
+    order = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    if scenario == "max":
+        pool = label[order]  # the labels of every pattern, pattern after pattern
+        pool_start, pool_size = starts, sizes
+    else:
+        pairs = np.unique(np.column_stack([group, label]), axis=0)  # distinct labels per pattern, sorted
+        pool = pairs[:, 1]
+        pool_size = np.bincount(pairs[:, 0], minlength=len(sizes))
+        pool_start = np.concatenate([[0], np.cumsum(pool_size)[:-1]])
+    frames = []
+    for s in range(repetitions):
+        drawn = pool[pool_start[group] + np.floor(rng.random(n) * pool_size[group]).astype(np.int64)]
+        frame = original.copy()
+        source = first_row[drawn]
+        for col in synthesized:
+            frame[col] = original[col].to_numpy()[source]
+        frame.insert(0, "repetition", s + 1)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def inherent_risk(
+    original: pd.DataFrame,
+    synthesized: Sequence[str],
+    pattern: Sequence[str],
+    known_sets: Sequence[Sequence[str]],
+    *,
+    repetitions: int = 100,
+    seed: int = 0,
+) -> dict[str, pd.DataFrame]:
+    """Risk measures of the S repetitions of both scenarios (Section 4.1), independent of any synthesizer.
+
+    Returns
+    -------
+    dict
+        ``{"max": table, "min": table}``, each table as from :func:`risk_by_dataset` with a ``repetition``
+        column (one row per repetition and knowledge set).
+    """
+    out = {}
+    for k, scenario in enumerate(("min", "max")):
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, k]))
+        datasets = inherent_datasets(original, synthesized, pattern, scenario, repetitions, rng)
+        out[scenario] = risk_by_dataset(original, datasets, known_sets, synthesized, by="repetition")
+    return out
+
+
+def place_among(values: Sequence[float], reference: Sequence[float]) -> dict[str, Any]:
+    """Where values (of the m synthetic datasets) fall in a reference distribution (the S repetitions).
+
+    Returns
+    -------
+    dict
+        ``min``, ``mean`` and ``max`` of ``values`` and, for each, the share of ``reference`` below it
+        (its percentile rank, as the vertical lines of the paper's Figure 4 on the histogram); NaNs ignored.
+    """
+    v = np.asarray(values, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    r = r[np.isfinite(r)]
+    out: dict[str, Any] = {}
+    for name, value in (
+        (("min", np.nanmin(v)), ("mean", np.nanmean(v)), ("max", np.nanmax(v))) if np.isfinite(v).any() else ()
+    ):
+        out[name] = float(value)
+        out[f"{name}_percentile"] = float((r < value).mean()) if r.size else None
+    out["reference_mean"] = float(r.mean()) if r.size else None
+    return out
+
+
+def label_attribute_risk(
+    synthesizer: Any,
+    posterior: Any,
+    data: Any,
+    synthetic: Any,
+    rows: Sequence[int] | np.ndarray | None = None,
+    chunk_size: int = 250,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Bayesian attribute risk of a categorical label by importance sampling (:func:`risk.attribute.attribute_risk`).
+
+    The intruder knows every other value (the worst case of the foundation's attribute-risk module) and the
+    m released datasets; for each record the posterior probability of its true label follows from the
+    posterior draws as importance-sampling proposals, with Pareto-smoothed weights and their k-hat.
+
+    Parameters
+    ----------
+    synthesizer
+        Supplies ``candidate_log_prob`` and ``observed`` (and, when the released label depends on the true
+        one, ``release_log_prob(posterior, data, synthetic)``), and ``data.take(rows)`` restricts the data.
+    posterior
+        Stacked posterior draws (dimension ``sample``) used as proposals.
+    data
+        The confidential data.
+    synthetic
+        Released values of the items, dimensions ``(synthetic, item)``.
+    rows
+        Records to assess (default all); computed ``chunk_size`` records at a time to bound memory.
+
+    Returns
+    -------
+    records, summary
+        Per record: ``record``, ``true_probability``, ``guess`` (candidate code of largest probability),
+        ``correct`` (guess is the true label, untied), ``max_khat``, ``relevant_khat``. Summary:
+        ``records_assessed``, ``mean_true_probability``, ``share_correct``, ``khat_over_0_7`` (records whose
+        relevant k-hat exceeds 0.7) and ``max_true_probability``.
+    """
+    import xarray as xr
+
+    from .attribute import attribute_risk
+
+    rows = np.arange(synthetic.sizes["item"]) if rows is None else np.asarray(rows, dtype=np.int64)
+    frames = []
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start : start + chunk_size]
+        part = data.take(chunk)
+        released = synthetic.isel(item=xr.DataArray(chunk, dims="item")).drop_vars("item", errors="ignore")
+        release = None
+        if hasattr(synthesizer, "release_log_prob"):
+            release = synthesizer.release_log_prob(posterior, part, released)
+        risk = attribute_risk(
+            synthesizer.candidate_log_prob(posterior, part),
+            synthesizer.observed(part),
+            released,
+            release_log_prob=release,
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "record": chunk,
+                    "true_probability": risk["true_probability"].to_numpy(),
+                    "guess": risk["guess"].to_numpy(),
+                    "correct": risk["correct"].to_numpy(),
+                    "max_khat": risk["max_khat"].to_numpy(),
+                    "relevant_khat": risk["relevant_khat"].to_numpy(),
+                }
+            )
+        )
+    records = pd.concat(frames, ignore_index=True)
+    summary = {
+        "records_assessed": len(records),
+        "mean_true_probability": float(records["true_probability"].mean()),
+        "max_true_probability": float(records["true_probability"].max()),
+        "share_correct": float(records["correct"].mean()),
+        "khat_over_0_7": int((records["relevant_khat"] > 0.7).sum()),
+    }
+    return records, summary

@@ -1,0 +1,340 @@
+"""Utility of partially synthetic categorical data, knowing nothing of any model.
+
+Hu & Savitsky, Section 3 (``../shared/papers/003_f28306c144335c50.txt``): sums of absolute deviations of the
+one-, two- and three-way tables that involve the synthesized variables (Table 2), within-pattern
+distributions of the synthesized variables (Section 3.3), the pMSE of a logistic propensity model
+(Woo et al. 2009; Snoke et al. 2018), and the analyst's model fitted per synthetic dataset and combined
+with the partially-synthetic combining rules of Reiter (2003) (Table 3).
+
+Synthetic datasets travel as one long table with a ``synthetic`` column (1..m), every dataset holding the
+records in the original order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = [
+    "CombinedEstimate",
+    "combine_partially_synthetic",
+    "deviation_tables",
+    "ordered_logit_combined",
+    "pmse",
+    "table_deviations",
+    "within_pattern_distributions",
+]
+
+
+def _tables_involving(synthesized: Sequence[str], others: Sequence[str], way: int) -> list[tuple[str, ...]]:
+    """Every set of ``way`` columns that holds at least one synthesized column (synthesized listed first)."""
+    columns = list(synthesized) + [c for c in others if c not in synthesized]
+    return [combo for combo in itertools.combinations(columns, way) if set(combo) & set(synthesized)]
+
+
+def deviation_tables(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    columns: Sequence[str],
+    by: str = "synthetic",
+) -> pd.DataFrame:
+    """Signed deviations ``synthetic count - original count`` of every cell of the table over ``columns``.
+
+    Cells that are empty in both are left out; a cell empty in one counts 0 there. One row per (dataset,
+    cell) with the columns' values, ``original``, ``synthetic_count`` and ``deviation`` (the paper's
+    Figure 1 plots these).
+    """
+    columns = list(columns)
+    base = original.groupby(columns, observed=True).size().rename("original")
+    frames = []
+    for number, frame in synthetic.groupby(by, sort=True):
+        counts = frame.groupby(columns, observed=True).size().rename("synthetic_count")
+        both = pd.concat([base, counts], axis=1).fillna(0).astype(np.int64)
+        both["deviation"] = both["synthetic_count"] - both["original"]
+        frames.append(both.reset_index().assign(**{by: number}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def table_deviations(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    synthesized: Sequence[str],
+    others: Sequence[str],
+    ways: Sequence[int] = (1, 2, 3),
+    by: str = "synthetic",
+) -> dict[str, Any]:
+    """Sums of absolute deviations of the tables involving the synthesized columns, averaged over m (Table 2).
+
+    For each order ``w`` in ``ways``: every table over ``w`` columns that include at least one synthesized
+    column (for one synthesized county and three other columns: the county table; county by each other column;
+    county by each pair), the sum over its cells of ``|synthetic - original|`` counts, summed over the tables
+    of that order, per dataset.
+
+    Returns
+    -------
+    dict
+        ``{"one-way": {...}, "two-way": {...}, ...}``, each with ``mean`` (over datasets, the paper's Table 2
+        figure), ``per_dataset`` and ``tables`` (the mean for every single table, keyed by ``a x b``).
+    """
+    names = {1: "one-way", 2: "two-way", 3: "three-way", 4: "four-way"}
+    out: dict[str, Any] = {}
+    for way in ways:
+        tables = _tables_involving(synthesized, others, way)
+        if not tables:
+            continue
+        per_table = {}
+        total = None
+        for combo in tables:
+            dev = deviation_tables(original, synthetic, combo, by)
+            sums = dev["deviation"].abs().groupby(dev[by]).sum()
+            per_table[" x ".join(combo)] = float(sums.mean())
+            total = sums if total is None else total + sums
+        out[names.get(way, f"{way}-way")] = {
+            "mean": float(total.mean()),
+            "per_dataset": [float(v) for v in total.to_numpy()],
+            "tables": per_table,
+        }
+    return out
+
+
+def within_pattern_distributions(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    synthesized: Sequence[str],
+    pattern: Sequence[str],
+    by: str = "synthetic",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Distributions of the synthesized values within each pattern, original against synthetic (Section 3.3).
+
+    Returns
+    -------
+    cells, patterns
+        ``cells``: one row per (pattern, synthesized value) with ``original_share`` and ``synthetic_share``
+        (mean over datasets) of the pattern's records. ``patterns``: one row per pattern with ``records``
+        and ``total_variation`` (half the L1 distance between the two distributions, averaged over datasets:
+        0 identical, 1 disjoint).
+    """
+    pattern, synthesized = list(pattern), list(synthesized)
+    keys = pattern + synthesized
+    size = original.groupby(pattern, observed=True).size().rename("records")
+    base = (original.groupby(keys, observed=True).size() / original.groupby(pattern, observed=True).size()).rename(
+        "original_share"
+    )
+    shares, tvs = [], []
+    for _, frame in synthetic.groupby(by, sort=True):
+        share = frame.groupby(keys, observed=True).size() / frame.groupby(pattern, observed=True).size()
+        both = pd.concat([base, share.rename("synthetic_share")], axis=1).fillna(0.0)
+        shares.append(both["synthetic_share"])
+        diff = (both["original_share"] - both["synthetic_share"]).abs()
+        tvs.append(0.5 * diff.groupby(level=list(range(len(pattern)))).sum())
+    cells = pd.concat([base, pd.concat(shares, axis=1).fillna(0.0).mean(axis=1).rename("synthetic_share")], axis=1)
+    cells = cells.fillna(0.0).reset_index()
+    patterns = pd.concat([size, pd.concat(tvs, axis=1).mean(axis=1).rename("total_variation")], axis=1).reset_index()
+    return cells, patterns
+
+
+def _design(frame: pd.DataFrame, columns: Sequence[str], interactions: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    parts = {c: frame[c].astype(str) for c in columns}
+    for a, b in interactions:
+        parts[f"{a}:{b}"] = frame[a].astype(str) + "|" + frame[b].astype(str)
+    return pd.DataFrame(parts)
+
+
+def pmse(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    columns: Sequence[str],
+    synthesized: Sequence[str] = (),
+    by: str = "synthetic",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Propensity-score mean squared error of every synthetic dataset against the original.
+
+    Original and synthetic records are stacked with an indicator, a logistic regression on one-hot main
+    effects of ``columns`` and the interactions of every synthesized column with every other column predicts
+    the indicator, and ``pMSE = mean_i (p_i - c)^2`` with ``c`` the synthetic share (1/2). Its expectation
+    when the two come from the same distribution is ``(k - 1) (1 - c)^2 c / N`` for ``k`` parameters and
+    ``N`` stacked records (Snoke et al. 2018); ``ratio`` is pMSE over that expectation (near 1: the model
+    cannot tell the datasets apart).
+
+    Returns
+    -------
+    dict
+        ``pmse`` and ``ratio`` (means over datasets), ``per_dataset`` lists, ``null_expectation``,
+        ``parameters``.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import OneHotEncoder
+
+    columns = list(columns)
+    synthesized = list(synthesized)
+    interactions = [(s, c) for i, s in enumerate(synthesized) for c in columns if c != s and c not in synthesized[:i]]
+    values, ratios = [], []
+    k = None
+    for _, frame in synthetic.groupby(by, sort=True):
+        stacked = pd.concat([original[columns], frame[columns]], ignore_index=True)
+        label = np.r_[np.zeros(len(original)), np.ones(len(frame))]
+        design = OneHotEncoder(drop="first", handle_unknown="ignore").fit_transform(
+            _design(stacked, columns, interactions)
+        )
+        model = LogisticRegression(C=1e6, max_iter=2000, random_state=seed)
+        model.fit(design, label)
+        p = model.predict_proba(design)[:, 1]
+        c = label.mean()
+        k = design.shape[1] + 1
+        value = float(np.mean((p - c) ** 2))
+        null = (k - 1) * (1 - c) ** 2 * c / len(label)
+        values.append(value)
+        ratios.append(value / null)
+    return {
+        "pmse": float(np.mean(values)),
+        "ratio": float(np.mean(ratios)),
+        "per_dataset": {"pmse": values, "ratio": ratios},
+        "null_expectation": float(null),
+        "parameters": int(k),
+        "model": "logistic; main effects of "
+        + ", ".join(columns)
+        + (f"; interactions of {', '.join(synthesized)} with the other columns" if synthesized else ""),
+    }
+
+
+@dataclass(frozen=True)
+class CombinedEstimate:
+    """Reiter's (2003) combination of one estimand over m partially synthetic datasets.
+
+    Attributes
+    ----------
+    q_bar
+        Mean of the m point estimates.
+    b_m
+        Between-dataset variance ``sum (q_l - q_bar)^2 / (m - 1)``.
+    u_bar
+        Mean of the m within-dataset variances.
+    T_p
+        Variance of ``q_bar``: ``u_bar + b_m / m``.
+    df
+        Degrees of freedom ``(m - 1) (1 + m u_bar / b_m)^2`` (infinite when ``b_m = 0``).
+    lower, upper
+        The t interval ``q_bar -+ t_{df, 1 - (1 - level)/2} sqrt(T_p)``.
+    level
+        Its coverage.
+    """
+
+    q_bar: Any
+    b_m: Any
+    u_bar: Any
+    T_p: Any
+    df: Any
+    lower: Any
+    upper: Any
+    level: float
+
+    def to_frame(self, index: Sequence[Any] | None = None) -> pd.DataFrame:
+        """The figures as a table, one row per estimand."""
+        data = {k: np.atleast_1d(getattr(self, k)) for k in ("q_bar", "b_m", "u_bar", "T_p", "df", "lower", "upper")}
+        return pd.DataFrame(data, index=index)
+
+
+def combine_partially_synthetic(estimates: Any, variances: Any, level: float = 0.95) -> CombinedEstimate:
+    """Combine estimates from m partially synthetic datasets (Reiter 2003).
+
+    Parameters
+    ----------
+    estimates
+        ``q_l``, shape ``(m,)`` or ``(m, q)`` for q estimands.
+    variances
+        Their estimated variances ``u_l``, same shape.
+    level
+        Coverage of the interval.
+
+    Returns
+    -------
+    CombinedEstimate
+    """
+    q = np.asarray(estimates, dtype=float)
+    u = np.asarray(variances, dtype=float)
+    if q.shape != u.shape:
+        raise ValueError("estimates and variances must have the same shape")
+    m = q.shape[0]
+    if m < 2:
+        raise ValueError("the combining rules need at least two synthetic datasets")
+    q_bar = q.mean(axis=0)
+    b_m = q.var(axis=0, ddof=1)
+    u_bar = u.mean(axis=0)
+    t_p = u_bar + b_m / m
+    with np.errstate(divide="ignore"):
+        df = np.where(b_m > 0, (m - 1) * (1 + m * u_bar / np.where(b_m > 0, b_m, 1.0)) ** 2, np.inf)
+    half = stats.t.ppf(1 - (1 - level) / 2, df) * np.sqrt(t_p)
+    squeeze = (lambda x: float(x)) if q.ndim == 1 else (lambda x: x)
+    return CombinedEstimate(
+        q_bar=squeeze(q_bar),
+        b_m=squeeze(b_m),
+        u_bar=squeeze(u_bar),
+        T_p=squeeze(t_p),
+        df=squeeze(df),
+        lower=squeeze(q_bar - half),
+        upper=squeeze(q_bar + half),
+        level=level,
+    )
+
+
+def _ordered_logit(frame: pd.DataFrame, outcome: str, predictors: Sequence[str], levels: dict[str, list]) -> Any:
+    from statsmodels.miscmodels.ordinal_model import OrderedModel
+
+    exog = pd.concat(
+        [
+            pd.get_dummies(pd.Categorical(frame[c], categories=levels[c]), prefix=c, drop_first=True, dtype=float)
+            for c in predictors
+        ],
+        axis=1,
+    )
+    endog = pd.Categorical(frame[outcome], categories=levels[outcome], ordered=True)
+    return OrderedModel(endog, exog, distr="logit").fit(method="bfgs", disp=False, maxiter=2000)
+
+
+def ordered_logit_combined(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    outcome: str,
+    predictors: Sequence[str],
+    by: str = "synthetic",
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """The analyst's ordered logistic regression on the original and on every synthetic dataset (Table 3).
+
+    ``outcome`` (ordered by its sorted values) on one-hot ``predictors`` (first level of each the reference),
+    fitted with statsmodels' ``OrderedModel`` per dataset; coefficients combined with
+    :func:`combine_partially_synthetic`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per coefficient: ``original`` estimate and its Wald interval (``original_lower``,
+        ``original_upper``), the combined ``q_bar``, ``T_p``, ``df``, ``lower``, ``upper`` and
+        ``interval_overlap`` (the CI overlap measure of Karr et al. 2006, 1 identical, 0 or less disjoint).
+    """
+    levels = {c: sorted(original[c].unique()) for c in [outcome, *predictors]}
+    base = _ordered_logit(original, outcome, predictors, levels)
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    estimates, variances = [], []
+    for _, frame in synthetic.groupby(by, sort=True):
+        result = _ordered_logit(frame, outcome, predictors, levels)
+        estimates.append(result.params.reindex(base.params.index).to_numpy())
+        variances.append(result.bse.reindex(base.params.index).to_numpy() ** 2)
+    combined = combine_partially_synthetic(np.array(estimates), np.array(variances), level)
+    table = combined.to_frame(index=base.params.index)
+    table.insert(0, "original", base.params.to_numpy())
+    table.insert(1, "original_lower", base.params.to_numpy() - z * base.bse.to_numpy())
+    table.insert(2, "original_upper", base.params.to_numpy() + z * base.bse.to_numpy())
+    lo = np.maximum(table["original_lower"], table["lower"])
+    hi = np.minimum(table["original_upper"], table["upper"])
+    table["interval_overlap"] = 0.5 * (
+        (hi - lo) / (table["original_upper"] - table["original_lower"]) + (hi - lo) / (table["upper"] - table["lower"])
+    )
+    return table

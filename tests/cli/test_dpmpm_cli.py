@@ -1,0 +1,109 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayessdc.cli import main
+from bayessdc.models.dpmpm import simulate_latent_class
+
+FAST = ["--draws", "1500", "--burn", "300", "--thin", "3", "--K", "10", "--repetitions", "10", "--quiet"]
+
+
+def _table():
+    frame, _ = simulate_latent_class(600, [2, 3, 3, 12], [0.4, 0.35, 0.25], seed=5, concentration=0.3)
+    frame = frame.rename(columns={"x0": "gender", "x1": "income", "x2": "age", "x3": "county"})
+    frame["county"] = "c" + frame["county"].astype(str)
+    # a pattern with a single record
+    return pd.concat(
+        [frame, pd.DataFrame({"gender": [9], "income": [9], "age": [9], "county": ["c0"]})], ignore_index=True
+    )
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dpmpm")
+    table = _table()
+    table.to_csv(folder / "ce.csv", index=False)
+    argv = ["dpmpm", "--data", str(folder / "ce.csv"), "--synthesize", "county", "--keep", "gender,income", "age"]
+    argv += ["--known", "gender,county", "--known", "gender,age,county", "--m", "3", "--risk-records", "40"]
+    status = main([*argv, "--out", str(folder / "out"), *FAST, "--allow-unconverged"])
+    return folder, table, status
+
+
+def test_outputs_have_the_release_private_layout(run):
+    folder, table, status = run
+    assert status == 0
+    out = folder / "out"
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3] and len(synthetic) == 3 * len(table)
+    for k in (1, 2, 3):
+        one = synthetic[synthetic["synthetic"] == k].reset_index(drop=True)
+        # kept columns pass through unchanged, in the original order; counties are real labels
+        assert (one[["gender", "income", "age"]].to_numpy() == table[["gender", "income", "age"]].to_numpy()).all()
+        assert set(one["county"]) <= set(table["county"])
+        assert (one["county"] != table["county"]).any()
+    model = json.loads((out / "release" / "model.json").read_text())
+    assert model["synthesizer"] == "dpmpm" and model["model"]["K"] == 10
+    assert "alpha_mean" not in json.dumps(model)  # no estimates in the release
+    assert {p.name for p in (out / "release").iterdir()} == {"synthetic.parquet", "model.json"}
+
+
+def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
+    folder, table, _ = run
+    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
+    assert [e["known"] for e in risk["identification"]] == [["gender", "county"], ["gender", "age", "county"]]
+    for entry in risk["identification"]:
+        for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+            assert key in entry and key in entry["inherent"]["min"] and key in entry["inherent"]["max"]
+        assert 0 <= entry["true_match_rate"] <= 1
+        assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
+    details = json.loads((folder / "out" / "private" / "risk_details.json").read_text())
+    for entry, detail in zip(risk["identification"], details["identification"], strict=True):
+        assert entry["expected_match_risk"] == pytest.approx(np.mean(detail["per_dataset"]["expected_match_risk"]))
+    attribute = risk["attribute"]
+    assert set(attribute) == {"disclosures", "share", "inherent"}
+    assert set(attribute["inherent"]["max"]) == {"disclosures", "share"}
+    assert attribute["share"] == pytest.approx(attribute["disclosures"] / len(table))
+    assert set(attribute["inherent"]) == {"min", "max"}
+    # the inherent maximum resamples from the within-pattern distribution: more exact disclosures than the minimum
+    assert attribute["inherent"]["max"]["disclosures"] >= attribute["inherent"]["min"]["disclosures"]
+    singles = (table.groupby(["gender", "income", "age"]).size() == 1).sum()
+    assert details["attribute"]["single_record_patterns"]["records"] == singles >= 1
+    assert details["attribute"]["bayesian"]["records_assessed"] == 40
+    records = pd.read_parquet(folder / "out" / "private" / "risk_records.parquet")
+    assert len(records) == len(table) and records["true_probability"].notna().sum() == 40
+
+
+def test_utility_json_has_table_deviations_and_pmse(run):
+    folder, table, _ = run
+    utility = json.loads((folder / "out" / "private" / "utility.json").read_text())
+    assert set(utility["table_deviations"]) == {"one-way", "two-way", "three-way"}
+    assert len(utility["table_deviations"]["two-way"]["tables"]) == 3  # county x each kept column
+    patterns = len(table.groupby(["gender", "income", "age"]).size())
+    assert utility["pmse"]["pmse"] >= 0 and utility["within_pattern"]["patterns"] == patterns
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--synthesize", "county", "--keep", "gender,county"], "both synthesized and kept"),
+        (["--synthesize", "county", "--keep", "gender,score"], "continuous.*bin it"),
+        (["--synthesize", "county", "--keep", "gender", "--known", "gender,zip"], "neither kept nor synthesized"),
+    ],
+)
+def test_bad_input_is_refused_before_sampling(tmp_path, capsys, extra, message):
+    table = _table().assign(score=np.linspace(0, 1, 601))
+    table.to_csv(tmp_path / "t.csv", index=False)
+    status = main(["dpmpm", "--data", str(tmp_path / "t.csv"), *extra, "--out", str(tmp_path / "o"), *FAST])
+    assert status == 2
+    assert pytest.importorskip("re").search(message, capsys.readouterr().err)
+
+
+def test_missing_values_are_refused_unless_asked(tmp_path, capsys):
+    table = _table().astype({"age": "float"})
+    table.loc[5, "age"] = np.nan
+    table.to_csv(tmp_path / "t.csv", index=False)
+    argv = ["dpmpm", "--data", str(tmp_path / "t.csv"), "--synthesize", "county", "--keep", "gender,age"]
+    assert main([*argv, "--out", str(tmp_path / "o"), *FAST]) == 2
+    assert "missing value" in capsys.readouterr().err

@@ -1,0 +1,317 @@
+import numpy as np
+import pandas as pd
+import pytensor
+import pytensor.tensor as pt
+import pytest
+import xarray as xr
+
+from bayessdc.models.base import stack_draws
+from bayessdc.models.dpmpm import (
+    CategoricalDataError,
+    DPMPMPriors,
+    DPMPMSynthesizer,
+    GibbsSettings,
+    build_model,
+    cell_log_likelihood,
+    model_hyperparameters,
+    prepare_categorical,
+    simulate_ce_like,
+    simulate_latent_class,
+)
+from bayessdc.synthesis.datasets import draw_synthetic
+
+# ---------------------------------------------------------------------------------------------------
+# Input checks
+
+
+def _small_frame():
+    return pd.DataFrame({"a": [1, 1, 2, 2, 3], "b": ["x", "y", "x", "x", "y"], "g": [10, 11, 10, 12, 11]})
+
+
+def test_a_column_both_synthesized_and_kept_is_refused():
+    with pytest.raises(CategoricalDataError, match="both synthesized and kept"):
+        prepare_categorical(_small_frame(), ["g"], ["a", "g"])
+
+
+def test_continuous_and_many_level_columns_are_refused_with_a_binning_hint():
+    frame = _small_frame().assign(income=[1.5, 2.25, 3.0, 4.1, 5.0])
+    with pytest.raises(CategoricalDataError, match="continuous.*bin it"):
+        prepare_categorical(frame, ["g"], ["a", "income"])
+    frame = pd.DataFrame({"g": np.arange(50) % 3, "id": np.arange(50)})
+    with pytest.raises(CategoricalDataError, match="50 distinct values, more than 20.*bin"):
+        prepare_categorical(frame, ["g"], ["id"], max_levels=20)
+
+
+def test_missing_values_are_refused_or_become_a_level():
+    frame = _small_frame().astype({"b": object})
+    frame.loc[3, "b"] = None
+    with pytest.raises(CategoricalDataError, match="'b' has 1 missing value.*data rows 4"):
+        prepare_categorical(frame, ["g"], ["a", "b"])
+    data = prepare_categorical(frame, ["g"], ["a", "b"], missing="level")
+    assert "<missing>" in list(data.levels["b"])
+    assert data.frame()["b"].tolist() == ["x", "y", "x", "<missing>", "y"]
+
+
+def test_cells_count_the_distinct_records_and_a_single_record_pattern_is_allowed():
+    data = prepare_categorical(_small_frame(), ["g"], ["a", "b"])
+    assert data.variables == ("a", "b", "g")
+    assert data.cell_counts.sum() == 5
+    # (1,x,10) (1,y,11) (2,x,10) (2,x,12) (3,y,11): all distinct; pattern (3, y) has one record
+    assert len(data.cell_counts) == 5
+    assert np.array_equal(data.cell_codes[data.record_cell], data.codes)
+    assert data.frame().equals(_small_frame()[["a", "b", "g"]].astype({"a": data.frame()["a"].dtype}))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The declaration and the sampler agree
+
+
+def test_model_potential_is_the_record_level_likelihood_and_priors_are_read_back():
+    frame, _ = simulate_latent_class(200, [2, 3, 4], [0.5, 0.5], seed=1)
+    data = prepare_categorical(frame, ["x2"], ["x0", "x1"])
+    priors = DPMPMPriors(a_alpha=0.5, b_alpha=2.0, theta_concentration=0.7)
+    model = build_model(data, K=5, priors=priors)
+    hyper = model_hyperparameters(model, data)
+    assert hyper["K"] == 5 and hyper["a_alpha"] == pytest.approx(0.5) and hyper["b_alpha"] == pytest.approx(2.0)
+    assert hyper["beta_a"] == 1.0
+    assert all(
+        np.allclose(c, 0.7) and c.shape == (5, d)
+        for c, d in zip(hyper["theta_concentration"], data.n_levels, strict=True)
+    )
+
+    rng = np.random.default_rng(0)
+    pi = rng.dirichlet(np.ones(5))
+    thetas = [rng.dirichlet(np.ones(d), size=5) for d in data.n_levels]
+    # record by record: sum_i log sum_k pi_k prod_j theta_k^(j)[x_ij]
+    per_record = np.log(
+        (pi[None, :] * np.prod([t.T[data.codes[:, j]] for j, t in enumerate(thetas)], axis=0)).sum(axis=1)
+    ).sum()
+    assert cell_log_likelihood(pi, thetas, data) == pytest.approx(per_record, rel=1e-12)
+    # the model's potential at the same point
+    beta = pi[:-1] / (1 - np.concatenate([[0.0], np.cumsum(pi[:-2])]))
+    values = {"alpha": 1.0, "beta": beta, **{f"theta_{v}": t for v, t in zip(data.variables, thetas, strict=True)}}
+    point = {}
+    for name, value in values.items():
+        rv = model[name]
+        transform = model.rvs_to_transforms[rv]
+        point[model.rvs_to_values[rv].name] = transform.forward(pt.as_tensor(value), *rv.owner.inputs).eval()
+    potential = pytensor.function(
+        model.value_vars,
+        model.replace_rvs_by_values([model.potentials[0]])[0],
+        mode="FAST_COMPILE",
+        on_unused_input="ignore",
+    )
+    assert float(potential(**point)) == pytest.approx(per_record, rel=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Recovery
+
+
+LEVELS = [3, 4, 3, 4, 3, 5]
+RECOVERY_SETTINGS = GibbsSettings(draws=8000, burn=1000, chains=2, thin=4)
+
+
+@pytest.fixture(scope="module")
+def recovery():
+    frame, truth = simulate_latent_class(3000, LEVELS, [0.5, 0.3, 0.2], seed=3, concentration=0.3)
+    data = prepare_categorical(frame, ["x5"], ["x0", "x1", "x2", "x3", "x4"])
+    synth = DPMPMSynthesizer(K=20, settings=RECOVERY_SETTINGS)
+    idata = synth.fit(data, seed=11)
+    return frame, truth, data, synth, idata
+
+
+def test_recovers_cell_probabilities_and_passes_the_gate(recovery):
+    frame, truth, data, synth, idata = recovery
+    report = synth.check(idata, data)
+    assert report.passed, report.problems()
+    post = stack_draws(idata.posterior).isel(sample=slice(None, None, 10))
+    pi = post["pi"].transpose("sample", "component").to_numpy()
+    th = [post[f"theta_{v}"].transpose("sample", "component", f"{v}_level").to_numpy() for v in data.variables]
+    joint = np.einsum("sk,ska,skb,skc,skd,ske,skf->sabcdef", pi, *th).mean(axis=0)
+    # variables are ordered kept first (x0 .. x4) then synthesized (x5), as in the truth
+    tv_model = 0.5 * np.abs(joint - truth["cell_probability"]).sum()
+    empirical = np.zeros_like(joint)
+    np.add.at(empirical, tuple(data.codes.T), 1.0 / data.n_records)
+    tv_empirical = 0.5 * np.abs(empirical - truth["cell_probability"]).sum()
+    assert tv_model < 0.1
+    assert tv_model < tv_empirical / 2  # pooling through the latent classes beats the raw table
+    marginal = post["marginal_x5"].mean("sample").to_numpy()
+    assert np.allclose(marginal, truth["cell_probability"].sum(axis=(0, 1, 2, 3, 4)), atol=0.02)
+    assert np.allclose(marginal, (post["theta_x5"] * post["pi"]).sum("component").mean("sample"), atol=1e-12)
+
+
+def test_occupied_components_follow_the_number_of_true_classes(recovery):
+    _, _, _, synth, idata = recovery
+    few = idata.posterior["occupied"].to_numpy()
+    frame, _ = simulate_latent_class(3000, LEVELS, np.ones(10), seed=3, concentration=0.3)
+    data = prepare_categorical(frame, ["x5"], ["x0", "x1", "x2", "x3", "x4"])
+    many = synth.fit(data, seed=12)
+    # three true classes: three or four occupied; ten true classes: clearly more
+    assert np.quantile(few, 0.9) <= 5 and np.median(many.posterior["occupied"].to_numpy()) >= 8
+    assert float(idata.posterior["alpha"].mean()) < float(many.posterior["alpha"].mean())
+
+
+def test_same_seed_same_posterior(recovery):
+    _, _, data, _, idata = recovery
+    synth = DPMPMSynthesizer(K=20, settings=RECOVERY_SETTINGS)
+    again = synth.fit(data, seed=11)
+    assert np.array_equal(again.posterior["alpha"], idata.posterior["alpha"])
+    # chains in threads or one after another: the same draws
+    from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
+
+    hyper = model_hyperparameters(build_model(data, K=20), data)
+    short = GibbsSettings(draws=200, burn=50, chains=2, thin=1)
+    one, two = run_gibbs(data, hyper, short, 5, cores=1), run_gibbs(data, hyper, short, 5, cores=2)
+    assert np.array_equal(one["theta"], two["theta"]) and not np.array_equal(one["alpha"][0], one["alpha"][1])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Synthesis conditionals, worked by hand on a fixed draw
+
+
+def _fixed_posterior(data):
+    """One posterior draw, K = 2: component 0 prefers a=0 and g=0, component 1 a=1 and g=2."""
+    pi = np.array([0.6, 0.4])
+    theta_a = np.array([[0.9, 0.1], [0.2, 0.8]])
+    theta_g = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    return (
+        xr.Dataset(
+            {
+                "pi": (("sample", "component"), pi[None]),
+                "theta_a": (("sample", "component", "a_level"), theta_a[None]),
+                "theta_g": (("sample", "component", "g_level"), theta_g[None]),
+            },
+            coords={"sample": [0], "component": [0, 1]},
+        ),
+        pi,
+        theta_a,
+        theta_g,
+    )
+
+
+def _hand_data(n_copies):
+    frame = pd.DataFrame({"a": [0, 1, 0] * n_copies, "g": [0, 2, 1] * n_copies})
+    return prepare_categorical(frame, ["g"], ["a"])
+
+
+def _expected(conditioning, a, g, pi, theta_a, theta_g):
+    if conditioning == "full":
+        w = pi * theta_a[:, a] * theta_g[:, g]
+    elif conditioning == "pattern":
+        w = pi * theta_a[:, a]
+    else:
+        w = pi.copy()
+    w = w / w.sum()
+    return w @ theta_g
+
+
+@pytest.mark.parametrize("conditioning", ["full", "pattern", "prior"])
+def test_synthetic_values_follow_the_chosen_conditional(conditioning):
+    data = _hand_data(20_000)
+    posterior, pi, ta, tg = _fixed_posterior(data)
+    synth = DPMPMSynthesizer(K=2, conditioning=conditioning)
+    codes = synth.synthesize_codes(posterior, data, np.random.default_rng(5))[0]
+    assert np.array_equal(codes[:, 0], data.codes[:, 0])  # kept values never change
+    for record in (0, 1):
+        a, g = data.codes[record]
+        got = np.bincount(codes[record::3, 1], minlength=3) / 20_000
+        assert np.allclose(got, _expected(conditioning, a, g, pi, ta, tg), atol=0.012)
+
+
+def test_candidate_and_release_log_probabilities_by_hand():
+    data = _hand_data(1)
+    posterior, pi, ta, tg = _fixed_posterior(data)
+    released = xr.DataArray([[1, 0, 2]], dims=("synthetic", "item"))
+    for conditioning in ("full", "pattern", "prior"):
+        synth = DPMPMSynthesizer(K=2, conditioning=conditioning)
+        lp = synth.candidate_log_prob(posterior, data).sel(sample=0)
+        rel = synth.release_log_prob(posterior, data, released).sel(synthetic=0, sample=0)
+        for item in (0, 1):
+            a = data.codes[item, 0]
+            assert np.allclose(np.exp(lp.isel(item=item)), _expected("pattern", a, None, pi, ta, tg))
+            for c in range(3):
+                want = _expected(conditioning, a, c, pi, ta, tg)[int(released[0, item])]
+                assert float(np.exp(rel.isel(item=item, candidate=c))) == pytest.approx(want)
+
+
+def test_draw_synthetic_works_through_the_contract(recovery):
+    _, _, data, synth, idata = recovery
+    values = draw_synthetic(synth, idata, data, m=3, rng=np.random.default_rng(1))
+    assert values.sizes == {"synthetic": 3, "item": data.n_records}
+    observed = synth.observed(data).to_numpy()
+    assert set(np.unique(values)) <= set(synth.candidates(data).to_numpy())
+    agreement = (values.to_numpy() == observed).mean()
+    assert 0.1 < agreement < 0.95  # synthesized, not copied
+
+
+def test_several_synthesized_variables_use_one_class_per_record():
+    frame, _ = simulate_latent_class(1500, [2, 3, 4], [0.5, 0.5], seed=8, concentration=0.3)
+    data = prepare_categorical(frame, ["x1", "x2"], ["x0"])
+    synth = DPMPMSynthesizer(K=8, settings=GibbsSettings(draws=300, burn=200, chains=2, thin=1))
+    idata = synth.fit(data, seed=2)
+    values = draw_synthetic(synth, idata, data, m=2, rng=np.random.default_rng(3))
+    assert int(values.max()) < 12 and synth.candidates(data).size == 12
+    post = stack_draws(idata.posterior).isel(sample=[0, 5])
+    lp = synth.candidate_log_prob(post, data)
+    assert np.allclose(np.exp(lp).sum("candidate"), 1.0)
+
+
+def test_ce_like_simulator_has_the_papers_design():
+    frame = simulate_ce_like(seed=0)
+    assert len(frame) == 6208
+    sizes = frame.groupby(["gender", "income", "age"]).size()
+    assert len(sizes) == 40 and sizes.min() == 3 and (sizes == 3).sum() == 3 and sizes.max() > 300
+    assert frame["county"].nunique() == 133
+    # the county distribution differs by pattern: the largest pattern's top county share differs from the file's
+    top = frame["county"].value_counts(normalize=True)
+    biggest = frame.set_index(["gender", "income", "age"]).loc[sizes.idxmax(), "county"].value_counts(normalize=True)
+    assert 0.5 * (top - biggest).abs().reindex(top.index, fill_value=0).sum() > 0.2
+
+
+def test_with_a_flat_likelihood_the_sampler_returns_the_prior():
+    """One level per variable: the posterior of alpha and of the partition is the prior (eq. 2-5)."""
+    from scipy import stats
+
+    from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
+
+    n, K = 60, 10
+    data = prepare_categorical(pd.DataFrame({"a": np.zeros(n, int), "b": np.zeros(n, int)}), ["b"], ["a"])
+    hyper = model_hyperparameters(build_model(data, K=K), data)
+    draws = run_gibbs(data, hyper, GibbsSettings(draws=60_000, burn=1000, chains=2, thin=5), seed=3)
+    # prior by direct simulation: alpha ~ Gamma(0.25, rate 0.25), sticks, n categorical draws
+    rng = np.random.default_rng(0)
+    alpha = rng.gamma(0.25, 4.0, 20_000)
+    beta = np.column_stack([rng.beta(1.0, alpha[:, None], (20_000, K - 1)), np.ones(20_000)])
+    pi = beta * np.column_stack([np.ones(20_000), np.cumprod(1 - beta[:, :-1], axis=1)])
+    cdf = np.cumsum(pi, axis=1)
+    z = (rng.random((20_000, n, 1)) * cdf[:, None, -1:] > cdf[:, None, :]).sum(axis=2)
+    occupied = np.array([len(np.unique(row)) for row in z])
+    for k in (1, 2, K):
+        assert (draws["occupied"] == k).mean() == pytest.approx((occupied == k).mean(), abs=0.035)
+    assert np.median(draws["alpha"]) == pytest.approx(stats.gamma(0.25, scale=4.0).median(), rel=0.25)
+
+
+def test_label_attribute_risk_with_pattern_conditioning_is_eq_8(recovery):
+    from bayessdc.risk.attribute import attribute_risk
+    from bayessdc.risk.identification import label_attribute_risk
+
+    _, _, data, _, idata = recovery
+    pattern = DPMPMSynthesizer(K=20, conditioning="pattern")
+    values = draw_synthetic(pattern, idata, data, m=2, rng=np.random.default_rng(4))
+    post = stack_draws(idata.posterior).isel(sample=slice(0, None, 20))
+    rows = np.arange(60)
+    records, summary = label_attribute_risk(pattern, post, data, values, rows, chunk_size=25)
+    # pattern conditioning: the release term does not depend on the true value, so eq. 8 as written applies
+    direct = attribute_risk(
+        pattern.candidate_log_prob(post, data.take(rows)), pattern.observed(data.take(rows)), values.isel(item=rows)
+    )
+    assert np.allclose(records["true_probability"], direct["true_probability"], rtol=1e-10)
+    assert summary["records_assessed"] == 60 and 0 < summary["mean_true_probability"] < 1
+    # full conditioning: released labels lean towards the true one, so the intruder learns more on average
+    full = DPMPMSynthesizer(K=20, conditioning="full")
+    values = draw_synthetic(full, idata, data, m=5, rng=np.random.default_rng(5))
+    _, full_summary = label_attribute_risk(full, post, data, values, rows)
+    values = draw_synthetic(pattern, idata, data, m=5, rng=np.random.default_rng(5))
+    _, pattern_summary = label_attribute_risk(pattern, post, data, values, rows)
+    assert full_summary["mean_true_probability"] > pattern_summary["mean_true_probability"]

@@ -1,0 +1,84 @@
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bayessdc.synthesis.categorical import (
+    combine_partially_synthetic,
+    ordered_logit_combined,
+    pmse,
+    table_deviations,
+    within_pattern_distributions,
+)
+
+ORIGINAL = pd.DataFrame({"g": ["M", "M", "F", "F"], "county": ["A", "B", "A", "A"]})
+SYNTHETIC = pd.concat(
+    [
+        ORIGINAL.assign(county=["A", "A", "A", "A"], synthetic=1),
+        ORIGINAL.assign(county=["B", "B", "A", "B"], synthetic=2),
+    ],
+    ignore_index=True,
+)
+
+
+def test_table_deviations_worked_by_hand():
+    out = table_deviations(ORIGINAL, SYNTHETIC, ["county"], ["g"], ways=(1, 2))
+    # one-way: original A 3, B 1. dataset 1: A 4, B 0 -> 2; dataset 2: A 1, B 3 -> 4
+    assert out["one-way"]["per_dataset"] == [2.0, 4.0] and out["one-way"]["mean"] == 3.0
+    # two-way county x g: original (A,M) 1 (B,M) 1 (A,F) 2. dataset 1: (A,M) 2 (A,F) 2 -> 1 + 1 = 2;
+    # dataset 2: (B,M) 2 (A,F) 1 (B,F) 1 -> |0-1| + |2-1| + |1-2| + |1-0| = 4
+    assert out["two-way"]["per_dataset"] == [2.0, 4.0]
+    assert list(out["two-way"]["tables"]) == ["county x g"]
+
+
+def test_within_pattern_distributions_worked_by_hand():
+    cells, patterns = within_pattern_distributions(ORIGINAL, SYNTHETIC, ["county"], ["g"])
+    m_a = cells[(cells["g"] == "M") & (cells["county"] == "A")].iloc[0]
+    assert m_a["original_share"] == 0.5 and m_a["synthetic_share"] == pytest.approx((1.0 + 0.0) / 2)
+    tv = patterns.set_index("g")["total_variation"]
+    # M: original (1/2, 1/2); dataset 1 (1, 0) -> 1/2; dataset 2 (0, 1) -> 1/2.
+    # F: original (1, 0); dataset 1 (1, 0) -> 0; dataset 2 (1/2, 1/2) -> 1/2
+    assert tv["M"] == pytest.approx(0.5) and tv["F"] == pytest.approx(0.25)
+    assert patterns.set_index("g")["records"].to_dict() == {"F": 2, "M": 2}
+
+
+def test_combining_rules_worked_by_hand():
+    out = combine_partially_synthetic([1.0, 2.0, 3.0], [0.5, 0.5, 0.5])
+    assert out.q_bar == 2.0 and out.b_m == 1.0 and out.u_bar == 0.5
+    assert out.T_p == pytest.approx(0.5 + 1 / 3)
+    assert out.df == pytest.approx(2 * (1 + 3 * 0.5 / 1.0) ** 2)  # 12.5
+    half = stats.t.ppf(0.975, 12.5) * np.sqrt(0.5 + 1 / 3)
+    assert (out.lower, out.upper) == (pytest.approx(2 - half), pytest.approx(2 + half))
+    # several estimands at once; identical estimates: no between variance, normal interval
+    many = combine_partially_synthetic([[1.0, 5.0], [1.0, 7.0]], [[0.04, 1.0], [0.04, 1.0]])
+    assert np.isinf(many.df[0]) and many.upper[0] == pytest.approx(1 + 1.959964 * 0.2, rel=1e-6)
+    assert many.T_p[1] == pytest.approx(1.0 + 2.0 / 2)
+
+
+def test_pmse_separates_a_distorted_release_from_a_faithful_one():
+    rng = np.random.default_rng(0)
+    n = 2000
+    g = rng.integers(0, 2, n)
+    county = np.where(rng.random(n) < 0.8, g, 1 - g) + 10 * rng.integers(0, 3, n)
+    original = pd.DataFrame({"g": g, "county": county})
+    faithful = original.assign(synthetic=1)
+    broken = original.assign(county=rng.permutation(county), synthetic=1)  # breaks county-g association
+    good, bad = (
+        pmse(original, faithful, ["g", "county"], ["county"]),
+        pmse(original, broken, ["g", "county"], ["county"]),
+    )
+    assert good["pmse"] < 1e-8  # identical data: every propensity is 1/2
+    assert bad["ratio"] > 20 and bad["pmse"] > 100 * good["pmse"]
+
+
+def test_ordered_logit_on_copies_of_the_original_reproduces_its_intervals():
+    rng = np.random.default_rng(1)
+    n = 600
+    frame = pd.DataFrame({"county": rng.integers(0, 3, n), "gender": rng.integers(0, 2, n)})
+    latent = 0.8 * frame["county"] - 0.5 * frame["gender"] + rng.logistic(size=n)
+    frame["income"] = np.digitize(latent, [-0.5, 0.5, 1.5])
+    copies = pd.concat([frame.assign(synthetic=1), frame.assign(synthetic=2)], ignore_index=True)
+    table = ordered_logit_combined(frame, copies, "income", ["county", "gender"])
+    assert np.allclose(table["q_bar"], table["original"], atol=1e-5)
+    assert np.allclose(table["b_m"], 0.0, atol=1e-8) and np.allclose(table["interval_overlap"], 1.0, atol=1e-4)
+    assert table.loc["county_2", "q_bar"] == pytest.approx(1.6, abs=0.45)  # the simulated effect
