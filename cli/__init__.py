@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("flows", "cart", "demo")
+SUBCOMMANDS: tuple[str, ...] = ("flows", "cart", "spatial", "demo")
 
 
 class UserError(Exception):

@@ -13,6 +13,7 @@ from bayessdc.models.spatial import (
     SpatialPriors,
     SpatialSynthesizer,
     build_model,
+    draw_beta_and_phi,
     exponential_correlation,
     fit_two_stage,
     gamma_from_smoothing,
@@ -63,37 +64,68 @@ def _likelihood(model, point):
     return model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")(point)
 
 
+POINT = {"log_sd_offset": np.zeros(2)}
+PRIORS = SpatialPriors(beta_sd=3.0)
+
+
+def _marginal(data, sigma, tau, phi, scale=None, beta_sd=3.0):
+    """log N(y | 0, beta_sd^2 X X' + sigma^2 A R A + tau^2 I): beta and w integrated out, directly."""
+    a = np.ones(data.n) if scale is None else scale
+    corr = a[:, None] * exponential_correlation(data.coords, None, phi) * a[None, :]
+    cov = beta_sd**2 * data.X @ data.X.T + sigma**2 * corr + tau**2 * np.eye(data.n)
+    return stats.multivariate_normal(np.zeros(data.n), cov).logpdf(data.y)
+
+
 def test_rotated_likelihood_is_the_marginal_gp_likelihood():
-    """The eigenbasis likelihood equals N(y | X beta, sigma^2 A R A + tau^2 I), for both stages."""
+    """The eigenbasis likelihood equals the GP marginal likelihood with beta integrated out, both stages."""
     frame, _ = simulate_spatial(30, seed=4)
     data = prepare_spatial_data(frame, "response", ("x", "y"), COVARIATES)
-    beta, sigma, tau, phi = np.array([10.5, 0.3, -0.2]), 1.7, 0.4, 9.0
+    data = data.with_response(data.y - 11)  # keep beta small relative to beta_sd
+    sigma, tau, phi = 1.7, 0.4, 9.0
     weights = risk_weights(data.coords, phi)
     assert weights.sum() >= 1  # the outlier
     for scale in (None, smoothing_diagonal(weights, math.inf), smoothing_diagonal(weights, 5.0)):
         rotated = rotate(data, np.array([phi]), scale)
-        model = build_model(rotated, SpatialPriors(), (1.0, 1.0), data.covariate_names, {"beta": beta, "sigma": sigma, "tau": tau})
-        point = {"beta_offset": np.zeros(3), "log_sd_offset": np.zeros(2)}
-        lik = _likelihood(model, point)
-        a = np.ones(data.n) if scale is None else scale
-        cov = sigma**2 * a[:, None] * exponential_correlation(data.coords, None, phi) * a[None, :] + tau**2 * np.eye(data.n)
-        want = stats.multivariate_normal(data.X @ beta, cov).logpdf(data.y)
-        assert float(lik) == pytest.approx(want, rel=1e-9)
+        model = build_model(rotated, PRIORS, (1.0, 1.0), data.covariate_names, {"sigma": sigma, "tau": tau})
+        assert float(_likelihood(model, POINT)) == pytest.approx(_marginal(data, sigma, tau, phi, scale), rel=1e-9)
 
 
 def test_grid_likelihood_sums_phi_out():
     frame, _ = simulate_spatial(25, seed=5)
     data = prepare_spatial_data(frame, "response", ("x", "y"))
-    beta, sigma, tau = np.array([11.0]), 1.5, 0.3
+    data = data.with_response(data.y - 11)
+    sigma, tau = 1.5, 0.3
     grid = np.array([5.0, 10.0, 20.0])
-    model = build_model(rotate(data, grid), SpatialPriors(), (1.0, 1.0), ["intercept"], {"beta": beta, "sigma": sigma, "tau": tau})
-    point = {"beta_offset": np.zeros(1), "log_sd_offset": np.zeros(2)}
-    lik = _likelihood(model, point)
-    each = [
-        stats.multivariate_normal(data.X @ beta, sigma**2 * exponential_correlation(data.coords, None, p) + tau**2 * np.eye(data.n)).logpdf(data.y)
-        for p in grid
-    ]
-    assert float(lik) == pytest.approx(np.logaddexp.reduce(each) - math.log(3), rel=1e-9)
+    model = build_model(rotate(data, grid), PRIORS, (1.0, 1.0), ["intercept"], {"sigma": sigma, "tau": tau})
+    each = [_marginal(data, sigma, tau, p) for p in grid]
+    assert float(_likelihood(model, POINT)) == pytest.approx(np.logaddexp.reduce(each) - math.log(3), rel=1e-9)
+
+
+def test_beta_and_phi_draws_follow_their_conditionals():
+    frame, _ = simulate_spatial(30, seed=8)
+    data = prepare_spatial_data(frame, "response", ("x", "y"), COVARIATES)
+    sigma_sq, tau_sq, beta_sd = 2.0, 0.2, 100.0
+    grid = np.array([4.0, 12.0])
+    rotated = rotate(data, grid)
+    n = 20000
+    index, beta = draw_beta_and_phi(
+        rotated, np.full(n, sigma_sq), np.full(n, tau_sq), beta_sd, np.random.default_rng(1)
+    )
+    # phi: proportional to the marginal likelihoods at the two grid values
+    logs = [_marginal(data, math.sqrt(sigma_sq), math.sqrt(tau_sq), p, beta_sd=beta_sd) for p in grid]
+    p_second = 1 / (1 + math.exp(logs[0] - logs[1]))
+    assert index.mean() == pytest.approx(p_second, abs=4 * math.sqrt(p_second * (1 - p_second) / n) + 1e-9)
+    # beta given phi: N((X'S^-1X + I/s^2)^-1 X'S^-1 y, (X'S^-1X + I/s^2)^-1) (generalised least squares)
+    g = int(np.bincount(index, minlength=2).argmax())
+    cov_y = sigma_sq * exponential_correlation(data.coords, None, grid[g]) + tau_sq * np.eye(data.n)
+    precision = data.X.T @ np.linalg.solve(cov_y, data.X) + np.eye(3) / beta_sd**2
+    cov_beta = np.linalg.inv(precision)
+    mean = cov_beta @ data.X.T @ np.linalg.solve(cov_y, data.y)
+    chosen = beta[index == g]
+    assert np.abs(chosen.mean(0) - mean).max() < 5 * np.sqrt(cov_beta.diagonal().max() / len(chosen))
+    sd = np.sqrt(cov_beta.diagonal())
+    monte_carlo_sd = np.sqrt((np.outer(sd, sd) ** 2 + cov_beta**2) / len(chosen))
+    assert (np.abs(np.cov(chosen.T) - cov_beta) < 4 * monte_carlo_sd).all()
 
 
 def _posterior(n_samples, beta, sigma_sq, tau_sq, phi):
@@ -133,7 +165,9 @@ def test_latent_draws_follow_the_full_conditional_eq2_and_are_zero_at_smoothed_o
     process = process.to_numpy()
     assert (process[:, ~outliers] == w_star[:, ~outliers]).all()
     # at an isolated outlier the synthetic w comes from its conditional prior: variance close to sigma^2
-    far = np.flatnonzero(outliers)[np.argmax(exponential_correlation(data.coords[outliers], data.coords[~outliers], phi).max(1) * -1)]
+    far = np.flatnonzero(outliers)[
+        np.argmax(exponential_correlation(data.coords[outliers], data.coords[~outliers], phi).max(1) * -1)
+    ]
     assert np.var(process[:, far]) == pytest.approx(sigma_sq, rel=0.15)
 
 
@@ -215,7 +249,12 @@ def test_stage2_recovers_the_parameters_of_the_restricted_model():
     y = data.X @ TRUE_BETA + smoothing * truth["w"] + rng.normal(0, math.sqrt(truth["tau_sq"]), data.n)
     data = data.with_response(y)
     restriction = Restriction(
-        phi, weights, math.inf, smoothing, outlier_threshold(phi), initial={"beta": TRUE_BETA * 0.9, "sigma": 1.0, "tau": 1.0}
+        phi,
+        weights,
+        math.inf,
+        smoothing,
+        outlier_threshold(phi),
+        initial={"sigma": 1.0, "tau": 1.0},
     )
     synthesizer = SpatialSynthesizer(settings=SETTINGS, restriction=restriction)
     idata = synthesizer.fit(data, seed=3)
@@ -243,5 +282,8 @@ def test_synthesis_protects_the_outlier(two_stage):
     assert err_r > err_u
     # the other records keep their fit: mean absolute error grows far less than at the outlier
     others = ~fit.restriction.at_risk
-    assert np.abs(restricted[:, others] - data.y[others]).mean() < 2 * np.abs(unrestricted[:, others] - data.y[others]).mean()
+    assert (
+        np.abs(restricted[:, others] - data.y[others]).mean()
+        < 2 * np.abs(unrestricted[:, others] - data.y[others]).mean()
+    )
     assert isinstance(pd.DataFrame(unrestricted), pd.DataFrame)
