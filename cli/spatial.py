@@ -70,6 +70,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--tune", type=int, default=1000, help="warm-up iterations per chain (default 1000)")
     p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     p.add_argument("--backend", default="auto", choices=["auto", "nutpie", "pymc", "numpyro"])
+    p.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance (default 0.95)")
     p.add_argument("--band", type=float, default=0.10, help="relative proximity band (default 0.10)")
     p.add_argument(
         "--absolute-band",
@@ -158,7 +159,7 @@ def run_spatial_job(
 
     start = time.perf_counter()
     covariates = list(covariates or [])
-    settings = settings or SamplerSettings()
+    settings = settings or SamplerSettings(target_accept=0.95)
     if m < 2:
         raise UserError("--m must be at least 2 (the combining rules need two synthetic datasets)")
     if not 0 < band:
@@ -318,7 +319,9 @@ def run(args: argparse.Namespace) -> int:
     if len(coords) != 2:
         raise UserError(f"--coords takes two columns XCOL,YCOL, got {args.coords!r}")
     table = read_table(args.data)
-    settings = SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains, backend=args.backend)
+    settings = SamplerSettings(
+        draws=args.draws, tune=args.tune, chains=args.chains, backend=args.backend, target_accept=args.target_accept
+    )
     try:
         result = run_spatial_job(
             table,
@@ -384,7 +387,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         covariates=["d1", "d2"],
         m=5,
         seed=seed,
-        settings=SamplerSettings(draws=1000, tune=1000, chains=4),
+        settings=SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.95),
         progress=False,
     )
     r = result.risk

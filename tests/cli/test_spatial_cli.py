@@ -76,7 +76,7 @@ def test_risk_and_utility_files(run):
     ("change", "extra", "message"),
     [
         (lambda f: f.assign(x=f["x"].where(f.index != 4)), [], "missing values at data row 5"),
-        (lambda f: f.assign(income=f["income"].astype(object).where(f.index != 2, "n/a")), [], "not numeric"),
+        (lambda f: f.assign(income=f["income"].astype(object).where(f.index != 2, "unknown")), [], "not numeric"),
         (lambda f: f.assign(income=f["income"].where(f.index != 0, -5.0)), ["--log-response"], "non-positive"),
         (
             lambda f: f.assign(x=f["x"].where(f.index != 3, f["x"][1]), y=f["y"].where(f.index != 3, f["y"][1])),
