@@ -66,7 +66,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--m", type=int, default=5, help="number of synthetic datasets (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
+    p.add_argument("--draws", type=int, default=2000, help="kept draws per chain (default 2000)")
     p.add_argument("--tune", type=int, default=1000, help="warm-up iterations per chain (default 1000)")
     p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     p.add_argument("--backend", default="auto", choices=["auto", "nutpie", "pymc", "numpyro"])
@@ -159,7 +159,7 @@ def run_spatial_job(
 
     start = time.perf_counter()
     covariates = list(covariates or [])
-    settings = settings or SamplerSettings(target_accept=0.95)
+    settings = settings or SamplerSettings(draws=2000, target_accept=0.95)
     if m < 2:
         raise UserError("--m must be at least 2 (the combining rules need two synthetic datasets)")
     if not 0 < band:
@@ -387,7 +387,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         covariates=["d1", "d2"],
         m=5,
         seed=seed,
-        settings=SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.95),
+        settings=SamplerSettings(draws=2000, tune=1000, chains=4, target_accept=0.95),
         progress=False,
     )
     r = result.risk

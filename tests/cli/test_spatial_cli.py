@@ -7,7 +7,7 @@ import pytest
 from bayessdc.cli import main
 from bayessdc.models.spatial import simulate_spatial
 
-FAST = ["--draws", "1000", "--tune", "1000", "--chains", "4", "--quiet"]
+FAST = ["--draws", "2000", "--tune", "1000", "--chains", "4", "--quiet"]
 
 
 def _args(folder, *extra):

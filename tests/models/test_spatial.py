@@ -25,7 +25,7 @@ from bayessdc.models.spatial import (
     smoothing_diagonal,
 )
 
-SETTINGS = SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.95)
+SETTINGS = SamplerSettings(draws=2000, tune=1000, chains=4, target_accept=0.95)
 COVARIATES = ("d1", "d2")
 TRUE_BETA = np.array([11.0, 0.25, 0.25])  # the mean of eq. (8)
 
