@@ -61,6 +61,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from .base import stack_draws
+from .flows import _rows  # 1-based data row numbers, the same wording as the flow model's errors
 from .sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
 
 __all__ = [
@@ -140,14 +141,6 @@ class SpatialData:
     def released(self, values: np.ndarray) -> np.ndarray:
         """Values on the released scale (``exp`` when the response is modelled on the log scale)."""
         return np.exp(values) if self.log_response else np.asarray(values)
-
-
-def _rows(mask: np.ndarray, limit: int = 5) -> str:
-    """1-based data row numbers of the offending rows."""
-    positions = np.flatnonzero(np.asarray(mask)) + 1
-    shown = ", ".join(str(p) for p in positions[:limit])
-    more = f" and {len(positions) - limit} more" if len(positions) > limit else ""
-    return f"data row{'s' if len(positions) > 1 else ''} {shown}{more}"
 
 
 def _numeric(frame: pd.DataFrame, column: str, role: str) -> np.ndarray:
