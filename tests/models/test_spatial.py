@@ -287,3 +287,37 @@ def test_synthesis_protects_the_outlier(two_stage):
         < 2 * np.abs(unrestricted[:, others] - data.y[others]).mean()
     )
     assert isinstance(pd.DataFrame(unrestricted), pd.DataFrame)
+
+
+def test_make_restriction_options_from_a_posterior():
+    import arviz as az
+
+    from bayessdc.models.spatial import make_restriction, nearest_neighbour_distance
+
+    frame, _ = simulate_spatial(40, seed=9)
+    data = prepare_spatial_data(frame, "response", ("x", "y"))
+    rng = np.random.default_rng(0)
+    shape = (2, 50)
+    posterior = {
+        "phi": np.full(shape, 10.0),
+        "sigma_sq": np.full(shape, 4.0),
+        "tau_sq": np.full(shape, 0.25),
+        "sigma": np.full(shape, 2.0),
+        "tau": np.full(shape, 0.5),
+        "beta": rng.normal(11, 0.1, (*shape, 1)),
+    }
+    idata = az.from_dict(posterior=posterior)
+    binary = make_restriction(data, idata)
+    nn = nearest_neighbour_distance(data.coords)
+    assert binary.threshold == pytest.approx(-math.log(0.2) / 10)
+    assert (binary.at_risk == (nn >= binary.threshold)).all()
+    assert binary.initial == {"sigma": 2.0, "tau": 0.5}
+    # alpha = 1/2 at sigma^2 = 4, tau^2 = 0.25: gamma = 4/0.25 - 1 = 15 (eq. 5)
+    halfway = make_restriction(data, idata, alpha=0.5)
+    assert halfway.gamma == pytest.approx(15.0)
+    assert halfway.smoothing[binary.at_risk] == pytest.approx(0.25)  # 1/sqrt(1 + 15)
+    continuous = make_restriction(data, idata, kind="continuous", gamma=3.0)
+    assert continuous.smoothing == pytest.approx(1 / np.sqrt(1 + 3 * (1 - np.exp(-10 * nn))))
+    assert (continuous.at_risk == binary.at_risk).all()
+    with pytest.raises(ValueError, match="finite gamma"):
+        make_restriction(data, idata, kind="continuous")
