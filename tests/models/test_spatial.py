@@ -321,3 +321,19 @@ def test_make_restriction_options_from_a_posterior():
     assert (continuous.at_risk == binary.at_risk).all()
     with pytest.raises(ValueError, match="finite gamma"):
         make_restriction(data, idata, kind="continuous")
+
+
+def test_pymc_marginal_gp_with_matern12_is_the_papers_exponential_covariance():
+    """sigma^2 exp(-phi d) is ``sigma**2 * Matern12(2, ls=1/phi)`` (not ``Exponential``, which is exp(-d/(2 ls)))."""
+    import pymc as pm
+
+    frame, _ = simulate_spatial(20, seed=10)
+    data = prepare_spatial_data(frame, "response", ("x", "y"))
+    beta0, sigma, tau, phi = 11.0, 1.5, 0.3, 12.7
+    with pm.Model() as model:
+        gp = pm.gp.Marginal(mean_func=pm.gp.mean.Constant(beta0), cov_func=sigma**2 * pm.gp.cov.Matern12(2, ls=1 / phi))
+        gp.marginal_likelihood("y", X=data.coords, y=data.y, sigma=tau, jitter=0.0)
+    got = float(model.compile_logp()({}))
+    cov = sigma**2 * exponential_correlation(data.coords, None, phi) + tau**2 * np.eye(data.n)
+    # PyMC's distances are sqrt(d^2 + 1e-12): agreement to about 1e-7
+    assert got == pytest.approx(stats.multivariate_normal(np.full(data.n, beta0), cov).logpdf(data.y), rel=1e-6)
