@@ -7,6 +7,12 @@ apart (it happens once per process). Target on this 2-core machine: both stages 
 Reference (ANCHORS.md): PyMC + nutpie on the exact marginal GP, about 75 ms per gradient, 100 + 100 draws
 x 2 chains in 67-70 s.
 
+Measured here (2026-11-22, load average about 2, `--reference`): compile 23 s once; unrestricted stage
+79.5 s (about 0.9 ms per gradient, min bulk ESS 1,716, 22 ESS/s, no divergences); restricted stage 1.6 s
+(790 ESS/s); both stages + m = 20 datasets each 81.6 s; peak RSS 662 MB. PyMC's pm.gp.Marginal on the same
+data, same run: about 38 ms per gradient (ANCHORS.md: 75 ms under heavier load), i.e. about 40 times the
+cost of one stage-1 gradient here.
+
 Not measured: N = 5,000 and 20,000, which need the scalable approximation (not built yet; the exact
 computation factors one N x N matrix per grid value of phi).
 
