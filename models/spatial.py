@@ -23,13 +23,16 @@ How it is computed (exactly, without approximating the Gaussian process):
 * ``w`` is integrated out, ``Y ~ N(X beta, sigma^2 A R(phi) A + tau^2 I)`` with ``R(phi) = exp(-phi D)``.
   For a fixed ``phi`` the eigendecomposition ``A R A = U diag(lambda) U'`` turns this into independent
   normals, ``U'Y ~ N(U'X beta, diag(sigma^2 lambda + tau^2))`` (an orthogonal change of variables, unit
-  Jacobian), so one gradient costs ``O(N p)`` instead of a Cholesky factorisation.
+  Jacobian). ``beta`` (normal prior) is integrated out as well, by Woodbury's identity on ``p x p``
+  matrices (see :func:`build_model`), so one gradient costs ``O(N p^2)`` instead of a Cholesky
+  factorisation, and NUTS samples only ``log sigma`` and ``log tau``.
 * Stage 2 fixes ``phi`` (Section 3.3), so its covariance is factored once.
 * Stage 1 puts the prior of ``phi`` on a grid (default: 60 values equally spaced in ``log phi`` between
   effective ranges ``3/phi`` of the median nearest-neighbour distance and the largest distance, uniform
-  weights, a discretised log-uniform prior). Each grid value is factored once; NUTS samples
-  ``beta, sigma, tau`` from the likelihood with ``phi`` summed out (a ``logsumexp`` over the grid), and
-  ``phi`` is then drawn exactly from its discrete conditional given each draw.
+  weights, a discretised log-uniform prior). Each grid value is factored once; the likelihood sums ``phi``
+  out (a ``logsumexp`` over the grid).
+* For each posterior draw of ``(sigma, tau)``, ``phi`` is then drawn from its discrete conditional and
+  ``beta`` from its Gaussian conditional (:func:`draw_beta_and_phi`).
 * ``w`` is drawn afterwards, for each kept posterior draw, from its Gaussian full conditional (eq. 2),
   which in the eigenbasis is again diagonal. Together this is an exact draw from the joint posterior.
 * With ``gamma = inf``, the outliers' rows of ``A R A`` are zero: they enter the likelihood as independent
