@@ -62,7 +62,7 @@ class SamplerSettings:
     backend
         ``"auto"`` (nutpie if installed, else PyMC), ``"nutpie"``, ``"pymc"`` or ``"numpyro"``.
     target_accept
-        NUTS target acceptance rate (PyMC and numpyro; nutpie adapts its own step size to 0.8).
+        NUTS target acceptance rate of the step-size adaptation (every backend; 0.8 is nutpie's own default).
     low_rank_mass_matrix
         nutpie's low-rank modified mass-matrix adaptation (helps strongly correlated posteriors).
     progressbar
@@ -288,6 +288,7 @@ def sample_model(
             seed=int(seed),
             progress_bar=settings.progressbar,
             low_rank_modified_mass_matrix=settings.low_rank_mass_matrix,
+            target_accept=settings.target_accept,
             save_warmup=False,
         )
     else:

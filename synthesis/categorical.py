@@ -21,9 +21,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .combining import combine_partially_synthetic
+
 __all__ = [
     "CombinedEstimate",
-    "combine_partially_synthetic",
+    "combined_estimate",
     "deviation_tables",
     "ordered_logit_combined",
     "pmse",
@@ -241,45 +243,23 @@ class CombinedEstimate:
         return pd.DataFrame(data, index=index)
 
 
-def combine_partially_synthetic(estimates: Any, variances: Any, level: float = 0.95) -> CombinedEstimate:
-    """Combine estimates from m partially synthetic datasets (Reiter 2003).
+def combined_estimate(estimates: Any, variances: Any, level: float = 0.95) -> CombinedEstimate:
+    """Reiter's (2003) partially-synthetic combining rules as a :class:`CombinedEstimate`.
 
-    Parameters
-    ----------
-    estimates
-        ``q_l``, shape ``(m,)`` or ``(m, q)`` for q estimands.
-    variances
-        Their estimated variances ``u_l``, same shape.
-    level
-        Coverage of the interval.
-
-    Returns
-    -------
-    CombinedEstimate
+    A view of :func:`bayessdc.synthesis.combining.combine_partially_synthetic` (the one implementation):
+    ``estimates`` and ``variances`` of shape ``(m,)`` or ``(m, q)``; scalars come back for one estimand.
     """
     q = np.asarray(estimates, dtype=float)
-    u = np.asarray(variances, dtype=float)
-    if q.shape != u.shape:
-        raise ValueError("estimates and variances must have the same shape")
-    m = q.shape[0]
-    if m < 2:
-        raise ValueError("the combining rules need at least two synthetic datasets")
-    q_bar = q.mean(axis=0)
-    b_m = q.var(axis=0, ddof=1)
-    u_bar = u.mean(axis=0)
-    t_p = u_bar + b_m / m
-    with np.errstate(divide="ignore"):
-        df = np.where(b_m > 0, (m - 1) * (1 + m * u_bar / np.where(b_m > 0, b_m, 1.0)) ** 2, np.inf)
-    half = stats.t.ppf(1 - (1 - level) / 2, df) * np.sqrt(t_p)
-    squeeze = (lambda x: float(x)) if q.ndim == 1 else (lambda x: x)
+    table = combine_partially_synthetic(q, np.asarray(variances, dtype=float), alpha=1 - level)
+    squeeze = (lambda x: float(x[0])) if q.ndim == 1 else (lambda x: x)
     return CombinedEstimate(
-        q_bar=squeeze(q_bar),
-        b_m=squeeze(b_m),
-        u_bar=squeeze(u_bar),
-        T_p=squeeze(t_p),
-        df=squeeze(df),
-        lower=squeeze(q_bar - half),
-        upper=squeeze(q_bar + half),
+        q_bar=squeeze(table["estimate"].to_numpy()),
+        b_m=squeeze(table["between_variance"].to_numpy()),
+        u_bar=squeeze(table["within_variance"].to_numpy()),
+        T_p=squeeze(table["total_variance"].to_numpy()),
+        df=squeeze(table["df"].to_numpy()),
+        lower=squeeze(table["ci_lower"].to_numpy()),
+        upper=squeeze(table["ci_upper"].to_numpy()),
         level=level,
     )
 
@@ -310,7 +290,7 @@ def ordered_logit_combined(
 
     ``outcome`` (ordered by its sorted values) on one-hot ``predictors`` (first level of each the reference),
     fitted with statsmodels' ``OrderedModel`` per dataset; coefficients combined with
-    :func:`combine_partially_synthetic`.
+    :func:`combined_estimate`.
 
     Returns
     -------
@@ -327,7 +307,7 @@ def ordered_logit_combined(
         result = _ordered_logit(frame, outcome, predictors, levels)
         estimates.append(result.params.reindex(base.params.index).to_numpy())
         variances.append(result.bse.reindex(base.params.index).to_numpy() ** 2)
-    combined = combine_partially_synthetic(np.array(estimates), np.array(variances), level)
+    combined = combined_estimate(np.array(estimates), np.array(variances), level)
     table = combined.to_frame(index=base.params.index)
     table.insert(0, "original", base.params.to_numpy())
     table.insert(1, "original_lower", base.params.to_numpy() - z * base.bse.to_numpy())

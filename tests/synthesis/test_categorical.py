@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from bayessdc.synthesis.categorical import (
-    combine_partially_synthetic,
+    combined_estimate,
     ordered_logit_combined,
     pmse,
     table_deviations,
@@ -43,14 +43,14 @@ def test_within_pattern_distributions_worked_by_hand():
 
 
 def test_combining_rules_worked_by_hand():
-    out = combine_partially_synthetic([1.0, 2.0, 3.0], [0.5, 0.5, 0.5])
+    out = combined_estimate([1.0, 2.0, 3.0], [0.5, 0.5, 0.5])
     assert out.q_bar == 2.0 and out.b_m == 1.0 and out.u_bar == 0.5
     assert out.T_p == pytest.approx(0.5 + 1 / 3)
     assert out.df == pytest.approx(2 * (1 + 3 * 0.5 / 1.0) ** 2)  # 12.5
     half = stats.t.ppf(0.975, 12.5) * np.sqrt(0.5 + 1 / 3)
     assert (out.lower, out.upper) == (pytest.approx(2 - half), pytest.approx(2 + half))
     # several estimands at once; identical estimates: no between variance, normal interval
-    many = combine_partially_synthetic([[1.0, 5.0], [1.0, 7.0]], [[0.04, 1.0], [0.04, 1.0]])
+    many = combined_estimate([[1.0, 5.0], [1.0, 7.0]], [[0.04, 1.0], [0.04, 1.0]])
     assert np.isinf(many.df[0]) and many.upper[0] == pytest.approx(1 + 1.959964 * 0.2, rel=1e-6)
     assert many.T_p[1] == pytest.approx(1.0 + 2.0 / 2)
 

@@ -1,0 +1,134 @@
+"""Wall time, ESS per second and peak memory of the two-stage spatial synthesizer at N = 500 (exact GP).
+
+The paper's simulation (Quick, Holan & Wikle, Section 4: tau^2 = 0.0625, sigma^2 = 4, phi = 12.7, mean of
+eq. 8, an isolated record at (0.51, 0.01)), intercept and the two covariates of eq. (8), both stages with
+4 chains x (1,000 warm-up + 2,000 draws), then m synthetic datasets from each stage. Compilation is timed
+apart (it happens once per process). Target on this 2-core machine: both stages in under 2 minutes.
+Reference (ANCHORS.md): PyMC + nutpie on the exact marginal GP, about 75 ms per gradient, 100 + 100 draws
+x 2 chains in 67-70 s.
+
+Measured here (2026-11-22, load average about 2, `--reference`): compile 23 s once; unrestricted stage
+79.5 s (about 0.9 ms per gradient, min bulk ESS 1,716, 22 ESS/s, no divergences); restricted stage 1.6 s
+(790 ESS/s); both stages + m = 20 datasets each 81.6 s; peak RSS 662 MB. PyMC's pm.gp.Marginal on the same
+data, same run: about 38 ms per gradient (ANCHORS.md: 75 ms under heavier load), i.e. about 40 times the
+cost of one stage-1 gradient here.
+
+Not measured: N = 5,000 and 20,000, which need the scalable approximation (not built yet; the exact
+computation factors one N x N matrix per grid value of phi).
+
+    .venv/bin/python bench/spatial.py [--n 500] [--grid 60] [--m 20] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+from bayessdc.models.sampling import SamplerSettings, check_convergence  # noqa: E402
+from bayessdc.models.spatial import (  # noqa: E402
+    COMPILED_MODELS,
+    SpatialPriors,
+    SpatialSynthesizer,
+    make_restriction,
+    prepare_spatial_data,
+    simulate_spatial,
+)
+from bayessdc.synthesis.datasets import draw_synthetic  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--grid", type=int, default=60, help="grid values of phi (default 60)")
+    parser.add_argument("--m", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also time PyMC's exact marginal GP (pm.gp.Marginal, phi continuous) per gradient with nutpie",
+    )
+    args = parser.parse_args()
+    frame, truth = simulate_spatial(args.n, seed=args.seed, outlier_latent=-4.0)
+    data = prepare_spatial_data(frame, "response", ("x", "y"), ["d1", "d2"])
+    settings = SamplerSettings(draws=2000, tune=1000, chains=4, target_accept=0.95)
+    priors = SpatialPriors(n_phi_grid=args.grid)
+
+    # compile once (a tiny dataset of the same structure), so the stages below time sampling only
+    start = time.perf_counter()
+    small, _ = simulate_spatial(30, seed=1)
+    warm = prepare_spatial_data(small, "response", ("x", "y"), ["d1", "d2"])
+    SpatialSynthesizer(priors, SamplerSettings(draws=10, tune=10, chains=1)).fit(warm, 0)
+    compile_seconds = time.perf_counter() - start
+
+    rows = []
+    total = time.perf_counter()
+    stage_start = time.perf_counter()
+    first = SpatialSynthesizer(priors, settings)
+    idata1 = first.fit(data, args.seed)
+    rows.append(("unrestricted", first, idata1, time.perf_counter() - stage_start))
+    stage_start = time.perf_counter()
+    restriction = make_restriction(data, idata1)
+    second = SpatialSynthesizer(priors, settings, restriction)
+    idata2 = second.fit(data, args.seed + 1)
+    rows.append(("restricted", second, idata2, time.perf_counter() - stage_start))
+    rng = np.random.default_rng(args.seed)
+    synth_start = time.perf_counter()
+    for _, synthesizer, idata, _ in rows:
+        draw_synthetic(synthesizer, idata, data, args.m, rng)
+    synth_seconds = time.perf_counter() - synth_start
+    both = time.perf_counter() - total
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    print(f"spatial bench: N = {data.n}, {args.grid} grid values of phi, 4 chains x (1000 + 2000)")
+    print(f"  compile (once per process): {compile_seconds:.1f} s (cache misses {COMPILED_MODELS.misses})")
+    for name, synthesizer, idata, seconds in rows:
+        report = check_convergence(idata, var_names=synthesizer.convergence_variables())
+        sampling = idata.attrs["sampling_seconds"]
+        # warm-up steps are not stored: count them at the kept draws' rate (an approximation, same for the reference)
+        gradients = int(idata.sample_stats["n_steps"].sum()) * 1.5 if "n_steps" in idata.sample_stats else None
+        per_gradient = f", about {1000 * sampling / gradients:.2f} ms per gradient" if gradients else ""
+        print(
+            f"  {name:<12} wall {seconds:6.1f} s (sampling {sampling:.1f} s{per_gradient}); "
+            f"max r_hat {report.max_r_hat:.3f}, min bulk ESS {report.min_ess_bulk:.0f} ({report.worst_ess_bulk}), "
+            f"ESS/s {report.min_ess_bulk / seconds:.0f}, divergences {report.divergences}"
+        )
+    print(f"  at-risk records: {int(restriction.at_risk.sum())}; phi_hat {restriction.phi_hat:.2f}")
+    print(f"  m = {args.m} synthetic datasets from each stage: {synth_seconds:.1f} s")
+    print(f"  both stages + synthesis: {both:.1f} s (target < 120 s); peak memory (max RSS) {peak_mb:.0f} MB")
+    if args.reference:
+        _reference(data, args.seed)
+    return 0
+
+
+def _reference(data, seed: int) -> None:
+    """Per-gradient time of the exact GP as PyMC declares it (the ANCHORS.md reference), same data, same run."""
+    import pymc as pm
+
+    from bayessdc.models.sampling import sample_model
+
+    with pm.Model() as model:
+        beta0 = pm.Normal("beta0", 0, 100)
+        sigma = pm.HalfCauchy("sigma", 1.0)
+        tau = pm.HalfCauchy("tau", 1.0)
+        phi = pm.Uniform("phi", 1.0, 100.0)
+        cov = sigma**2 * pm.gp.cov.Matern12(2, ls=1 / phi)  # sigma^2 exp(-phi d)
+        gp = pm.gp.Marginal(mean_func=pm.gp.mean.Constant(beta0), cov_func=cov)
+        gp.marginal_likelihood("y", X=data.coords, y=data.y, sigma=tau)
+    start = time.perf_counter()
+    idata = sample_model(model, SamplerSettings(draws=20, tune=20, chains=2), seed)
+    wall = time.perf_counter() - start
+    steps = int(idata.sample_stats["n_steps"].sum()) * 2  # warm-up counted at the kept draws' rate
+    per_gradient = 1000 * idata.attrs["sampling_seconds"] / steps
+    print(f"  reference pm.gp.Marginal (nutpie, 2 chains x (20 + 20)): about {per_gradient:.1f} ms per gradient "
+          f"(wall incl. compile {wall:.0f} s)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

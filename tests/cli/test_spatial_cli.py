@@ -1,0 +1,110 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayessdc.cli import main
+from bayessdc.models.spatial import simulate_spatial
+
+FAST = ["--draws", "2000", "--tune", "1000", "--chains", "4", "--quiet"]
+
+
+def _args(folder, *extra):
+    return [
+        "spatial",
+        "--data",
+        str(folder / "data.csv"),
+        "--response",
+        "income",
+        "--coords",
+        "x,y",
+        "--covariates",
+        "d1,d2",
+        "--out",
+        str(folder / "out"),
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spatial")
+    frame, truth = simulate_spatial(100, seed=11)
+    frame["income"] = np.exp(frame.pop("response"))
+    frame["region"] = np.where(frame["x"] < 0.5, "west", "east")  # a passenger column
+    frame.to_csv(folder / "data.csv", index=False)
+    status = main(_args(folder, "--log-response", "--m", "4", *FAST))
+    return folder, frame, truth, status
+
+
+def test_outputs_are_written(run):
+    folder, frame, truth, status = run
+    assert status == 0
+    synthetic = pd.read_parquet(folder / "out" / "release" / "synthetic.parquet")
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3, 4]
+    assert list(synthetic.columns) == ["synthetic", *frame.columns]
+    first = synthetic[synthetic["synthetic"] == 1].reset_index(drop=True)
+    # locations and covariates pass through, the response is replaced (and positive: released on the original scale)
+    pd.testing.assert_frame_equal(first.drop(columns=["synthetic", "income"]), frame.drop(columns=["income"]))
+    assert (first["income"] > 0).all() and not np.allclose(first["income"], frame["income"])
+    model = json.loads((folder / "out" / "release" / "model.json").read_text())
+    assert model["response_scale"] == "log"
+    release_text = (folder / "out" / "release" / "model.json").read_text()
+    assert "phi_hat" not in release_text and "outliers" not in release_text
+
+
+def test_risk_and_utility_files(run):
+    folder, frame, truth, status = run
+    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
+    assert truth["outlier_index"] in risk["outliers"]
+    for key in ("within_band", "within_absolute"):
+        for stage in ("unrestricted", "restricted"):
+            assert set(risk[key][stage]) == {"at_risk", "other"}
+            assert all(0 <= v <= 1 for v in risk[key][stage].values())
+    utility = json.loads((folder / "out" / "private" / "utility.json").read_text())
+    rows = {row["coefficient"]: row for row in utility["regression"]}
+    assert set(rows) == {"intercept", "d1", "d2"}
+    for row in rows.values():
+        assert row["ci_lower"] < row["estimate"] < row["ci_upper"]
+        assert row["total_variance"] == pytest.approx(row["within_variance"] + row["between_variance"] / 4)
+    diagnostics = json.loads((folder / "out" / "private" / "diagnostics.json").read_text())
+    assert diagnostics["all_converged"]
+
+
+@pytest.mark.parametrize(
+    ("change", "extra", "message"),
+    [
+        (lambda f: f.assign(x=f["x"].where(f.index != 4)), [], "missing values at data row 5"),
+        (lambda f: f.assign(income=f["income"].astype(object).where(f.index != 2, "unknown")), [], "not numeric"),
+        (lambda f: f.assign(income=f["income"].where(f.index != 0, -5.0)), ["--log-response"], "non-positive"),
+        (
+            lambda f: f.assign(x=f["x"].where(f.index != 3, f["x"][1]), y=f["y"].where(f.index != 3, f["y"][1])),
+            [],
+            "--jitter",
+        ),
+        (lambda f: f.head(6), [], "too few"),
+    ],
+)
+def test_bad_input_fails_before_sampling(tmp_path, capsys, change, extra, message):
+    frame, _ = simulate_spatial(40, seed=2)
+    frame["income"] = np.exp(frame.pop("response"))
+    change(frame).to_csv(tmp_path / "data.csv", index=False)
+    status = main(_args(tmp_path, *extra))
+    assert status == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out" / "private" / "posterior_unrestricted.nc").exists()
+
+
+def test_bad_options(tmp_path, capsys):
+    frame, _ = simulate_spatial(40, seed=2)
+    frame["income"] = np.exp(frame.pop("response"))
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(_args(tmp_path, "--gamma", "-1")) == 2
+    assert "--gamma" in capsys.readouterr().err
+    assert main(_args(tmp_path, "--risk-weights", "continuous")) == 2
+    assert "finite --gamma" in capsys.readouterr().err
+    args = _args(tmp_path)
+    args[args.index("x,y")] = "x"
+    assert main(args) == 2
+    assert "XCOL,YCOL" in capsys.readouterr().err
