@@ -507,6 +507,11 @@ class FlowSynthesizer:
         to r_hat 1.00 with several times the ESS per second of the diagonal adaptation.
     lower, upper
         Counts in ``lower..upper`` are sensitive and replaced.
+    parameterization
+        See :func:`build_model`.
+    pad
+        Pad the model to a size class (factor 1.5) so that one compiled model serves many groups; without
+        padding each distinct size compiles anew (sampling a large single group is then a little faster).
     """
 
     priors: FlowPriors = field(default_factory=FlowPriors)
@@ -514,6 +519,7 @@ class FlowSynthesizer:
     lower: int = 1
     upper: int = 9
     parameterization: str = "marginal"
+    pad: bool = True
     name: str = "flows"
 
     # -- fitting ------------------------------------------------------------------------------------
@@ -523,7 +529,8 @@ class FlowSynthesizer:
         group = data
         backend = resolve_backend(self.settings.backend)
         if backend == "nutpie":
-            size = _padded_size(len(group.origins) + len(group.destinations))
+            n_effects = len(group.origins) + len(group.destinations)
+            size = _padded_size(n_effects) if self.pad else n_effects
             key = ("flows", group.upper, self.parameterization, size, *asdict(self.priors).values())
             compiled = COMPILED_MODELS.get(
                 key,
