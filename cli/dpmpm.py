@@ -20,7 +20,15 @@ import pandas as pd
 from . import UserError
 from .flows import read_table
 
-__all__ = ["DpmpmJobResult", "add_parser", "demo", "run", "run_dpmpm_job"]
+__all__ = [
+    "DpmpmJobResult",
+    "add_parser",
+    "check_release_columns",
+    "demo",
+    "run",
+    "run_dpmpm_job",
+    "write_categorical_outputs",
+]
 
 
 def _columns(values: list[str] | None) -> list[str]:
@@ -143,14 +151,8 @@ def run_dpmpm_job(
     from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, prepare_categorical
     from bayessdc.models.sampling import ConvergenceError
     from bayessdc.risk.identification import (
-        IDENTIFICATION_MEASURES,
-        inherent_risk,
         label_attribute_risk,
-        match_counts,
-        place_among,
-        risk_by_dataset,
     )
-    from bayessdc.synthesis.categorical import pmse, table_deviations, within_pattern_distributions
     from bayessdc.synthesis.datasets import draw_synthetic
     from bayessdc.synthesis.output import OutputFolder, fingerprint_frame
 
@@ -165,23 +167,8 @@ def run_dpmpm_job(
     if repetitions < 1:
         raise UserError("--repetitions must be at least 1")
     data = prepare_categorical(table, synthesize, keep, max_levels=max_levels, missing=missing)
-    variables = list(data.variables)
-    known_sets = known_sets or [keep + synthesize]
-    for known in known_sets:
-        unknown = [c for c in known if c not in variables]
-        if unknown:
-            raise UserError(
-                f"--known column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
-                f"(the release holds {', '.join(variables)})"
-            )
-    dropped = [c for c in table.columns if c not in variables]
-    if dropped:
-        say(f"notice: column(s) {', '.join(map(str, dropped))} are neither kept nor synthesized: not released")
     original = data.frame()
-    pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
-    singles = int((pattern_size == 1).sum())
-    if singles:
-        say(f"notice: {singles} pattern(s) of the kept columns hold a single record; their risk is reported")
+    known_sets, singles = check_release_columns(table, original, synthesize, keep, known_sets, say)
 
     synthesizer = DPMPMSynthesizer(K=K, priors=priors, settings=settings, conditioning=conditioning)
     folder = OutputFolder(
@@ -241,7 +228,147 @@ def run_dpmpm_job(
     joint = draw_synthetic(synthesizer, idata, data, m, rng)
     synthetic = synthesizer.release_frame(data, joint)
 
-    say("dpmpm: risk ...")
+    bayesian = None
+    if risk_records > 0:
+        say(f"dpmpm: Bayesian attribute risk of {min(risk_records, data.n_records)} records by importance sampling ...")
+        posterior = stack_draws(idata.posterior)
+        total = posterior.sizes["sample"]
+        posterior = posterior.isel(sample=np.linspace(0, total - 1, min(risk_draws, total)).round().astype(int))
+        chosen = np.sort(
+            np.random.default_rng(np.random.SeedSequence([int(seed), 3])).choice(
+                data.n_records, size=min(risk_records, data.n_records), replace=False
+            )
+        )
+        released = xr.DataArray(joint.to_numpy(), dims=("synthetic", "item"))
+        is_records, is_summary = label_attribute_risk(synthesizer, posterior, data, released, chosen)
+        bayesian = (
+            is_records[["record", "true_probability", "relevant_khat"]],
+            {
+                **is_summary,
+                "intruder": "knows every other value and the model; uniform prior over the labels (eq. 3-8 of the "
+                "foundation's attribute-risk module)",
+            },
+        )
+    risk, details, utility = write_categorical_outputs(
+        folder,
+        original,
+        synthetic,
+        synthesize,
+        keep,
+        known_sets,
+        m=m,
+        seed=seed,
+        repetitions=repetitions,
+        bayesian=bayesian,
+        say=lambda msg: say(f"dpmpm: {msg}"),
+    )
+    model = synthesizer.describe()
+    model.update(
+        {"m": m, "seed": seed, "synthesized": synthesize, "kept": keep, "allow_unconverged": allow_unconverged}
+    )
+    folder.write_release_json("model.json", model)
+    folder.write_release_table("synthetic.parquet", synthetic)
+    return DpmpmJobResult(
+        out=Path(out),
+        n_records=data.n_records,
+        n_cells=int(len(data.cell_counts)),
+        diagnostics=diagnostics,
+        risk=risk,
+        risk_details=details,
+        utility=utility,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def check_release_columns(
+    table: pd.DataFrame,
+    original: pd.DataFrame,
+    synthesize: list[str],
+    keep: list[str],
+    known_sets: list[list[str]] | None,
+    say: Any,
+) -> tuple[list[list[str]], int]:
+    """Check the intruder's knowledge sets and announce dropped columns and single-record patterns.
+
+    Returns
+    -------
+    known_sets, singles
+        The knowledge sets (default: every released column) and the number of records alone in their pattern.
+    """
+    variables = keep + synthesize
+    known_sets = known_sets or [keep + synthesize]
+    for known in known_sets:
+        unknown = [c for c in known if c not in variables]
+        if unknown:
+            raise UserError(
+                f"--known column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
+                f"(the release holds {', '.join(variables)})"
+            )
+    dropped = [c for c in table.columns if c not in variables]
+    if dropped:
+        say(f"notice: column(s) {', '.join(map(str, dropped))} are neither kept nor synthesized: not released")
+    pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
+    singles = int((pattern_size == 1).sum())
+    if singles:
+        say(f"notice: {singles} pattern(s) of the kept columns hold a single record; their risk is reported")
+    return known_sets, singles
+
+
+def write_categorical_outputs(
+    folder: Any,
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    synthesize: list[str],
+    keep: list[str],
+    known_sets: list[list[str]],
+    *,
+    m: int,
+    seed: int,
+    repetitions: int,
+    bayesian: tuple[pd.DataFrame, dict] | None = None,
+    say: Any = lambda msg: None,
+) -> tuple[dict, dict, dict]:
+    """Risk and utility of m partially synthetic categorical datasets, written to ``folder``'s private side.
+
+    Shared by every synthesizer of categorical labels (``bayessdc dpmpm``, ``bayessdc dp-areal``), so their
+    outputs can be compared file by file: ``private/risk.json`` (identification risk per knowledge set and
+    exact attribute disclosures, each beside the inherent minimum and maximum of Section 4.1),
+    ``risk_details.json``, ``utility.json`` (table deviations, pMSE, within-pattern distributions) and the
+    per-record and per-dataset tables.
+
+    Parameters
+    ----------
+    folder
+        The run's :class:`bayessdc.synthesis.output.OutputFolder`.
+    original, synthetic
+        The confidential records (labels) and the synthetic datasets stacked with a ``synthetic`` column.
+    synthesize, keep, known_sets
+        Synthesized and kept columns; the intruder's knowledge sets.
+    m, seed, repetitions
+        Number of datasets, seed, repetitions S of the inherent scenarios.
+    bayesian
+        Optional per-record importance-sampling risk (columns ``record``, ``true_probability``,
+        ``relevant_khat``) and its summary.
+    say
+        Progress callback.
+
+    Returns
+    -------
+    risk, risk_details, utility
+    """
+    from bayessdc.risk.identification import (
+        IDENTIFICATION_MEASURES,
+        inherent_risk,
+        match_counts,
+        place_among,
+        risk_by_dataset,
+    )
+    from bayessdc.synthesis.categorical import pmse, table_deviations, within_pattern_distributions
+
+    variables = keep + synthesize
+    n_records = len(original)
+    pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
+    say("risk ...")
     per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesize)
     inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
     identification = []
@@ -282,17 +409,17 @@ def run_dpmpm_job(
     }
 
     # Per record: matches and exact disclosures over the m datasets; single-record patterns singled out.
-    records = pd.DataFrame({"record": np.arange(data.n_records), "pattern_size": pattern_size})
-    exact = np.zeros(data.n_records)
+    records = pd.DataFrame({"record": np.arange(n_records), "pattern_size": pattern_size})
+    exact = np.zeros(n_records)
     for _, frame in synthetic.groupby("synthetic", sort=True):
         frame = frame.reset_index(drop=True)
-        same = np.ones(data.n_records, dtype=bool)
+        same = np.ones(n_records, dtype=bool)
         for col in synthesize:
             same &= frame[col].to_numpy() == original[col].to_numpy()
         exact += same
     records["exact_disclosure_share"] = exact / m
     for known in known_sets:
-        share = np.zeros(data.n_records)
+        share = np.zeros(n_records)
         for _, frame in synthetic.groupby("synthetic", sort=True):
             counts = match_counts(original, frame.reset_index(drop=True), known)
             share += np.where(counts["T"], 1.0 / np.maximum(counts["c"], 1), 0.0)
@@ -306,24 +433,9 @@ def run_dpmpm_job(
         },
     }
 
-    if risk_records > 0:
-        say(f"dpmpm: Bayesian attribute risk of {min(risk_records, data.n_records)} records by importance sampling ...")
-        posterior = stack_draws(idata.posterior)
-        total = posterior.sizes["sample"]
-        posterior = posterior.isel(sample=np.linspace(0, total - 1, min(risk_draws, total)).round().astype(int))
-        chosen = np.sort(
-            np.random.default_rng(np.random.SeedSequence([int(seed), 3])).choice(
-                data.n_records, size=min(risk_records, data.n_records), replace=False
-            )
-        )
-        released = xr.DataArray(joint.to_numpy(), dims=("synthetic", "item"))
-        is_records, is_summary = label_attribute_risk(synthesizer, posterior, data, released, chosen)
-        records = records.merge(is_records[["record", "true_probability", "relevant_khat"]], on="record", how="left")
-        attribute["bayesian"] = {
-            **is_summary,
-            "intruder": "knows every other value and the model; uniform prior over the labels (eq. 3-8 of the "
-            "foundation's attribute-risk module)",
-        }
+    if bayesian is not None:
+        records = records.merge(bayesian[0], on="record", how="left")
+        attribute["bayesian"] = bayesian[1]
     # risk.json holds exactly the figures of the issue's layout; everything else goes to risk_details.json.
     details = {
         "identification": [
@@ -340,7 +452,7 @@ def run_dpmpm_job(
     }
     risk = {"identification": identification, "attribute": attribute}
 
-    say("dpmpm: utility ...")
+    say("utility ...")
     deviations = table_deviations(original, synthetic, synthesize, keep)
     cells, patterns = within_pattern_distributions(original, synthetic, synthesize, keep)
     utility = {
@@ -363,22 +475,7 @@ def run_dpmpm_job(
         pd.concat([inherent["min"].assign(scenario="min"), inherent["max"].assign(scenario="max")], ignore_index=True),
     )
     folder.write_private_table("risk_by_dataset.parquet", per_dataset)
-    model = synthesizer.describe()
-    model.update(
-        {"m": m, "seed": seed, "synthesized": synthesize, "kept": keep, "allow_unconverged": allow_unconverged}
-    )
-    folder.write_release_json("model.json", model)
-    folder.write_release_table("synthetic.parquet", synthetic)
-    return DpmpmJobResult(
-        out=Path(out),
-        n_records=data.n_records,
-        n_cells=int(len(data.cell_counts)),
-        diagnostics=diagnostics,
-        risk=risk,
-        risk_details=details,
-        utility=utility,
-        seconds=time.perf_counter() - start,
-    )
+    return risk, details, utility
 
 
 def run(args: argparse.Namespace) -> int:
