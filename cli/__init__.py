@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "cart", "cta", "demo")
+SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "demo")
 
 
 class UserError(Exception):

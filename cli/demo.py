@@ -11,7 +11,7 @@ from typing import Any
 __all__ = ["DEMOS", "add_parser", "run"]
 
 #: Subcommand modules whose ``demo(out, seed)`` the demo runs, in order.
-DEMOS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "cart", "cta")
+DEMOS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta")
 
 
 def add_parser(subparsers: Any) -> None:

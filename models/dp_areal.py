@@ -912,7 +912,7 @@ class DPArealSynthesizer:
 
     K: int = 50
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
+    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.95))
     parametrization: str = "identified"
     quadrature_nodes: int = 16
     criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
@@ -940,8 +940,6 @@ class DPArealSynthesizer:
         backend = resolve_backend(self.settings.backend)
         compiled = None
         if backend == "nutpie":
-            import nutpie
-
             key = (
                 "dp-areal",
                 self.K,
@@ -951,7 +949,7 @@ class DPArealSynthesizer:
                 data.counts.tobytes(),
                 data.design.tobytes(),
             )
-            compiled = COMPILED_MODELS.get(key, lambda: nutpie.compile_pymc_model(model))
+            compiled = COMPILED_MODELS.get(key, lambda: model)
         keep = ["alpha", "stick", "rho", "location", "tau_lambda", "tau_theta", "tau_phi", "tau_mu"]
         idata = sample_model(model, self.settings, seed, compiled=compiled, var_names=keep)
         start = time.perf_counter()

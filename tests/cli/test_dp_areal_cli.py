@@ -1,0 +1,72 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayessdc.cli import main
+from bayessdc.models.dp_areal import simulate_areal
+
+# The same table and K as tests/models/test_dp_areal.py, so one compiled model serves both.
+FAST = ["--draws", "400", "--tune", "400", "--chains", "2", "--K", "8", "--repetitions", "10", "--quiet"]
+
+
+def _table():
+    frame, _ = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)
+    return frame.rename(columns={"v0": "gender", "v1": "age", "label": "county"})
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dp_areal")
+    table = _table()
+    table.to_csv(folder / "ce.csv", index=False)
+    argv = ["dp-areal", "--data", str(folder / "ce.csv"), "--synthesize", "county", "--keep", "gender,age"]
+    argv += ["--known", "gender,county", "--known", "gender,age,county", "--m", "3"]
+    status = main([*argv, "--out", str(folder / "out"), *FAST])
+    return folder, table, status
+
+
+def test_outputs_have_the_release_private_layout_of_dpmpm(run):
+    folder, table, status = run
+    assert status == 0
+    out = folder / "out"
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3] and len(synthetic) == 3 * len(table)
+    for k in (1, 2, 3):
+        one = synthetic[synthetic["synthetic"] == k].reset_index(drop=True)
+        assert (one[["gender", "age"]].to_numpy() == table[["gender", "age"]].to_numpy()).all()
+        assert set(one["county"]) <= set(table["county"])
+        assert (one["county"] != table["county"]).any()
+    assert {p.name for p in (out / "release").iterdir()} == {"synthetic.parquet", "model.json"}
+    model = json.loads((out / "release" / "model.json").read_text())
+    assert model["synthesizer"] == "dp-areal" and model["model"]["K"] == 8
+    assert "tau_lambda_mean" not in json.dumps(model)
+    diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())
+    assert diagnostics["passed"] and diagnostics["divergences"] == 0 and diagnostics["max_r_hat"] <= 1.01
+    # the same risk.json layout as bayessdc dpmpm, so the two compare file by file
+    risk = json.loads((out / "private" / "risk.json").read_text())
+    assert [e["known"] for e in risk["identification"]] == [["gender", "county"], ["gender", "age", "county"]]
+    for entry in risk["identification"]:
+        assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
+        assert set(entry["inherent"]) == {"min", "max"}
+    assert set(risk["attribute"]) == {"disclosures", "share", "inherent"}
+    # exact disclosures are counted from the released files: recount from them
+    released = [synthetic[synthetic["synthetic"] == k].reset_index(drop=True) for k in (1, 2, 3)]
+    recount = np.mean([(one["county"] == table["county"]).sum() for one in released])
+    assert risk["attribute"]["disclosures"] == pytest.approx(recount)
+    utility = json.loads((out / "private" / "utility.json").read_text())
+    assert {"table_deviations", "pmse", "within_pattern"} <= set(utility)
+
+
+def test_bad_input_exits_2_before_sampling(tmp_path, capsys):
+    table = _table()
+    table.to_csv(tmp_path / "t.csv", index=False)
+    base = ["dp-areal", "--data", str(tmp_path / "t.csv"), "--out", str(tmp_path / "out"), "--quiet"]
+    assert main([*base, "--synthesize", "county,age", "--keep", "gender"]) == 2
+    assert "one label column" in capsys.readouterr().err
+    assert main([*base, "--synthesize", "county", "--keep", "gender,age", "--max-cells", "100"]) == 2
+    assert "DPMPM" in capsys.readouterr().err
+    assert main([*base, "--synthesize", "county", "--keep", "gender,age", "--known", "gender,zip"]) == 2
+    assert "'zip'" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "release").exists()
