@@ -24,6 +24,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import subprocess
+import sys
 import time
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -33,11 +35,14 @@ import numpy as np  # noqa: E402
 
 from bayessdc.models.sampling import SamplerSettings, check_convergence  # noqa: E402
 from bayessdc.models.spatial import (  # noqa: E402
+    AUTO_EXACT_LIMIT,
     COMPILED_MODELS,
     SpatialPriors,
     SpatialSynthesizer,
     make_restriction,
+    posterior_summary,
     prepare_spatial_data,
+    resolve_approximation,
     simulate_spatial,
 )
 from bayessdc.synthesis.datasets import draw_synthetic  # noqa: E402
@@ -45,7 +50,14 @@ from bayessdc.synthesis.datasets import draw_synthetic  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--n", default="500", help="number of records; a comma list runs each in its own process")
+    parser.add_argument(
+        "--approximation",
+        default="auto",
+        choices=["exact", "nngp", "auto"],
+        help="exact GP, nearest-neighbour GP, or auto (exact up to 3,000 records; default)",
+    )
+    parser.add_argument("--neighbours", type=int, default=15, help="NNGP neighbours (default 15)")
     parser.add_argument("--grid", type=int, default=60, help="grid values of phi (default 60)")
     parser.add_argument("--m", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
@@ -55,29 +67,44 @@ def main() -> int:
         help="also time PyMC's exact marginal GP (pm.gp.Marginal, phi continuous) per gradient with nutpie",
     )
     args = parser.parse_args()
-    frame, truth = simulate_spatial(args.n, seed=args.seed, outlier_latent=-4.0)
+    sizes = [int(v) for v in args.n.split(",")]
+    if len(sizes) > 1:  # one process per size, so that each peak memory is its own
+        for n in sizes:
+            command = [sys.executable, __file__, "--n", str(n), *_passed_on(args)]
+            if subprocess.run(command, check=False).returncode:
+                return 1
+        return 0
+    n = sizes[0]
+    method = resolve_approximation(args.approximation, n, args.neighbours)
+    # the exact GP simulator factors an N x N matrix: beyond 3,000 records w is simulated from an NNGP
+    # with 30 neighbours (then the data are not exactly from the exact GP)
+    sim_neighbours = None if n <= AUTO_EXACT_LIMIT else 30
+    frame, truth = simulate_spatial(n, seed=args.seed, outlier_latent=-4.0, simulation_neighbours=sim_neighbours)
     data = prepare_spatial_data(frame, "response", ("x", "y"), ["d1", "d2"])
     settings = SamplerSettings(draws=2000, tune=1000, chains=4, target_accept=0.95)
     priors = SpatialPriors(n_phi_grid=args.grid)
+    common = {"approximation": method, "neighbours": args.neighbours}
 
-    # compile once (a tiny dataset of the same structure), so the stages below time sampling only
-    start = time.perf_counter()
-    small, _ = simulate_spatial(30, seed=1)
-    warm = prepare_spatial_data(small, "response", ("x", "y"), ["d1", "d2"])
-    SpatialSynthesizer(priors, SamplerSettings(draws=10, tune=10, chains=1)).fit(warm, 0)
-    compile_seconds = time.perf_counter() - start
+    compile_seconds = 0.0
+    if method == "exact":  # compile once (a tiny dataset of the same structure): the stages time sampling only
+        start = time.perf_counter()
+        small, _ = simulate_spatial(30, seed=1)
+        warm = prepare_spatial_data(small, "response", ("x", "y"), ["d1", "d2"])
+        SpatialSynthesizer(priors, SamplerSettings(draws=10, tune=10, chains=1), approximation="exact").fit(warm, 0)
+        compile_seconds = time.perf_counter() - start
 
     rows = []
     total = time.perf_counter()
     stage_start = time.perf_counter()
-    first = SpatialSynthesizer(priors, settings)
+    first = SpatialSynthesizer(priors, settings, **common)
     idata1 = first.fit(data, args.seed)
     rows.append(("unrestricted", first, idata1, time.perf_counter() - stage_start))
     stage_start = time.perf_counter()
     restriction = make_restriction(data, idata1)
-    second = SpatialSynthesizer(priors, settings, restriction)
+    second = SpatialSynthesizer(priors, settings, restriction, **common)
     idata2 = second.fit(data, args.seed + 1)
     rows.append(("restricted", second, idata2, time.perf_counter() - stage_start))
+    both_stages = time.perf_counter() - total
     rng = np.random.default_rng(args.seed)
     synth_start = time.perf_counter()
     for _, synthesizer, idata, _ in rows:
@@ -86,25 +113,53 @@ def main() -> int:
     both = time.perf_counter() - total
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    print(f"spatial bench: N = {data.n}, {args.grid} grid values of phi, 4 chains x (1000 + 2000)")
-    print(f"  compile (once per process): {compile_seconds:.1f} s (cache misses {COMPILED_MODELS.misses})")
+    if method == "exact":
+        how = f"exact GP, {args.grid} grid values of phi, NUTS 4 chains x (1000 + 2000)"
+    else:
+        how = f"NNGP, {args.neighbours} neighbours, grid posterior, 8000 independent draws"
+    simulated = "exact GP" if sim_neighbours is None else f"NNGP with {sim_neighbours} neighbours"
+    print(f"spatial bench: N = {data.n} ({how}); w simulated from the {simulated}")
+    if method == "exact":
+        print(f"  compile (once per process): {compile_seconds:.1f} s (cache misses {COMPILED_MODELS.misses})")
     for name, synthesizer, idata, seconds in rows:
         report = check_convergence(idata, var_names=synthesizer.convergence_variables())
         sampling = idata.attrs["sampling_seconds"]
-        # warm-up steps are not stored: count them at the kept draws' rate (an approximation, same for the reference)
-        gradients = int(idata.sample_stats["n_steps"].sum()) * 1.5 if "n_steps" in idata.sample_stats else None
-        per_gradient = f", about {1000 * sampling / gradients:.2f} ms per gradient" if gradients else ""
+        if method == "exact":
+            # warm-up steps are not stored: count them at the kept draws' rate (an approximation)
+            gradients = int(idata.sample_stats["n_steps"].sum()) * 1.5 if "n_steps" in idata.sample_stats else None
+            detail = f", about {1000 * sampling / gradients:.2f} ms per gradient" if gradients else ""
+        else:
+            detail = (
+                f"; {idata.attrs['grid_phi_values']} phi values, {idata.attrs['grid_evaluations']} (phi, delta) "
+                f"evaluations, {idata.attrs['grid_eigendecompositions']} neighbour eigendecompositions"
+            )
         print(
-            f"  {name:<12} wall {seconds:6.1f} s (sampling {sampling:.1f} s{per_gradient}); "
+            f"  {name:<12} wall {seconds:6.1f} s (sampling {sampling:.1f} s{detail}); "
             f"max r_hat {report.max_r_hat:.3f}, min bulk ESS {report.min_ess_bulk:.0f} ({report.worst_ess_bulk}), "
-            f"ESS/s {report.min_ess_bulk / seconds:.0f}, divergences {report.divergences}"
+            f"ESS/s {report.min_ess_bulk / sampling:.0f}, divergences {report.divergences}"
         )
+    summary = posterior_summary(idata1)
+    estimates = ", ".join(
+        f"{k} {summary.loc[k, 'median']:.3g} [{summary.loc[k, 'lower']:.3g}, {summary.loc[k, 'upper']:.3g}]"
+        for k in ("sigma_sq", "tau_sq", "phi")
+    )
+    print(f"  unrestricted posterior (truth sigma_sq 4, tau_sq 0.0625, phi 12.7): {estimates}")
     print(f"  at-risk records: {int(restriction.at_risk.sum())}; phi_hat {restriction.phi_hat:.2f}")
     print(f"  m = {args.m} synthetic datasets from each stage: {synth_seconds:.1f} s")
-    print(f"  both stages + synthesis: {both:.1f} s (target < 120 s); peak memory (max RSS) {peak_mb:.0f} MB")
+    target = 120 if data.n <= 500 else 900
+    print(
+        f"  both stages {both_stages:.1f} s, + synthesis {both:.1f} s (target < {target} s); "
+        f"peak memory (max RSS) {peak_mb:.0f} MB"
+    )
     if args.reference:
         _reference(data, args.seed)
     return 0
+
+
+def _passed_on(args: argparse.Namespace) -> list[str]:
+    out = ["--approximation", args.approximation, "--neighbours", str(args.neighbours), "--grid", str(args.grid)]
+    out += ["--m", str(args.m), "--seed", str(args.seed)]
+    return out + (["--reference"] if args.reference else [])
 
 
 def _reference(data, seed: int) -> None:

@@ -1159,6 +1159,7 @@ def simulate_spatial(
     dense_share: float = 0.92,
     seed: int = 0,
     covariates: Literal["paper", "none"] = "paper",
+    simulation_neighbours: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate the paper's example (Sections 2 and 4) on the unit square.
 
@@ -1166,6 +1167,11 @@ def simulate_spatial(
     within ``outlier_gap`` of ``outlier``, which is the last record. ``w`` is drawn from the exponential GP
     (with ``w(outlier) = outlier_latent`` when given, the others then from their conditional given it), and
     ``Y = mean of eq. (8) + w + eps``.
+
+    ``simulation_neighbours``: ``None`` draws ``w`` from the exact GP (an ``N x N`` Cholesky factor, for up to
+    a few thousand points); a number ``m`` draws it from the NNGP with ``m`` neighbours instead (sequentially,
+    ``w_i | w_N(i)``, ``O(N m^3)``; for large N), and ``outlier_latent`` is then imposed by the exact
+    conditional update ``w + Sigma[:, k] / Sigma[k, k] (value - w_k)``.
 
     Returns
     -------
@@ -1189,6 +1195,13 @@ def simulate_spatial(
     coords = np.concatenate(points)[:n_regular]
     if outlier is not None:
         coords = np.vstack([coords, np.asarray(outlier, float)[None, :]])
+    if simulation_neighbours is not None:
+        w = _simulate_nngp(coords, sigma_sq, phi, int(simulation_neighbours), rng)
+        if outlier is not None and outlier_latent is not None:
+            column = np.exp(-phi * np.hypot(*(coords - coords[-1]).T))
+            w = w + column * (float(outlier_latent) - w[-1])
+        mean = paper_mean(coords)
+        return _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng)
     corr = exponential_correlation(coords, None, phi)
     cov = sigma_sq * corr + 1e-10 * np.eye(n)
     if outlier is not None and outlier_latent is not None:
@@ -1200,6 +1213,27 @@ def simulate_spatial(
     else:
         w = np.linalg.cholesky(cov) @ rng.standard_normal(n)
     mean = paper_mean(coords)
+    return _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng)
+
+
+def _simulate_nngp(coords: np.ndarray, sigma_sq: float, phi: float, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``w`` from the NNGP prior: ``(I - B)^-1 F^1/2 z`` by a sparse triangular solve in the ordering."""
+    from scipy.sparse.linalg import spsolve_triangular
+
+    from .spatial_nngp import _ordering, latent_nngp_factor, nearest_earlier_neighbours
+
+    neighbours = nearest_earlier_neighbours(coords, m)
+    identity_minus_b, f = latent_nngp_factor(coords, neighbours, phi)
+    order = _ordering(coords)
+    lower = identity_minus_b[order][:, order].tocsr()
+    z = np.sqrt(sigma_sq * f[order]) * rng.standard_normal(len(coords))
+    w = np.empty(len(coords))
+    w[order] = spsolve_triangular(lower, z, lower=True)
+    return w
+
+
+def _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng):
+    n = len(coords)
     response = mean + w + rng.normal(0, math.sqrt(tau_sq), n)
     frame = pd.DataFrame({"x": coords[:, 0], "y": coords[:, 1]})
     if covariates == "paper":
