@@ -52,9 +52,11 @@ __all__ = [
     "NNGPGrid",
     "draw_nngp_posterior",
     "fit_nngp_grid",
+    "integrated_log_likelihood",
     "krige_nngp",
     "latent_nngp_factor",
     "nearest_earlier_neighbours",
+    "neighbour_basis",
     "neighbour_geometry",
     "nngp_log_likelihood",
     "draw_latent_nngp",
@@ -262,6 +264,32 @@ def _log_half_cauchy(x: np.ndarray, scale: float) -> np.ndarray:
     return math.log(2 / (math.pi * scale)) - np.log1p((x / scale) ** 2)
 
 
+def integrated_log_likelihood(
+    log_det: float, q: float, r: np.ndarray, G: np.ndarray, n: int, sigma_sq: np.ndarray, beta_sd: float
+) -> np.ndarray:
+    """``log p(y | phi, delta, sigma^2)`` with ``beta ~ N(0, beta_sd^2 I)`` integrated out, from the statistics
+    of :func:`vecchia_statistics` (``O(p^3)`` per value of ``sigma^2``).
+
+    With ``Sigma = sigma^2 K~``, ``M = I/s^2 + G/sigma^2`` and ``r~ = r/sigma^2`` (matrix determinant lemma and
+    Woodbury, as in :func:`bayessdc.models.spatial.build_model`):
+    ``-1/2 [N log 2 pi + N log sigma^2 + log det K~ + p log s^2 + log det M + q/sigma^2 - r~' M^-1 r~]``.
+    """
+    sigma_sq = np.atleast_1d(np.asarray(sigma_sq, float))
+    p = len(r)
+    M = np.eye(p) / beta_sd**2 + G[None] / sigma_sq[:, None, None]
+    chol = np.linalg.cholesky(M)
+    solved = np.linalg.solve(chol, (r[None, :] / sigma_sq[:, None])[..., None])[..., 0]
+    return -0.5 * (
+        n * math.log(2 * math.pi)
+        + n * np.log(sigma_sq)
+        + log_det
+        + p * math.log(beta_sd**2)
+        + 2 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        + q / sigma_sq
+        - (solved**2).sum(axis=1)
+    )
+
+
 @dataclass
 class _Cell:
     """One ``(phi, delta)`` pair: its statistics and its grid of ``log sigma^2`` with log masses."""
@@ -343,19 +371,7 @@ class _Evaluator:
             gls = q
         centre = math.log(max(gls, 1e-300) / max(self.n - self.p, 1))
         u = centre + np.linspace(-self.half_width, self.half_width, self.n_sigma)
-        s2 = np.exp(u)
-        M = np.eye(self.p) / self.beta_sd**2 + G[None] / s2[:, None, None]
-        chol = np.linalg.cholesky(M)
-        solved = np.linalg.solve(chol, (r[None, :] / s2[:, None])[..., None])[..., 0]
-        log_lik = -0.5 * (
-            self.n * math.log(2 * math.pi)
-            + self.n * u
-            + log_det
-            + self.p * math.log(self.beta_sd**2)
-            + 2 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-            + q / s2
-            - (solved**2).sum(axis=1)
-        )
+        log_lik = integrated_log_likelihood(log_det, q, r, G, self.n, np.exp(u), self.beta_sd)
         sigma = np.exp(u / 2)
         tau = np.exp((u + log_delta) / 2)
         prior = (
