@@ -22,9 +22,15 @@ The approximation (stated here and in :meth:`bayessdc.models.spatial.SpatialSynt
   on a grid equally spaced in ``log phi``, a discretised log-uniform prior on the same range), ``log delta``
   and ``log sigma^2`` carry the half-Cauchy priors on ``sigma`` and ``tau`` (with the Jacobian). The grids
   in ``log phi`` and ``log delta`` are refined where the posterior has mass (cells more than 20 log-units
-  below the maximum are dropped), ``log sigma^2`` spans +-7 approximate posterior sds. Draws are independent:
-  a grid cell in proportion to its mass (``log sigma^2`` uniform within its cell), then
-  ``beta | phi, delta, sigma^2, y`` from its Gaussian conditional.
+  below the maximum are dropped), ``log sigma^2`` spans +-7 approximate posterior sds (more at small N).
+  Draws are independent: a grid point in proportion to its mass (``log sigma^2`` uniform within its cell),
+  then ``beta | phi, delta, sigma^2, y`` from its Gaussian conditional.
+
+  Why not NUTS: ``delta`` changes every ``b_i``, so a gradient in ``(sigma, tau)`` costs ``O(G N m)`` over a
+  grid of ``G`` values of ``phi`` (about 0.1 s at N = 20,000), and at large N the posterior of ``sigma^2``
+  given ``phi`` is much narrower than the grid spacing of ``phi`` (only ``sigma^2 phi`` is well identified
+  for the exponential covariance), so the marginal of ``sigma`` that NUTS would see is a comb of separated
+  peaks. The grid costs one ``O(N m)`` evaluation per ``(phi, delta)`` pair, a few thousand in all.
 * **The latent process** (synthesis): ``w* = A w`` is drawn from its full conditional under the *latent*
   NNGP prior with the same ordering and neighbour sets (``m`` nearest earlier locations among those with
   ``A_ii > 0``), whose precision ``(I - B)' F^-1 (I - B) / sigma^2`` is sparse: ``w* | y, theta`` has
@@ -345,7 +351,10 @@ class _Evaluator:
         self.sigma_scale, self.tau_scale = scales
         self.n, self.p = geometry.X.shape
         self.n_sigma = n_sigma
-        self.half_width = 7.0 * math.sqrt(2.0 / max(self.n - self.p, 1))
+        # log sigma^2 given (phi, delta) has sd about sqrt(2/(N - p)) and a tail decaying like (N - p)/2 per unit:
+        # +-7 sds plus 40/(N - p) leave the end points more than 20 log-units below the peak
+        dof = max(self.n - self.p, 1)
+        self.half_width = 7.0 * math.sqrt(2.0 / dof) + 40.0 / dof
         self.evaluations = 0
         self.eigendecompositions = 0
 
