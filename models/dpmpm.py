@@ -97,6 +97,10 @@ SAMPLER_DECISION = (
 
 MISSING_LEVEL = "<missing>"
 
+#: Cells (or groups) with at most this many records are allocated one record at a time; larger ones by
+#: conditional binomials, largest component first, until this many records are left (:func:`_multinomial`).
+SMALL_CELL = 8
+
 
 class CategoricalDataError(ValueError):
     """The table cannot be modelled as given (the message names the column at fault and what to do)."""
@@ -174,8 +178,35 @@ class CategoricalData:
         return _with_cells(self.variables, self.keep, self.synthesize, self.levels, self.codes[rows])
 
 
+def _cells(codes: np.ndarray, n_levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``codes`` in lexicographic order, each record's row and the counts (``np.unique``).
+
+    The rows are combined into one integer (their ravelled multi-index) when that fits, and counted with
+    ``bincount`` when the table of all combinations is not much larger than the data: O(n) instead of a
+    sort of the rows, which took seconds at a million records.
+    """
+    n_levels = [max(int(d), 1) for d in n_levels]
+    size = 1.0
+    for d in n_levels:
+        size *= d
+    if codes.shape[0] == 0 or size >= 2.0**62:
+        cell_codes, record_cell, cell_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return cell_codes, record_cell.ravel(), cell_counts
+    combined = np.ravel_multi_index(tuple(codes.T), n_levels)
+    if size <= 4 * codes.shape[0] + 1_000_000:
+        counts = np.bincount(combined, minlength=int(size))
+        occupied = np.flatnonzero(counts)
+        position = np.zeros(int(size), dtype=np.int64)
+        position[occupied] = np.arange(len(occupied))
+        record_cell, cell_counts = position[combined], counts[occupied]
+    else:
+        occupied, record_cell, cell_counts = np.unique(combined, return_inverse=True, return_counts=True)
+    cell_codes = np.column_stack(np.unravel_index(occupied, n_levels))
+    return cell_codes, record_cell.ravel(), cell_counts
+
+
 def _with_cells(variables, keep, synthesize, levels, codes) -> CategoricalData:
-    cell_codes, record_cell, cell_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    cell_codes, record_cell, cell_counts = _cells(codes, [len(levels[v]) for v in variables])
     return CategoricalData(
         variables=tuple(variables),
         keep=tuple(keep),
@@ -281,8 +312,7 @@ def prepare_categorical(
         except TypeError:
             ordered = np.asarray(sorted(uniques, key=str), dtype=object)
         levels[col] = ordered
-        lookup = pd.Index(ordered)
-        codes[:, j] = lookup.get_indexer(values)
+        codes[:, j] = pd.Index(ordered).get_indexer(values)
     return _with_cells(variables, keep, synthesize, levels, codes)
 
 
@@ -453,6 +483,229 @@ class GibbsSettings:
         return asdict(self)
 
 
+# --------------------------------------------------------------------------------------------------
+# Exact binomial and multinomial draws in compiled code (numba's generator)
+#
+# numba's own ``np.random.binomial`` (legacy API) is an inversion whose cost grows with ``n p`` and which,
+# when ``(1 - p)^n`` underflows, splits ``n`` by ``n >>= 2`` and silently drops up to three trials. The
+# draws below are exact and cost O(1) in ``n``: inversion when ``n min(p, 1 - p) <= 30``, BTPE
+# (Kachitvichyanukul & Schmeiser 1988, as in numpy) otherwise, with its final acceptance test done with
+# exact log-factorials instead of Stirling's series.
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_inversion(n: int, p: float) -> int:
+    """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
+    q = 1.0 - p
+    qn = np.exp(n * np.log1p(-p))
+    bound = min(float(n), n * p + 10.0 * np.sqrt(n * p * q + 1.0))
+    x = 0
+    px = qn
+    u = np.random.random()  # noqa: NPY002 - numba's generator
+    while u > px:
+        x += 1
+        if x > bound:  # beyond 10 sd (or rounding): start again
+            x = 0
+            px = qn
+            u = np.random.random()  # noqa: NPY002 - numba's generator
+        else:
+            u -= px
+            px = ((n - x + 1) * p * px) / (x * q)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_btpe(n: int, r: float) -> int:
+    """Binomial(n, r) by BTPE for ``r <= 0.5`` and ``n r > 30``; exact log-factorials in the last test."""
+    q = 1.0 - r
+    fm = n * r + r
+    m = int(np.floor(fm))
+    nrq = n * r * q
+    p1 = np.floor(2.195 * np.sqrt(nrq) - 4.6 * q) + 0.5
+    xm = m + 0.5
+    xl = xm - p1
+    xr = xm + p1
+    c = 0.134 + 20.5 / (15.3 + m)
+    a = (fm - xl) / (fm - xl * r)
+    laml = a * (1.0 + a / 2.0)
+    a = (xr - fm) / (xr * q)
+    lamr = a * (1.0 + a / 2.0)
+    p2 = p1 * (1.0 + 2.0 * c)
+    p3 = p2 + c / laml
+    p4 = p3 + c / lamr
+    log_fm = np.nan  # log m! (n - m)!, computed when first needed
+    while True:
+        u = np.random.random() * p4  # noqa: NPY002 - numba's generator
+        v = np.random.random()  # noqa: NPY002 - numba's generator
+        if u <= p1:  # triangular region: accepted at once
+            return int(np.floor(xm - p1 * v + u))
+        if u <= p2:  # parallelograms
+            x = xl + (u - p1) / c
+            v = v * c + 1.0 - abs(m - x + 0.5) / p1
+            if v > 1.0:
+                continue
+            y = int(np.floor(x))
+        elif u <= p3:  # left exponential tail
+            y = int(np.floor(xl + np.log(v) / laml))
+            if y < 0 or v == 0.0:
+                continue
+            v = v * (u - p2) * laml
+        else:  # right exponential tail
+            y = int(np.floor(xr - np.log(v) / lamr))
+            if y > n or v == 0.0:
+                continue
+            v = v * (u - p3) * lamr
+        k = abs(y - m)
+        if k <= 20 or k >= nrq / 2.0 - 1.0:
+            # f(y) / f(m) by the recursion of the probabilities
+            s = r / q
+            a = s * (n + 1)
+            f = 1.0
+            if m < y:
+                for i in range(m + 1, y + 1):
+                    f *= a / i - s
+            elif m > y:
+                for i in range(y + 1, m + 1):
+                    f /= a / i - s
+            if v <= f:
+                return y
+            continue
+        # squeeze on log f(y) / f(m), then the exact value
+        rho = (k / nrq) * ((k * (k / 3.0 + 0.625) + 0.16666666666666666) / nrq + 0.5)
+        t = -k * k / (2.0 * nrq)
+        log_v = np.log(v)
+        if log_v < t - rho:
+            return y
+        if log_v > t + rho:
+            continue
+        if np.isnan(log_fm):
+            log_fm = math.lgamma(m + 1.0) + math.lgamma(n - m + 1.0)
+        if log_v <= log_fm - math.lgamma(y + 1.0) - math.lgamma(n - y + 1.0) + (y - m) * np.log(r / q):
+            return y
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial(n: int, p: float) -> int:
+    """An exact Binomial(n, p) draw from numba's generator, O(1) expected cost in ``n``."""
+    if n <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return n
+    if p <= 0.5:
+        return _binomial_inversion(n, p) if n * p <= 30.0 else _binomial_btpe(n, p)
+    q = 1.0 - p
+    return n - (_binomial_inversion(n, q) if n * q <= 30.0 else _binomial_btpe(n, q))
+
+
+@numba.njit(cache=True, nogil=True)
+def _multinomial(n: int, prob: np.ndarray, out: np.ndarray, used: np.ndarray, scratch: np.ndarray, small: int) -> None:
+    """``out`` = an exact Multinomial(n, prob / sum(prob)) draw (``prob`` non-negative, not normalised).
+
+    Conditional binomials, largest probability first, while more than ``small`` trials are left; the
+    remaining trials are then independent categorical draws over the components not yet drawn (given the
+    counts drawn so far, the rest is multinomial over the rest). Cost O(K) per binomial plus O(K) per
+    remaining trial, independent of ``n`` when the probabilities are concentrated.
+    """
+    K = prob.shape[0]
+    for k in range(K):
+        out[k] = 0
+        used[k] = False
+    left = n
+    while left > small:
+        best = -1
+        top = -1.0
+        rest = 0.0
+        for k in range(K):
+            if not used[k]:
+                rest += prob[k]
+                if prob[k] > top:
+                    top = prob[k]
+                    best = k
+        if best < 0 or rest <= 0.0:
+            break
+        used[best] = True
+        q = top / rest
+        m = left if q >= 1.0 else _binomial(left, q)
+        out[best] = m
+        left -= m
+    if left > 0:
+        rest = 0.0
+        last = -1
+        for k in range(K):
+            if not used[k] and prob[k] > 0.0:
+                rest += prob[k]
+                last = k
+        if last < 0:  # nothing left with positive probability (cannot happen with a positive total)
+            for k in range(K):
+                if prob[k] > 0.0:
+                    last = k
+            out[last] += left
+            return
+        if left <= scratch.shape[0]:
+            # left sorted uniforms, then one sweep along the cumulative probabilities of the unused components
+            for i in range(left):
+                u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+                h = i
+                while h > 0 and scratch[h - 1] > u:
+                    scratch[h] = scratch[h - 1]
+                    h -= 1
+                scratch[h] = u
+            i = 0
+            acc = 0.0
+            for k in range(last + 1):
+                if used[k]:
+                    continue
+                acc += prob[k]
+                while i < left and (scratch[i] < acc or k == last):
+                    out[k] += 1
+                    i += 1
+                if i == left:
+                    break
+            return
+        for _ in range(left):
+            u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            acc = 0.0
+            chosen = last
+            for k in range(last + 1):
+                if not used[k]:
+                    acc += prob[k]
+                    if u < acc:
+                        chosen = k
+                        break
+            out[chosen] += 1
+
+
+@numba.njit(cache=True)
+def _draw_binomials(n: np.ndarray, p: np.ndarray, seed: int) -> np.ndarray:
+    """Vectorised :func:`_binomial` (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    out = np.empty(n.shape[0], dtype=np.int64)
+    for i in range(n.shape[0]):
+        out[i] = _binomial(n[i], p[i])
+    return out
+
+
+@numba.njit(cache=True)
+def _draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, seed: int) -> np.ndarray:
+    """``size`` draws of :func:`_multinomial` (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    K = prob.shape[0]
+    out = np.empty((size, K), dtype=np.int64)
+    used = np.empty(K, dtype=np.bool_)
+    scratch = np.empty(small, dtype=np.float64)
+    for i in range(size):
+        _multinomial(n, prob, out[i], used, scratch, small)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _gamma(shape: float) -> float:
+    """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
+    if shape == 1.0:
+        return -np.log(1.0 - np.random.random())  # noqa: NPY002 - numba's generator
+    return np.random.gamma(shape, 1.0)  # noqa: NPY002 - numba's generator
+
+
 @numba.njit(cache=True, nogil=True)
 def _log_gamma_draw(shape: float) -> float:
     """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
@@ -536,6 +789,7 @@ def _gibbs_chain(
     thin: int,
     seed: int,
     swap_moves: int,
+    small_cell: int,
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -562,7 +816,11 @@ def _gibbs_chain(
     log_w = np.empty(K)
     prob = np.empty(K)
     cdf = np.empty(K)
-    small_cell = 12
+    drawn = np.zeros(K, dtype=np.int64)
+    used = np.zeros(K, dtype=np.bool_)
+    scratch = np.empty(small_cell, dtype=np.float64)
+    prefix = np.empty((p + 1, K))
+    previous = np.empty(p, dtype=np.int64)
     n_k = np.zeros(K, dtype=np.int64)
     counts = np.zeros((K, L), dtype=np.int64)
     log_beta = np.empty(K)
@@ -575,18 +833,32 @@ def _gibbs_chain(
                 theta_t[l, k] = theta[k, l]
         n_k[:] = 0
         counts[:, :] = 0
-        # z | pi, theta, X: allocate each cell's records to components (eq. 1-2).
+        for k in range(K):
+            prefix[0, k] = pi[k]
+        # z | pi, theta, X: allocate each cell's records to components (eq. 1-2). Records of a cell are
+        # exchangeable, so their allocation counts are one Multinomial(n_c, p(z = k | cell)) draw; only the
+        # counts per (component, level) are kept, which is all the theta and stick updates need.
+        # prefix[j] = pi * prod_{i<j} theta^(i)[x_ci]: consecutive cells (sorted) share leading values,
+        # so only the products from the first differing variable on are recomputed.
+        for j in range(p):
+            previous[j] = -1
         for c in range(n_cells):
             n_c = cell_counts[c]
-            for k in range(K):
-                prob[k] = pi[k]
+            first = p
             for j in range(p):
+                if cell_index[c, j] != previous[j]:
+                    first = j
+                    break
+            for j in range(first, p):
                 row = cell_index[c, j]
+                previous[j] = row
                 for k in range(K):
-                    prob[k] *= theta_t[row, k]
+                    prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
             total = 0.0
             for k in range(K):
+                prob[k] = prefix[p, k]
                 total += prob[k]
+                cdf[k] = total
             if not (total > 1e-280 and total < np.inf):
                 # Underflow with many variables: redo this cell in logs.
                 top = -np.inf
@@ -600,14 +872,11 @@ def _gibbs_chain(
                 for k in range(K):
                     prob[k] = np.exp(log_w[k] - top)
                     total += prob[k]
+                    cdf[k] = total
             if n_c <= small_cell:
-                # A few records: one categorical draw each (cheaper than K binomials).
-                acc = 0.0
-                for k in range(K):
-                    acc += prob[k]
-                    cdf[k] = acc
+                # A few records: one categorical draw each.
                 for _ in range(n_c):
-                    u = np.random.random() * acc  # noqa: NPY002 - numba's generator, seeded per chain
+                    u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
                     chosen = K - 1
                     for k in range(K):
                         if u < cdf[k]:
@@ -616,29 +885,14 @@ def _gibbs_chain(
                     n_k[chosen] += 1
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
-            else:
-                # Multinomial(n_c, prob / total) by sequential binomials.
-                left = n_c
-                rest = total
-                for k in range(K):
-                    if left == 0:
-                        break
-                    if k == K - 1 or rest <= 0.0:
-                        m = left
-                    else:
-                        q = prob[k] / rest
-                        if q >= 1.0:
-                            m = left
-                        elif q <= 0.0:
-                            m = 0
-                        else:
-                            m = np.random.binomial(left, q)  # noqa: NPY002 - numba's generator, seeded per chain
-                    rest -= prob[k]
-                    if m > 0:
-                        left -= m
-                        n_k[k] += m
-                        for j in range(p):
-                            counts[k, cell_index[c, j]] += m
+                continue
+            _multinomial(n_c, prob, drawn, used, scratch, small_cell)
+            for k in range(K):
+                m = drawn[k]
+                if m > 0:
+                    n_k[k] += m
+                    for j in range(p):
+                        counts[k, cell_index[c, j]] += m
         # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
         # theta together) with pi integrated out; see _log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
@@ -689,7 +943,7 @@ def _gibbs_chain(
             for j in range(p):
                 s = 0.0
                 for l in range(var_start[j], var_start[j + 1]):
-                    g = np.random.gamma(concentration[k, l] + counts[k, l], 1.0)  # noqa: NPY002 - numba's generator, seeded per chain
+                    g = _gamma(concentration[k, l] + counts[k, l])
                     theta[k, l] = g
                     s += g
                 for l in range(var_start[j], var_start[j + 1]):
@@ -756,6 +1010,7 @@ def run_gibbs(
             settings.thin,
             int(seeds[chain] % (2**31 - 1)),
             hyperparameters["K"] if settings.label_swaps else 0,
+            SMALL_CELL,
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
