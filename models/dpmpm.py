@@ -55,6 +55,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import arviz as az
@@ -171,6 +172,13 @@ class CategoricalData:
         """The records as labels (``codes`` replaces the stored codes, same shape)."""
         codes = self.codes if codes is None else codes
         return pd.DataFrame({v: self.levels[v][codes[:, j]] for j, v in enumerate(self.variables)})
+
+    @cached_property
+    def cell_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Records grouped by cell: ``(order, start)``; cell ``c`` holds ``order[start[c]:start[c + 1]]``."""
+        order = np.argsort(self.record_cell, kind="stable")
+        start = np.concatenate([[0], np.cumsum(self.cell_counts)]).astype(np.int64)
+        return order.astype(np.int64), start
 
     def take(self, rows: np.ndarray | Sequence[int]) -> CategoricalData:
         """The same variables and levels restricted to ``rows`` (for per-record risk in chunks)."""
@@ -1028,6 +1036,106 @@ def run_gibbs(
 
 
 # --------------------------------------------------------------------------------------------------
+# Synthesis in compiled code
+
+
+@numba.njit(cache=True, nogil=True)
+def _level_draws(m: int, cdf: np.ndarray, start: int, stop: int, out: np.ndarray, column: int, first: int) -> bool:
+    """``m`` independent draws of a level (codes ``0 .. stop - start - 1``) with cumulative probabilities
+    ``cdf[start:stop]`` into ``out[first:first + m, column]``. Few draws: one binary search each; many:
+    the level counts by conditional binomials, written in level order (then the caller shuffles them).
+    Returns whether the values were written in level order.
+    """
+    d = stop - start
+    total = cdf[stop - 1]
+    if m <= 8 * d:
+        for i in range(m):
+            u = np.random.random() * total  # noqa: NPY002 - numba's generator
+            lo, hi = start, stop - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if u < cdf[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            out[first + i, column] = lo - start
+        return False
+    left = m
+    position = first
+    below = 0.0
+    for l in range(start, stop):
+        if left == 0:
+            break
+        rest = total - below
+        mass = cdf[l] - below
+        below = cdf[l]
+        if l == stop - 1 or mass >= rest:
+            count = left
+        else:
+            count = _binomial(left, mass / rest) if rest > 0.0 else 0
+        for _ in range(count):
+            out[position, column] = l - start
+            position += 1
+        left -= count
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _synthesize_cells(
+    order: np.ndarray,  # (n,) records grouped by cell
+    cell_start: np.ndarray,  # (C + 1,)
+    class_weights: np.ndarray,  # (C, K) p(z = k | the conditioning values of the cell), not necessarily normalised
+    theta_cdf: np.ndarray,  # (K, L) cumulative theta of every synthesized variable along its own block of levels
+    syn_start: np.ndarray,  # (J + 1,) blocks of the synthesized variables on the level axis of theta_cdf
+    seed: int,
+    small: int,
+) -> np.ndarray:
+    """Synthesized level codes ``(n, J)``: per cell, the class counts of its records (one multinomial), per
+    (cell, class) group the values of every synthesized variable, then a random assignment to the records.
+
+    The records of a cell are exchangeable (equal in every modelled variable), so this is the same
+    distribution as a class and values drawn per record, at a cost that grows with the records only through
+    the final assignment.
+    """
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per dataset
+    n_cells, K = class_weights.shape
+    J = syn_start.shape[0] - 1
+    out = np.empty((order.shape[0], J), dtype=np.int64)
+    drawn = np.zeros(K, dtype=np.int64)
+    used = np.zeros(K, dtype=np.bool_)
+    scratch = np.empty(small, dtype=np.float64)
+    largest = 0
+    for c in range(n_cells):
+        largest = max(largest, cell_start[c + 1] - cell_start[c])
+    slots = np.empty((largest, J), dtype=np.int64)
+    for c in range(n_cells):
+        first = cell_start[c]
+        n_c = cell_start[c + 1] - first
+        _multinomial(n_c, class_weights[c], drawn, used, scratch, small)
+        position = 0
+        for k in range(K):
+            m = drawn[k]
+            if m == 0:
+                continue
+            for r in range(J):
+                in_order = _level_draws(m, theta_cdf[k], syn_start[r], syn_start[r + 1], slots, r, position)
+                if in_order and J > 1:
+                    # values of different variables are independent given the class: shuffle within the group
+                    for i in range(m - 1, 0, -1):
+                        h = np.random.randint(0, i + 1)  # noqa: NPY002 - numba's generator
+                        slots[position + i, r], slots[position + h, r] = slots[position + h, r], slots[position + i, r]
+            position += m
+        # a uniformly random assignment of the cell's synthesized rows to its records
+        for i in range(n_c - 1, -1, -1):
+            h = np.random.randint(0, i + 1) if i > 0 else 0  # noqa: NPY002 - numba's generator
+            record = order[first + i]
+            for r in range(J):
+                out[record, r] = slots[h, r]
+                slots[h, r] = slots[i, r]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
 # The synthesizer
 
 
@@ -1233,11 +1341,12 @@ class DPMPMSynthesizer:
         For each draw: a latent class per record from the chosen conditional, then every synthesized
         variable independently from ``theta_z`` (eq. 1); the kept values are never changed.
         """
-        samples = posterior.sizes["sample"]
-        out = np.empty((samples, data.n_records), dtype=np.int64)
-        for s in range(samples):
-            draw = posterior.isel(sample=[s])
-            out[s] = data.joint_code(self.synthesize_codes(draw, data, rng)[0])
+        pi, thetas = self._arrays(posterior, data)
+        out = np.empty((pi.shape[0], data.n_records), dtype=np.int64)
+        shape = data.synthesized_shape
+        for s in range(pi.shape[0]):
+            values = self._synthesize_one(pi[s], [t[s] for t in thetas], data, rng)
+            out[s] = np.ravel_multi_index(tuple(values.T), shape) if values.shape[1] > 1 else values[:, 0]
         return xr.DataArray(
             out, dims=("sample", "item"), coords={"sample": posterior["sample"].to_numpy()}, name="synthetic"
         )
@@ -1246,23 +1355,24 @@ class DPMPMSynthesizer:
         """Full coded synthetic records for each draw: ``(sample, n, p)`` with only synthesized columns changed."""
         pi, thetas = self._arrays(posterior, data)
         result = np.repeat(data.codes[None], pi.shape[0], axis=0)
-        # Class weights per cell (records of one cell share them), then one class per record.
-        cell_codes = data.cell_codes
         for s in range(pi.shape[0]):
-            w = self._class_weights(pi[s : s + 1], [t[s : s + 1] for t in thetas], data, cell_codes, self.conditioning)[
-                0
-            ]
-            cdf = np.cumsum(w, axis=1)[data.record_cell]
-            u = rng.random(data.n_records)[:, None] * cdf[:, -1:]
-            z = np.minimum((cdf < u).sum(axis=1), self.K - 1)
-            for j in data.synthesize_index:
-                theta = thetas[j][s]
-                values = np.empty(data.n_records, dtype=np.int64)
-                for k in np.unique(z):
-                    rows = np.flatnonzero(z == k)
-                    values[rows] = rng.choice(theta.shape[1], size=len(rows), p=theta[k] / theta[k].sum())
-                result[s, :, j] = values
+            result[s][:, data.synthesize_index] = self._synthesize_one(pi[s], [t[s] for t in thetas], data, rng)
         return result
+
+    def _synthesize_one(
+        self, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Synthesized level codes ``(n, J)`` from one posterior draw (``pi`` (K,), ``thetas`` [(K, d_j)])."""
+        # p(z = k | the conditioning values) per cell: records of one cell share it.
+        weights = self._class_weights(pi[None], [t[None] for t in thetas], data, data.cell_codes, self.conditioning)[0]
+        synthesized = [thetas[j] for j in data.synthesize_index]
+        theta_cdf = np.ascontiguousarray(np.concatenate([np.cumsum(t, axis=1) for t in synthesized], axis=1))
+        syn_start = np.concatenate([[0], np.cumsum([t.shape[1] for t in synthesized])]).astype(np.int64)
+        order, cell_start = data.cell_order
+        seed = int(rng.integers(0, 2**31 - 1))
+        return _synthesize_cells(
+            order, cell_start, np.ascontiguousarray(weights), theta_cdf, syn_start, seed, SMALL_CELL
+        )
 
     def release_frame(self, data: CategoricalData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m).

@@ -392,3 +392,38 @@ def test_cells_are_the_sorted_distinct_rows_whichever_the_counting_path():
         got = _cells(codes, shape)
         for e, g in zip(expected, got, strict=True):
             assert np.array_equal(e.ravel(), np.asarray(g).ravel())
+
+
+@pytest.mark.parametrize("copies", [1, 400])
+def test_several_synthesized_variables_share_each_records_class_and_records_get_a_random_assignment(copies):
+    """Component 0 puts g and h on {0, 1}, component 1 on {2, 3}: a record never mixes the two, and within a
+    cell (large: counts by binomials and shuffles; single records: one draw each) the values land at random."""
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"a": np.zeros(50, int), "g": rng.integers(0, 4, 50), "h": rng.integers(0, 4, 50)})
+    frame = pd.concat([base] * copies, ignore_index=True)
+    data = prepare_categorical(frame, ["g", "h"], ["a"])
+    half = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]])
+    posterior = xr.Dataset(
+        {
+            "pi": (("sample", "component"), np.array([[0.3, 0.7]])),
+            "theta_a": (("sample", "component", "a_level"), np.ones((1, 2, 1))),
+            "theta_g": (("sample", "component", "g_level"), half[None]),
+            "theta_h": (("sample", "component", "h_level"), half[None]),
+        },
+        coords={"sample": [0], "component": [0, 1]},
+    )
+    synth = DPMPMSynthesizer(K=2, conditioning="pattern")
+    draws = [synth.synthesize_codes(posterior, data, np.random.default_rng(s))[0] for s in range(200 // copies + 1)]
+    codes = np.concatenate(draws)
+    g, h = codes[:, 1], codes[:, 2]
+    assert np.all((g < 2) == (h < 2))  # one class per record for both variables
+    assert (g < 2).mean() == pytest.approx(0.3, abs=0.01)
+    joint = np.bincount(4 * g + h, minlength=16).reshape(4, 4) / len(g)
+    assert np.allclose(joint[:2, :2], 0.3 / 4, atol=0.01) and np.allclose(joint[2:, 2:], 0.7 / 4, atol=0.01)
+    # records of one cell: neighbours in the file are independent (not written class block by class block)
+    first = draws[0]
+    same = (first[:-50, 1] < 2) == (first[50:, 1] < 2)  # the same cell, 50 rows apart
+    if copies > 1:
+        assert same.mean() == pytest.approx(0.3**2 + 0.7**2, abs=0.03)
+    again = synth.synthesize_codes(posterior, data, np.random.default_rng(0))[0]
+    assert np.array_equal(again, draws[0])  # same seed, same synthetic data
