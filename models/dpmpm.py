@@ -98,6 +98,10 @@ SAMPLER_DECISION = (
 
 MISSING_LEVEL = "<missing>"
 
+#: Updates of alpha: ``"collapsed"`` draws alpha given the allocations with the sticks integrated out (slice
+#: sampling), ``"conditional"`` the textbook Gamma(a + K - 1, b - sum log(1 - beta_k)) given the sticks.
+ALPHA_UPDATES: tuple[str, ...] = ("collapsed", "conditional")
+
 #: Cells (or groups) with at most this many records are allocated one record at a time; larger ones by
 #: conditional binomials, largest component first, until this many records are left (:func:`_multinomial`).
 SMALL_CELL = 8
@@ -465,6 +469,10 @@ class GibbsSettings:
         K label-swap Metropolis moves per iteration (Papaspiliopoulos & Roberts 2008). Without them the
         sampler keeps the correct target but the stick order, alpha and the number of occupied components
         mix very slowly (kept switchable for that comparison).
+    alpha_update
+        ``"collapsed"`` (default): alpha given the allocations with the sticks integrated out, by slice
+        sampling; ``"conditional"``: alpha given the sticks, Gamma(a_alpha + K - 1, b_alpha - sum log(1 -
+        beta_k)). Both exact; kept switchable for the measured comparison in ``bench/dpmpm.py``.
     """
 
     draws: int = 4000
@@ -472,6 +480,7 @@ class GibbsSettings:
     chains: int = 2
     thin: int = 4
     label_swaps: bool = True
+    alpha_update: str = "collapsed"
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -480,6 +489,8 @@ class GibbsSettings:
                 raise ValueError(f"Gibbs setting {name!r} must be a positive integer, got {value!r}")
         if self.draws // self.thin < 1:
             raise ValueError("draws / thin must leave at least one stored draw")
+        if self.alpha_update not in ALPHA_UPDATES:
+            raise ValueError(f"alpha_update must be one of {ALPHA_UPDATES}, got {self.alpha_update!r}")
 
     @property
     def stored(self) -> int:
@@ -784,6 +795,34 @@ def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float) -> float:
+    """Change of :func:`_log_allocation_prob` when the sizes of components ``j`` and ``l`` are swapped.
+
+    Only the factors of the components between the two change (the tail sums above ``max(j, l)`` and below
+    ``min(j, l)`` do not), so the cost is O(|j - l|) log-gamma calls rather than O(K).
+    """
+    K = n_k.shape[0]
+    lo, hi = min(j, l), max(j, l)
+    tail = 0.0
+    for m in range(hi + 1, K):
+        tail += n_k[m]
+    change = 0.0
+    before = tail
+    after = tail
+    for k in range(hi, lo - 1, -1):
+        old = n_k[k]
+        new = n_k[l] if k == j else (n_k[j] if k == l else old)
+        if k < K - 1:
+            change += math.lgamma(beta_a + new) + math.lgamma(alpha + after) - math.lgamma(beta_a + new + alpha + after)
+            change -= (
+                math.lgamma(beta_a + old) + math.lgamma(alpha + before) - math.lgamma(beta_a + old + alpha + before)
+            )
+        before += old
+        after += new
+    return change
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -798,6 +837,7 @@ def _gibbs_chain(
     seed: int,
     swap_moves: int,
     small_cell: int,
+    alpha_mode: int,
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -914,18 +954,17 @@ def _gibbs_chain(
                 l = j + 1 if j < K - 1 else j - 1
             if n_k[j] == n_k[l]:
                 continue
-            before = _log_allocation_prob(n_k, alpha, beta_a)
-            n_k[j], n_k[l] = n_k[l], n_k[j]
-            after = _log_allocation_prob(n_k, alpha, beta_a)
-            if np.log(np.random.random()) < after - before:  # noqa: NPY002 - numba's generator, seeded per chain
+            log_ratio = _swap_log_ratio(n_k, j, l, alpha, beta_a)
+            if np.log(np.random.random()) < log_ratio:  # noqa: NPY002 - numba's generator, seeded per chain
+                n_k[j], n_k[l] = n_k[l], n_k[j]
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
-            else:
-                n_k[j], n_k[l] = n_k[l], n_k[j]
-        # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha below:
-        # together an exact draw of (alpha, beta) | z, which mixes alpha far better than alpha | beta.
-        alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
+        if alpha_mode == 0:
+            # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
+            # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
+            # as alpha | beta (measured: bench/dpmpm.py --alpha-update conditional).
+            alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
         # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
         # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
         tail = 0
@@ -938,6 +977,12 @@ def _gibbs_chain(
                 log_beta[k] = log_x - norm
                 log_one_minus[k] = log_y - norm
             tail += n_k[k]
+        if alpha_mode == 1:
+            # alpha | beta (eq. 4-5): Gamma(a_alpha + K - 1, rate b_alpha - sum_{k<K} log(1 - beta_k)).
+            rate = b_alpha
+            for k in range(K - 1):
+                rate -= log_one_minus[k]
+            alpha = np.random.gamma(a_alpha + K - 1, 1.0 / rate)  # noqa: NPY002 - numba's generator, seeded per chain
         # pi by eq. (3), in logs.
         running = 0.0
         for k in range(K):
@@ -1019,6 +1064,7 @@ def run_gibbs(
             int(seeds[chain] % (2**31 - 1)),
             hyperparameters["K"] if settings.label_swaps else 0,
             SMALL_CELL,
+            ALPHA_UPDATES.index(settings.alpha_update),
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and

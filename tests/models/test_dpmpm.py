@@ -269,7 +269,8 @@ def test_ce_like_simulator_has_the_papers_design():
     assert 0.5 * (top - biggest).abs().reindex(top.index, fill_value=0).sum() > 0.2
 
 
-def test_with_a_flat_likelihood_the_sampler_returns_the_prior():
+@pytest.mark.parametrize("alpha_update", ["collapsed", "conditional"])
+def test_with_a_flat_likelihood_the_sampler_returns_the_prior(alpha_update):
     """One level per variable: the posterior of alpha and of the partition is the prior (eq. 2-5)."""
     from scipy import stats
 
@@ -278,7 +279,8 @@ def test_with_a_flat_likelihood_the_sampler_returns_the_prior():
     n, K = 60, 10
     data = prepare_categorical(pd.DataFrame({"a": np.zeros(n, int), "b": np.zeros(n, int)}), ["b"], ["a"])
     hyper = model_hyperparameters(build_model(data, K=K), data)
-    draws = run_gibbs(data, hyper, GibbsSettings(draws=60_000, burn=1000, chains=2, thin=5), seed=3)
+    settings = GibbsSettings(draws=60_000, burn=1000, chains=2, thin=5, alpha_update=alpha_update)
+    draws = run_gibbs(data, hyper, settings, seed=3)
     # prior by direct simulation: alpha ~ Gamma(0.25, rate 0.25), sticks, n categorical draws
     rng = np.random.default_rng(0)
     alpha = rng.gamma(0.25, 4.0, 20_000)
@@ -427,3 +429,18 @@ def test_several_synthesized_variables_share_each_records_class_and_records_get_
         assert same.mean() == pytest.approx(0.3**2 + 0.7**2, abs=0.03)
     again = synth.synthesize_codes(posterior, data, np.random.default_rng(0))[0]
     assert np.array_equal(again, draws[0])  # same seed, same synthetic data
+
+
+def test_label_swap_ratio_is_the_change_of_the_allocation_probability():
+    from bayessdc.models.dpmpm import _log_allocation_prob, _swap_log_ratio
+
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        K = int(rng.integers(2, 12))
+        n_k = rng.integers(0, 50, K) * (rng.random(K) < 0.7)
+        j, l = rng.choice(K, 2, replace=False)
+        alpha = float(rng.gamma(1.0, 2.0))
+        swapped = n_k.copy()
+        swapped[[j, l]] = swapped[[l, j]]
+        full = _log_allocation_prob(swapped, alpha, 1.0) - _log_allocation_prob(n_k, alpha, 1.0)
+        assert _swap_log_ratio(n_k, int(j), int(l), alpha, 1.0) == pytest.approx(full, abs=1e-9)
