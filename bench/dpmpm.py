@@ -36,7 +36,7 @@ REFERENCE = {
 }
 
 
-def gibbs(n: int, burn: int, draws: int, seed: int) -> dict:
+def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed") -> dict:
     """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
     from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
     from bayessdc.synthesis.datasets import draw_synthetic
@@ -45,10 +45,14 @@ def gibbs(n: int, burn: int, draws: int, seed: int) -> dict:
     start = time.perf_counter()
     data = prepare_categorical(frame, ["county"], ["gender", "income", "age"])
     prepare_seconds = time.perf_counter() - start
-    # compile (numba caches on disk; a tiny run makes sure the timed run does not include it)
-    DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1)).fit(data, seed)
-    synth = DPMPMSynthesizer(settings=GibbsSettings(draws=draws, burn=burn, chains=1, thin=1))
+    # compile (numba caches on disk; tiny runs make sure the timed runs do not include it)
+    tiny = DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1))
+    draw_synthetic(tiny, tiny.fit(data, seed), data.take(np.arange(50)), 1, np.random.default_rng(0))
+    settings = GibbsSettings(draws=draws, burn=burn, chains=1, thin=1, alpha_update=alpha_update)
+    synth = DPMPMSynthesizer(settings=settings)
+    start = time.perf_counter()
     idata = synth.fit(data, seed)
+    fit_seconds = time.perf_counter() - start
     seconds = idata.attrs["sampling_seconds"]
     posterior = idata.posterior
     ess_alpha = float(az.ess(posterior["alpha"]).to_array().item())
@@ -60,21 +64,25 @@ def gibbs(n: int, burn: int, draws: int, seed: int) -> dict:
     synthesis_seconds = time.perf_counter() - start
     occupied = posterior["occupied"].to_numpy().ravel()
     return {
-        "sampler": "blocked Gibbs (numba, cell counts, label swaps)",
+        "sampler": f"blocked Gibbs (numba, cell counts, label swaps, {alpha_update} alpha)",
         "n": n,
         "cells": int(len(data.cell_counts)),
         "iterations": burn + draws,
         "prepare_seconds": prepare_seconds,
         "sampling_seconds": seconds,
+        "fit_seconds": fit_seconds,
         "seconds_per_1000_iterations": 1000 * seconds / (burn + draws),
         "ess_alpha": ess_alpha,
         "ess_per_second_alpha": ess_alpha / seconds,
         "ess_per_second_top6_county_marginals": [float(ess_county[i] / seconds) for i in top6],
+        "top6_counties": [str(data.levels["county"][i]) for i in top6],
         "ess_per_second_min_county_marginal": float(ess_county.min() / seconds),
         "ess_per_second_occupied": float(az.ess(posterior["occupied"]).to_array().item() / seconds),
         "occupied_components_95": [float(np.quantile(occupied, 0.025)), float(np.quantile(occupied, 0.975))],
         "synthesis_m20_seconds": synthesis_seconds,
+        "end_to_end_seconds": prepare_seconds + fit_seconds + synthesis_seconds,
         "peak_memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "load_average_1min_after": os.getloadavg()[0],
     }
 
 
@@ -112,6 +120,7 @@ def nuts(tune: int, draws: int, seed: int) -> dict:
         "mean_leapfrog_steps": float(np.nanmean(steps)),
         "ess_per_second_alpha": float(az.ess(post["alpha"]).to_array().item() / seconds),
         "ess_per_second_top6_county_marginals": [float(ess_county[i] / seconds) for i in top6],
+        "top6_counties": [str(data.levels["county"][i]) for i in top6],
         "divergences": int(idata.sample_stats["diverging"].sum()),
     }
 
@@ -123,19 +132,30 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nuts", action="store_true", help="also measure NUTS on the marginalised model")
+    parser.add_argument(
+        "--alpha-update",
+        nargs="+",
+        default=["collapsed"],
+        choices=["collapsed", "conditional"],
+        help="alpha update(s) to measure; several: each at the first size (the comparison of the two)",
+    )
     parser.add_argument("--nuts-tune", type=int, default=100)
     parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--one-alpha", default="collapsed", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed)))
+        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, args.one_alpha)))
         return
     if args.one_nuts:
         print(json.dumps(nuts(args.nuts_tune, args.nuts_draws, args.seed)))
         return
     results = []
-    runs = [["--one", str(n)] for n in args.sizes] + ([["--one-nuts"]] if args.nuts else [])
+    first = args.alpha_update[0]
+    runs = [["--one", str(n), "--one-alpha", first] for n in args.sizes]
+    runs += [["--one", str(args.sizes[0]), "--one-alpha", other] for other in args.alpha_update[1:]]
+    runs += [["--one-nuts"]] if args.nuts else []
     for extra in runs:
         cmd = [sys.executable, __file__, *extra, "--burn", str(args.burn), "--draws", str(args.draws)]
         cmd += ["--seed", str(args.seed), "--nuts-tune", str(args.nuts_tune), "--nuts-draws", str(args.nuts_draws)]
@@ -143,10 +163,14 @@ def main() -> None:
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(json.dumps(results[-1], indent=2), flush=True)
     print("\nreference (NPBayesImputeCat 0.5, ANCHORS.md):", json.dumps(REFERENCE))
-    gibbs_runs = [r for r in results if r["sampler"].startswith("blocked")]
+    gibbs_runs = [r for r in results if r["sampler"].startswith("blocked")][: len(args.sizes)]
     if len(gibbs_runs) == 2:
-        ratio = gibbs_runs[1]["sampling_seconds"] / gibbs_runs[0]["sampling_seconds"]
-        print(f"time ratio n = {gibbs_runs[1]['n']:,} vs n = {gibbs_runs[0]['n']:,}: {ratio:.2f} (target <= 2)")
+        small, large = gibbs_runs
+        for key in ("sampling_seconds", "end_to_end_seconds"):
+            ratio = large[key] / small[key]
+            print(f"{key} ratio n = {large['n']:,} vs n = {small['n']:,}: {ratio:.2f} (target <= 2)")
+        cells = large["cells"] / small["cells"]
+        print(f"occupied cells: {small['cells']:,} vs {large['cells']:,} ({cells:.2f} times)")
     print(f"load average during the run: {os.getloadavg()}")
 
 
