@@ -636,13 +636,24 @@ def _binomial(n: int, p: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _multinomial(n: int, prob: np.ndarray, out: np.ndarray, used: np.ndarray, scratch: np.ndarray, small: int) -> None:
+def _multinomial(
+    n: int,
+    prob: np.ndarray,
+    out: np.ndarray,
+    used: np.ndarray,
+    scratch: np.ndarray,
+    small: int,
+    largest: int = -1,
+    total: float = 0.0,
+) -> None:
     """``out`` = an exact Multinomial(n, prob / sum(prob)) draw (``prob`` non-negative, not normalised).
 
     Conditional binomials, largest probability first, while more than ``small`` trials are left; the
     remaining trials are then independent categorical draws over the components not yet drawn (given the
     counts drawn so far, the rest is multinomial over the rest). Cost O(K) per binomial plus O(K) per
-    remaining trial, independent of ``n`` when the probabilities are concentrated.
+    remaining trial, independent of ``n`` when the probabilities are concentrated. ``largest`` and ``total``,
+    when given (``largest >= 0``), are the position of the largest probability and the sum, known to the
+    caller: the first scan is then skipped.
     """
     K = prob.shape[0]
     for k in range(K):
@@ -650,15 +661,19 @@ def _multinomial(n: int, prob: np.ndarray, out: np.ndarray, used: np.ndarray, sc
         used[k] = False
     left = n
     while left > small:
-        best = -1
-        top = -1.0
-        rest = 0.0
-        for k in range(K):
-            if not used[k]:
-                rest += prob[k]
-                if prob[k] > top:
-                    top = prob[k]
-                    best = k
+        if largest >= 0:
+            best, top, rest = largest, prob[largest], total
+            largest = -1
+        else:
+            best = -1
+            top = -1.0
+            rest = 0.0
+            for k in range(K):
+                if not used[k]:
+                    rest += prob[k]
+                    if prob[k] > top:
+                        top = prob[k]
+                        best = k
         if best < 0 or rest <= 0.0:
             break
         used[best] = True
@@ -922,10 +937,13 @@ def _gibbs_chain(
                 for k in range(K):
                     prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
             total = 0.0
+            best = 0
             for k in range(K):
                 prob[k] = prefix[p, k]
                 total += prob[k]
                 cdf[k] = total
+                if prob[k] > prob[best]:
+                    best = k
             if not (total > 1e-280 and total < np.inf):
                 # Underflow with many variables: redo this cell in logs.
                 top = -np.inf
@@ -936,10 +954,13 @@ def _gibbs_chain(
                     log_w[k] = v
                     top = max(top, v)
                 total = 0.0
+                best = 0
                 for k in range(K):
                     prob[k] = np.exp(log_w[k] - top)
                     total += prob[k]
                     cdf[k] = total
+                    if prob[k] > prob[best]:
+                        best = k
             if n_c <= small_cell:
                 # A few records: one categorical draw each.
                 for _ in range(n_c):
@@ -953,7 +974,7 @@ def _gibbs_chain(
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
                 continue
-            _multinomial(n_c, prob, drawn, used, scratch, small_cell)
+            _multinomial(n_c, prob, drawn, used, scratch, small_cell, best, total)
             for k in range(K):
                 m = drawn[k]
                 if m > 0:
