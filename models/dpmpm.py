@@ -105,8 +105,8 @@ SAMPLER_DECISION = (
     "blocked Gibbs on cell counts (numba), chosen by measurement on the CE-like data (n = 6,208, K = 40, "
     "bench/dpmpm.py --nuts): NUTS (nutpie) on the marginalised model needed 251 s to compile and 0.85 s per draw "
     "(mean tree depth 7.4, up to 10), giving 0.6 ESS/s for alpha and 0.6-1.2 ESS/s for the largest counties' "
-    "probabilities; the Gibbs sampler ran 0.75 s per 1,000 iterations with 134 ESS/s for alpha and 200-660 ESS/s "
-    "for five of the six largest counties' probabilities"
+    "probabilities; the Gibbs sampler runs 0.5 s per 1,000 iterations with 210-220 ESS/s for alpha and "
+    "630-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
 )
 
 MISSING_LEVEL = "<missing>"
