@@ -640,7 +640,6 @@ def _multinomial(
     n: int,
     prob: np.ndarray,
     out: np.ndarray,
-    used: np.ndarray,
     scratch: np.ndarray,
     small: int,
     largest: int = -1,
@@ -650,82 +649,77 @@ def _multinomial(
 
     Conditional binomials, largest probability first, while more than ``small`` trials are left; the
     remaining trials are then independent categorical draws over the components not yet drawn (given the
-    counts drawn so far, the rest is multinomial over the rest). Cost O(K) per binomial plus O(K) per
-    remaining trial, independent of ``n`` when the probabilities are concentrated. ``largest`` and ``total``,
-    when given (``largest >= 0``), are the position of the largest probability and the sum, known to the
-    caller: the first scan is then skipped.
+    counts drawn so far, the rest is multinomial over the rest), by ``left`` sorted uniforms and one sweep.
+    Cost O(K) per binomial plus O(K + left^2) for the rest, independent of ``n`` when the probabilities are
+    concentrated. ``prob`` is overwritten: the entries of the components drawn by binomials are set to zero.
+    ``largest`` and ``total``, when given (``largest >= 0``), are the position of the largest probability
+    and the sum, known to the caller: the first scan is then skipped.
     """
     K = prob.shape[0]
     for k in range(K):
         out[k] = 0
-        used[k] = False
     left = n
+    fallback = -1
     while left > small:
         if largest >= 0:
-            best, top, rest = largest, prob[largest], total
+            best, rest = largest, total
             largest = -1
         else:
-            best = -1
-            top = -1.0
+            best = 0
             rest = 0.0
             for k in range(K):
-                if not used[k]:
-                    rest += prob[k]
-                    if prob[k] > top:
-                        top = prob[k]
-                        best = k
-        if best < 0 or rest <= 0.0:
+                rest += prob[k]
+                if prob[k] > prob[best]:
+                    best = k
+        top = prob[best]
+        if not (top > 0.0 and rest > 0.0):
             break
-        used[best] = True
         q = top / rest
         m = left if q >= 1.0 else _binomial(left, q)
         out[best] = m
         left -= m
-    if left > 0:
-        rest = 0.0
-        last = -1
-        for k in range(K):
-            if not used[k] and prob[k] > 0.0:
-                rest += prob[k]
-                last = k
-        if last < 0:  # nothing left with positive probability (cannot happen with a positive total)
-            for k in range(K):
-                if prob[k] > 0.0:
-                    last = k
-            out[last] += left
-            return
-        if left <= scratch.shape[0]:
-            # left sorted uniforms, then one sweep along the cumulative probabilities of the unused components
-            for i in range(left):
-                u = np.random.random() * rest  # noqa: NPY002 - numba's generator
-                h = i
-                while h > 0 and scratch[h - 1] > u:
-                    scratch[h] = scratch[h - 1]
-                    h -= 1
-                scratch[h] = u
-            i = 0
-            acc = 0.0
-            for k in range(last + 1):
-                if used[k]:
-                    continue
-                acc += prob[k]
-                while i < left and (scratch[i] < acc or k == last):
-                    out[k] += 1
-                    i += 1
-                if i == left:
-                    break
-            return
-        for _ in range(left):
+        prob[best] = 0.0  # drawn: out of the rest
+        fallback = best
+    if left == 0:
+        return
+    rest = 0.0
+    last = -1
+    for k in range(K):
+        if prob[k] > 0.0:
+            rest += prob[k]
+            last = k
+    if last < 0:  # nothing left with positive probability (cannot happen with a positive total)
+        out[max(fallback, 0)] += left
+        return
+    if left <= scratch.shape[0]:
+        for i in range(left):
             u = np.random.random() * rest  # noqa: NPY002 - numba's generator
-            acc = 0.0
-            chosen = last
-            for k in range(last + 1):
-                if not used[k]:
-                    acc += prob[k]
-                    if u < acc:
-                        chosen = k
-                        break
-            out[chosen] += 1
+            h = i
+            while h > 0 and scratch[h - 1] > u:
+                scratch[h] = scratch[h - 1]
+                h -= 1
+            scratch[h] = u
+        i = 0
+        acc = 0.0
+        for k in range(last):
+            acc += prob[k]
+            while i < left and scratch[i] < acc:
+                out[k] += 1
+                i += 1
+            if i == left:
+                return
+        out[last] += left - i
+        return
+    for _ in range(left):
+        u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+        acc = 0.0
+        chosen = last
+        for k in range(last):
+            acc += prob[k]
+            if u < acc:
+                chosen = k
+                break
+        out[chosen] += 1
 
 
 @numba.njit(cache=True)
@@ -744,10 +738,11 @@ def _draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, seed: in
     np.random.seed(seed)  # noqa: NPY002 - numba's generator
     K = prob.shape[0]
     out = np.empty((size, K), dtype=np.int64)
-    used = np.empty(K, dtype=np.bool_)
     scratch = np.empty(small, dtype=np.float64)
+    work = np.empty(K)
     for i in range(size):
-        _multinomial(n, prob, out[i], used, scratch, small)
+        work[:] = prob
+        _multinomial(n, work, out[i], scratch, small)
     return out
 
 
@@ -899,7 +894,6 @@ def _gibbs_chain(
     prob = np.empty(K)
     cdf = np.empty(K)
     drawn = np.zeros(K, dtype=np.int64)
-    used = np.zeros(K, dtype=np.bool_)
     scratch = np.empty(small_cell, dtype=np.float64)
     prefix = np.empty((p + 1, K))
     previous = np.empty(p, dtype=np.int64)
@@ -974,7 +968,7 @@ def _gibbs_chain(
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
                 continue
-            _multinomial(n_c, prob, drawn, used, scratch, small_cell, best, total)
+            _multinomial(n_c, prob, drawn, scratch, small_cell, best, total)
             for k in range(K):
                 m = drawn[k]
                 if m > 0:
@@ -1188,7 +1182,7 @@ def _synthesize_cells(
     J = syn_start.shape[0] - 1
     out = np.empty((order.shape[0], J), dtype=np.int64)
     drawn = np.zeros(K, dtype=np.int64)
-    used = np.zeros(K, dtype=np.bool_)
+    weights = np.empty(K)
     scratch = np.empty(small, dtype=np.float64)
     largest = 0
     for c in range(n_cells):
@@ -1197,7 +1191,8 @@ def _synthesize_cells(
     for c in range(n_cells):
         first = cell_start[c]
         n_c = cell_start[c + 1] - first
-        _multinomial(n_c, class_weights[c], drawn, used, scratch, small)
+        weights[:] = class_weights[c]
+        _multinomial(n_c, weights, drawn, scratch, small)
         position = 0
         for k in range(K):
             m = drawn[k]
