@@ -486,6 +486,10 @@ class GibbsSettings:
         ``"collapsed"`` (default): alpha given the allocations with the sticks integrated out, by slice
         sampling; ``"conditional"``: alpha given the sticks, Gamma(a_alpha + K - 1, b_alpha - sum log(1 -
         beta_k)). Both exact; kept switchable for the measured comparison in ``bench/dpmpm.py``.
+    exchange_moves
+        Level-exchange Metropolis moves per iteration, in multiples of K (0: none): all records with one
+        level of a synthesized variable swap components ``i`` and ``j`` (:func:`_level_exchange`), so a
+        large level can move between a component of its own and a shared one in one step.
     """
 
     draws: int = 4000
@@ -494,6 +498,7 @@ class GibbsSettings:
     thin: int = 4
     label_swaps: bool = True
     alpha_update: str = "collapsed"
+    exchange_moves: int = 0
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -502,6 +507,8 @@ class GibbsSettings:
                 raise ValueError(f"Gibbs setting {name!r} must be a positive integer, got {value!r}")
         if self.draws // self.thin < 1:
             raise ValueError("draws / thin must leave at least one stored draw")
+        if not isinstance(self.exchange_moves, int | np.integer) or self.exchange_moves < 0:
+            raise ValueError(f"exchange_moves must be a non-negative integer, got {self.exchange_moves!r}")
         if self.alpha_update not in ALPHA_UPDATES:
             raise ValueError(f"alpha_update must be one of {ALPHA_UPDATES}, got {self.alpha_update!r}")
 
@@ -852,6 +859,82 @@ def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float
 
 
 @numba.njit(cache=True, nogil=True)
+def _level_exchange(
+    level: int,
+    i: int,
+    j: int,
+    allocation: np.ndarray,  # (C, K) records of every cell in every component
+    cells: np.ndarray,  # the cells holding ``level``
+    cell_index: np.ndarray,
+    concentration: np.ndarray,
+    total_concentration: np.ndarray,  # (K, p) sum of the Dirichlet parameters of every variable
+    counts: np.ndarray,
+    n_k: np.ndarray,
+    alpha: float,
+    beta_a: float,
+    change: np.ndarray,  # (L,) work, zero on entry and on exit
+    touched: np.ndarray,  # (L,) work
+    seen: np.ndarray,  # (L,) work, False on entry and on exit
+) -> bool:
+    """Metropolis exchange of the records with ``level`` between components ``i`` and ``j`` (all of them).
+
+    The exchange is its own reverse and is proposed with the same probability from either state, so the
+    acceptance ratio is the ratio of ``p(allocations | alpha)`` with the sticks and theta integrated out
+    (truncated stick breaking: :func:`_log_allocation_prob`; Dirichlet-multinomial per component and
+    variable); the multinomial coefficients of the cells do not change. It moves a level's records from a
+    shared component to an empty one (or back) in one step, which the allocation step can only do record by
+    record through states of low probability. Returns whether it was accepted (then ``allocation``,
+    ``counts`` and ``n_k`` are updated).
+    """
+    p = cell_index.shape[1]
+    moved = 0  # records that go from j to i, net
+    n_touched = 0
+    for c in cells:
+        diff = allocation[c, j] - allocation[c, i]
+        if diff == 0:
+            continue
+        moved += diff
+        for v in range(p):
+            l = cell_index[c, v]
+            if not seen[l]:
+                seen[l] = True
+                touched[n_touched] = l
+                n_touched += 1
+            change[l] += diff
+    if n_touched == 0:
+        return False
+    log_ratio = 0.0
+    new_i, new_j = n_k[i] + moved, n_k[j] - moved
+    for v in range(p):
+        log_ratio += math.lgamma(total_concentration[i, v] + n_k[i]) - math.lgamma(total_concentration[i, v] + new_i)
+        log_ratio += math.lgamma(total_concentration[j, v] + n_k[j]) - math.lgamma(total_concentration[j, v] + new_j)
+    for t in range(n_touched):
+        l = touched[t]
+        d = change[l]
+        if d == 0:
+            continue
+        a_i, a_j = concentration[i, l] + counts[i, l], concentration[j, l] + counts[j, l]
+        log_ratio += math.lgamma(a_i + d) - math.lgamma(a_i) + math.lgamma(a_j - d) - math.lgamma(a_j)
+    before = _log_allocation_prob(n_k, alpha, beta_a)
+    n_k[i], n_k[j] = new_i, new_j
+    log_ratio += _log_allocation_prob(n_k, alpha, beta_a) - before
+    accept = np.log(np.random.random()) < log_ratio  # noqa: NPY002 - numba's generator, seeded per chain
+    if accept:
+        for c in cells:
+            allocation[c, i], allocation[c, j] = allocation[c, j], allocation[c, i]
+        for t in range(n_touched):
+            l = touched[t]
+            counts[i, l] += change[l]
+            counts[j, l] -= change[l]
+    else:
+        n_k[i], n_k[j] = new_i - moved, new_j + moved
+    for t in range(n_touched):
+        change[touched[t]] = 0
+        seen[touched[t]] = False
+    return accept
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -867,6 +950,10 @@ def _gibbs_chain(
     swap_moves: int,
     small_cell: int,
     alpha_mode: int,
+    level_cells: np.ndarray,  # cells grouped by their level of the moved variables (flat level axis)
+    level_cell_start: np.ndarray,  # (L + 1,) cells of flat level l: level_cells[start[l]:start[l + 1]]
+    move_levels: np.ndarray,  # flat levels whose records the exchange moves act on
+    exchange_moves: int,
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -895,6 +982,15 @@ def _gibbs_chain(
     cdf = np.empty(K)
     drawn = np.zeros(K, dtype=np.int64)
     scratch = np.empty(small_cell, dtype=np.float64)
+    allocation = np.zeros((n_cells if exchange_moves > 0 else 0, K), dtype=np.int64)
+    change = np.zeros(L, dtype=np.int64)
+    touched = np.zeros(L, dtype=np.int64)
+    seen = np.zeros(L, dtype=np.bool_)
+    total_concentration = np.zeros((K, p))
+    for k in range(K):
+        for j in range(p):
+            for l in range(var_start[j], var_start[j + 1]):
+                total_concentration[k, j] += concentration[k, l]
     prefix = np.empty((p + 1, K))
     previous = np.empty(p, dtype=np.int64)
     n_k = np.zeros(K, dtype=np.int64)
@@ -957,6 +1053,9 @@ def _gibbs_chain(
                         best = k
             if n_c <= small_cell:
                 # A few records: one categorical draw each.
+                if exchange_moves > 0:
+                    for k in range(K):
+                        allocation[c, k] = 0
                 for _ in range(n_c):
                     u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
                     chosen = K - 1
@@ -965,12 +1064,16 @@ def _gibbs_chain(
                             chosen = k
                             break
                     n_k[chosen] += 1
+                    if exchange_moves > 0:
+                        allocation[c, chosen] += 1
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
                 continue
             _multinomial(n_c, prob, drawn, scratch, small_cell, best, total)
             for k in range(K):
                 m = drawn[k]
+                if exchange_moves > 0:
+                    allocation[c, k] = m
                 if m > 0:
                     n_k[k] += m
                     for j in range(p):
@@ -994,6 +1097,23 @@ def _gibbs_chain(
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
+                for c in range(allocation.shape[0]):
+                    allocation[c, j], allocation[c, l] = allocation[c, l], allocation[c, j]
+        # Level-exchange moves (theta and the sticks integrated out; see _level_exchange), after which theta
+        # is stale until its draw below, which nothing before it uses.
+        for _ in range(exchange_moves):
+            level = move_levels[np.random.randint(0, move_levels.shape[0])]  # noqa: NPY002 - numba's generator
+            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+            if j >= i:
+                j += 1
+            if counts[i, level] == 0 and counts[j, level] == 0:
+                continue
+            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
+            _level_exchange(
+                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                counts, n_k, alpha, beta_a, change, touched, seen,
+            )  # fmt: skip
         if alpha_mode == 0:
             # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
             # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
@@ -1082,6 +1202,17 @@ def run_gibbs(
     cell_index = np.ascontiguousarray(data.cell_codes + var_start[:-1][None, :])
     concentration = np.ascontiguousarray(np.concatenate(hyperparameters["theta_concentration"], axis=1))
     seeds = np.random.SeedSequence([int(seed), 7]).generate_state(settings.chains)
+    # cells grouped by their level of every synthesized variable, for the level-exchange moves
+    move_levels = np.concatenate(
+        [np.arange(var_start[j], var_start[j + 1]) for j in data.synthesize_index] or [np.zeros(0, np.int64)]
+    ).astype(np.int64)
+    flat = cell_index[:, data.synthesize_index]  # (C, J)
+    owner = np.repeat(np.arange(len(cell_index)), flat.shape[1])
+    order = np.argsort(flat.ravel(), kind="stable")
+    level_cells = np.ascontiguousarray(owner[order]).astype(np.int64)
+    level_cell_start = np.concatenate([[0], np.cumsum(np.bincount(flat.ravel(), minlength=int(var_start[-1])))])
+    level_cell_start = level_cell_start.astype(np.int64)
+    exchanges = settings.exchange_moves * hyperparameters["K"] if len(move_levels) else 0
 
     def one_chain(chain: int) -> tuple[np.ndarray, ...]:
         return _gibbs_chain(
@@ -1099,6 +1230,10 @@ def run_gibbs(
             hyperparameters["K"] if settings.label_swaps else 0,
             SMALL_CELL,
             ALPHA_UPDATES.index(settings.alpha_update),
+            level_cells,
+            level_cell_start,
+            move_levels,
+            exchanges,
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
