@@ -831,14 +831,14 @@ def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float) -> float:
-    """Change of :func:`_log_allocation_prob` when the sizes of components ``j`` and ``l`` are swapped.
+def _resize_log_ratio(n_k: np.ndarray, i: int, new_i: int, j: int, new_j: int, alpha: float, beta_a: float) -> float:
+    """Change of :func:`_log_allocation_prob` when component ``i`` holds ``new_i`` records and ``j`` ``new_j``.
 
-    Only the factors of the components between the two change (the tail sums above ``max(j, l)`` and below
-    ``min(j, l)`` do not), so the cost is O(|j - l|) log-gamma calls rather than O(K).
+    Only the factors of the components between the two change (the tail sums above ``max(i, j)`` and below
+    ``min(i, j)`` do not, the total being kept), so the cost is O(|i - j|) log-gamma calls rather than O(K).
     """
     K = n_k.shape[0]
-    lo, hi = min(j, l), max(j, l)
+    lo, hi = min(i, j), max(i, j)
     tail = 0.0
     for m in range(hi + 1, K):
         tail += n_k[m]
@@ -847,15 +847,21 @@ def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float
     after = tail
     for k in range(hi, lo - 1, -1):
         old = n_k[k]
-        new = n_k[l] if k == j else (n_k[j] if k == l else old)
+        new = new_i if k == i else (new_j if k == j else old)
         if k < K - 1:
-            change += math.lgamma(beta_a + new) + math.lgamma(alpha + after) - math.lgamma(beta_a + new + alpha + after)
-            change -= (
-                math.lgamma(beta_a + old) + math.lgamma(alpha + before) - math.lgamma(beta_a + old + alpha + before)
-            )
+            change += math.lgamma(beta_a + new) + math.lgamma(alpha + after)
+            change -= math.lgamma(beta_a + new + alpha + after)
+            change -= math.lgamma(beta_a + old) + math.lgamma(alpha + before)
+            change += math.lgamma(beta_a + old + alpha + before)
         before += old
         after += new
     return change
+
+
+@numba.njit(cache=True, nogil=True)
+def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float) -> float:
+    """Change of :func:`_log_allocation_prob` when the sizes of components ``j`` and ``l`` are swapped."""
+    return _resize_log_ratio(n_k, j, n_k[l], l, n_k[j], alpha, beta_a)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -915,19 +921,16 @@ def _level_exchange(
             continue
         a_i, a_j = concentration[i, l] + counts[i, l], concentration[j, l] + counts[j, l]
         log_ratio += math.lgamma(a_i + d) - math.lgamma(a_i) + math.lgamma(a_j - d) - math.lgamma(a_j)
-    before = _log_allocation_prob(n_k, alpha, beta_a)
-    n_k[i], n_k[j] = new_i, new_j
-    log_ratio += _log_allocation_prob(n_k, alpha, beta_a) - before
+    log_ratio += _resize_log_ratio(n_k, i, new_i, j, new_j, alpha, beta_a)
     accept = np.log(np.random.random()) < log_ratio  # noqa: NPY002 - numba's generator, seeded per chain
     if accept:
+        n_k[i], n_k[j] = new_i, new_j
         for c in cells:
             allocation[c, i], allocation[c, j] = allocation[c, j], allocation[c, i]
         for t in range(n_touched):
             l = touched[t]
             counts[i, l] += change[l]
             counts[j, l] -= change[l]
-    else:
-        n_k[i], n_k[j] = new_i - moved, new_j + moved
     for t in range(n_touched):
         change[touched[t]] = 0
         seen[touched[t]] = False
