@@ -3,7 +3,8 @@
 Usage::
 
     python bench/dpmpm.py                 # CE-like n = 6,208 and n = 1,000,000, blocked Gibbs
-    python bench/dpmpm.py --alpha-update collapsed conditional   # also the textbook alpha | sticks update
+    python bench/dpmpm.py --configs collapsed,2 collapsed,0 conditional,2   # also without the level
+                                          # exchanges, and with the textbook alpha | sticks update
     python bench/dpmpm.py --nuts          # also NUTS (nutpie) on the marginalised PyMC model, the alternative
     python bench/dpmpm.py --sizes 6208    # one size only
 
@@ -65,7 +66,7 @@ REFERENCE = {
 }
 
 
-def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed") -> dict:
+def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed", exchange_moves: int = 2) -> dict:
     """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
     from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
     from bayessdc.synthesis.datasets import draw_synthetic
@@ -77,7 +78,9 @@ def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collaps
     # compile (numba caches on disk; tiny runs make sure the timed runs do not include it)
     tiny = DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1))
     draw_synthetic(tiny, tiny.fit(data, seed), data.take(np.arange(50)), 1, np.random.default_rng(0))
-    settings = GibbsSettings(draws=draws, burn=burn, chains=1, thin=1, alpha_update=alpha_update)
+    settings = GibbsSettings(
+        draws=draws, burn=burn, chains=1, thin=1, alpha_update=alpha_update, exchange_moves=exchange_moves
+    )
     synth = DPMPMSynthesizer(settings=settings)
     start = time.perf_counter()
     idata = synth.fit(data, seed)
@@ -93,7 +96,8 @@ def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collaps
     synthesis_seconds = time.perf_counter() - start
     occupied = posterior["occupied"].to_numpy().ravel()
     return {
-        "sampler": f"blocked Gibbs (numba, cell counts, label swaps, {alpha_update} alpha)",
+        "sampler": f"blocked Gibbs (numba, cell counts, label swaps, {exchange_moves} K level exchanges, "
+        f"{alpha_update} alpha)",
         "n": n,
         "cells": int(len(data.cell_counts)),
         "iterations": burn + draws,
@@ -162,28 +166,27 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nuts", action="store_true", help="also measure NUTS on the marginalised model")
     parser.add_argument(
-        "--alpha-update",
+        "--configs",
         nargs="+",
-        default=["collapsed"],
-        choices=["collapsed", "conditional"],
-        help="alpha update(s) to measure; several: each at the first size (the comparison of the two)",
+        default=["collapsed,2"],
+        help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES (collapsed or conditional; level exchanges per "
+        "iteration in multiples of K); the first runs at every size, the others at the first size",
     )
-    parser.add_argument("--nuts-tune", type=int, default=100)
-    parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--one-alpha", default="collapsed", help=argparse.SUPPRESS)
+    parser.add_argument("--one-config", default="collapsed,2", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, args.one_alpha)))
+        alpha_update, exchanges = args.one_config.split(",")
+        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, alpha_update, int(exchanges))))
         return
     if args.one_nuts:
         print(json.dumps(nuts(args.nuts_tune, args.nuts_draws, args.seed)))
         return
     results = []
-    first = args.alpha_update[0]
-    runs = [["--one", str(n), "--one-alpha", first] for n in args.sizes]
-    runs += [["--one", str(args.sizes[0]), "--one-alpha", other] for other in args.alpha_update[1:]]
+    first = args.configs[0]
+    runs = [["--one", str(n), "--one-config", first] for n in args.sizes]
+    runs += [["--one", str(args.sizes[0]), "--one-config", other] for other in args.configs[1:]]
     runs += [["--one-nuts"]] if args.nuts else []
     for extra in runs:
         cmd = [sys.executable, __file__, *extra, "--burn", str(args.burn), "--draws", str(args.draws)]

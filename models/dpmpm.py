@@ -489,7 +489,10 @@ class GibbsSettings:
     exchange_moves
         Level-exchange Metropolis moves per iteration, in multiples of K (0: none): all records with one
         level of a synthesized variable swap components ``i`` and ``j`` (:func:`_level_exchange`), so a
-        large level can move between a component of its own and a shared one in one step.
+        large level can move between a component of its own and a shared one in one step. Measured on the
+        CE-like data (three seeds, 10,000 iterations): without them the smallest ESS/s over the county
+        probabilities was 2 and 14 in two of three chains, with 2 K moves 455-519 in all three, for about
+        13% more time per iteration.
     """
 
     draws: int = 4000
@@ -498,7 +501,7 @@ class GibbsSettings:
     thin: int = 4
     label_swaps: bool = True
     alpha_update: str = "collapsed"
-    exchange_moves: int = 0
+    exchange_moves: int = 2
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -881,6 +884,8 @@ def _level_exchange(
     change: np.ndarray,  # (L,) work, zero on entry and on exit
     touched: np.ndarray,  # (L,) work
     seen: np.ndarray,  # (L,) work, False on entry and on exit
+    cell_counts: np.ndarray,
+    last_choice: np.ndarray,  # (C, small) the component of every record of the small cells
 ) -> bool:
     """Metropolis exchange of the records with ``level`` between components ``i`` and ``j`` (all of them).
 
@@ -927,6 +932,12 @@ def _level_exchange(
         n_k[i], n_k[j] = new_i, new_j
         for c in cells:
             allocation[c, i], allocation[c, j] = allocation[c, j], allocation[c, i]
+            if cell_counts[c] <= last_choice.shape[1]:  # a small cell: its records' components, relabelled
+                for r in range(cell_counts[c]):
+                    if last_choice[c, r] == i:
+                        last_choice[c, r] = j
+                    elif last_choice[c, r] == j:
+                        last_choice[c, r] = i
         for t in range(n_touched):
             l = touched[t]
             counts[i, l] += change[l]
@@ -986,6 +997,7 @@ def _gibbs_chain(
     drawn = np.zeros(K, dtype=np.int64)
     scratch = np.empty(small_cell, dtype=np.float64)
     allocation = np.zeros((n_cells if exchange_moves > 0 else 0, K), dtype=np.int64)
+    last_choice = np.zeros((n_cells if exchange_moves > 0 else 0, small_cell), dtype=np.int64)
     change = np.zeros(L, dtype=np.int64)
     touched = np.zeros(L, dtype=np.int64)
     seen = np.zeros(L, dtype=np.bool_)
@@ -1057,9 +1069,9 @@ def _gibbs_chain(
             if n_c <= small_cell:
                 # A few records: one categorical draw each.
                 if exchange_moves > 0:
-                    for k in range(K):
-                        allocation[c, k] = 0
-                for _ in range(n_c):
+                    for r in range(n_c):  # clear last iteration's entries of this cell (cheaper than K)
+                        allocation[c, last_choice[c, r]] = 0
+                for r in range(n_c):
                     u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
                     chosen = K - 1
                     for k in range(K):
@@ -1069,6 +1081,7 @@ def _gibbs_chain(
                     n_k[chosen] += 1
                     if exchange_moves > 0:
                         allocation[c, chosen] += 1
+                        last_choice[c, r] = chosen
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
                 continue
@@ -1081,6 +1094,22 @@ def _gibbs_chain(
                     n_k[k] += m
                     for j in range(p):
                         counts[k, cell_index[c, j]] += m
+        # Level-exchange moves (theta and the sticks integrated out; see _level_exchange), right after the
+        # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
+        # from here until its draw below: the label swaps carry it along without using it.
+        for _ in range(exchange_moves):
+            level = move_levels[np.random.randint(0, move_levels.shape[0])]  # noqa: NPY002 - numba's generator
+            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+            if j >= i:
+                j += 1
+            if counts[i, level] == 0 and counts[j, level] == 0:
+                continue
+            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
+            _level_exchange(
+                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
+            )  # fmt: skip
         # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
         # theta together) with pi integrated out; see _log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
@@ -1100,23 +1129,6 @@ def _gibbs_chain(
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
-                for c in range(allocation.shape[0]):
-                    allocation[c, j], allocation[c, l] = allocation[c, l], allocation[c, j]
-        # Level-exchange moves (theta and the sticks integrated out; see _level_exchange), after which theta
-        # is stale until its draw below, which nothing before it uses.
-        for _ in range(exchange_moves):
-            level = move_levels[np.random.randint(0, move_levels.shape[0])]  # noqa: NPY002 - numba's generator
-            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
-            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
-            if j >= i:
-                j += 1
-            if counts[i, level] == 0 and counts[j, level] == 0:
-                continue
-            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
-            _level_exchange(
-                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
-                counts, n_k, alpha, beta_a, change, touched, seen,
-            )  # fmt: skip
         if alpha_mode == 0:
             # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
             # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
