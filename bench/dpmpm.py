@@ -172,6 +172,8 @@ def main() -> None:
         help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES (collapsed or conditional; level exchanges per "
         "iteration in multiples of K); the first runs at every size, the others at the first size",
     )
+    parser.add_argument("--nuts-tune", type=int, default=100)
+    parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-config", default="collapsed,2", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
