@@ -3,7 +3,7 @@
 Usage::
 
     python bench/dpmpm.py                 # CE-like n = 6,208 and n = 1,000,000, blocked Gibbs
-    python bench/dpmpm.py --configs collapsed,2 collapsed,0 conditional,2   # also without the level
+    python bench/dpmpm.py --configs collapsed,1 collapsed,0 conditional,1   # also without the level
                                           # exchanges, and with the textbook alpha | sticks update
     python bench/dpmpm.py --nuts          # also NUTS (nutpie) on the marginalised PyMC model, the alternative
     python bench/dpmpm.py --sizes 6208    # one size only
@@ -66,7 +66,7 @@ REFERENCE = {
 }
 
 
-def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed", exchange_moves: int = 2) -> dict:
+def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed", exchange_moves: int = 1) -> dict:
     """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
     from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
     from bayessdc.synthesis.datasets import draw_synthetic
@@ -168,14 +168,14 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=["collapsed,2"],
+        default=["collapsed,1"],
         help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES (collapsed or conditional; level exchanges per "
         "iteration in multiples of K); the first runs at every size, the others at the first size",
     )
     parser.add_argument("--nuts-tune", type=int, default=100)
     parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--one-config", default="collapsed,2", help=argparse.SUPPRESS)
+    parser.add_argument("--one-config", default="collapsed,1", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
