@@ -13,32 +13,47 @@ K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling
 Each size runs in its own process so that the peak memory (ru_maxrss) is its own; the sizes run one after
 another, never at once.
 
-Measured (2 cores shared with other sessions; ``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py
---alpha-update collapsed conditional``, two invocations, load average 1.9-2.4 and 3.7-4.1)::
+Measured (2 cores shared with other sessions, load average 3.7-4.0 on 2 cores: absolute times are
+inflated and vary by about 20% from run to run; ratios within one invocation are what count)::
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --configs collapsed,1 collapsed,0 conditional,1
 
                                        n = 6,208            n = 1,000,000        reference, n = 6,208
     occupied cells                     1,993                4,919
-    sampling, 10,000 iterations        5.07 s / 5.19 s      43.2 s / 53.2 s      8.8 s
-    ratio 1,000,000 / 6,208            sampling 8.5 / 10.3, end to end (prepare + fit + m = 20) 8.7 / 10.6
-    alpha ESS/s (collapsed)            219 / 214            10.8 / 8.7           about 210
-    alpha ESS/s (alpha | sticks)       74 / 60
-    six largest counties, ESS/s        645-977 / 629-954    104-119 / 84-96      520-580
-    occupied components (95%)          13-22                39-40                25-31
-    synthesis, m = 20                  0.04 s               1.9 s / 2.9 s        about 12 s
-    data preparation                   0.002 s              0.06 s (was 3 s)
-    peak memory (whole process)        848 MB               917-1,017 MB
+    sampling, 10,000 iterations        6.52 s               48.1 s               8.8 s
+    ratio 1,000,000 / 6,208            sampling 7.38, end to end (prepare + fit + m = 20 synthesis) 7.50
+    alpha: ESS in 10,000 iterations    1,140                442                  about 1,850
+    alpha ESS/s                        175                  9.2                  about 210
+    six largest counties, ESS/s        526-693              98-107               520-580
+    smallest over all 133 counties     526 ESS/s            81 ESS/s
+    occupied components (95%)          13-22                39-40 (of K = 40)    25-31
+    synthesis, m = 20                  0.04 s               2.0 s                about 12 s
+    data preparation                   0.003 s              0.07 s (was 3 s)
+    peak memory (whole process)        895 MB               919 MB
 
-The 2x target for 1,000,000 records is not met: nothing in an iteration grows with the records any more
-(before this: 11x, the allocation and synthesis drew per record or by numba's O(n p) binomial), but the
-number of occupied cells grows 2.5 times, every cell holds about 200 records that several components
-share (2.6 exact binomials and 5 single draws per cell against one or two single draws at n = 6,208), and
-all 40 components are occupied. Alpha at 1,000,000 records is far better determined, hence its low ESS.
+    variants at n = 6,208 (same invocation)
+    without level exchanges            5.40 s, alpha 1,110 ESS = 206 ESS/s, counties 605-917 ESS/s
+    alpha | sticks (Gamma) update      alpha 417 ESS = 76 ESS/s (collapsed: 1,140)
+
+Earlier invocations (load 1.9-2.9): without level exchanges 5.07-5.35 s and alpha 207-219 ESS/s; the
+1,000,000 / 6,208 sampling ratio 7.4-8.5 (10.3 when the load rose to 4 during the large run). Before this
+work the ratio was 11 and preparing the million records took 3 s. The level exchanges cost 0-20% of the time
+(within the noise here) and leave the ESS of alpha per iteration unchanged (1,140 against 1,110); they are
+on by default because without them one of the largest counties stayed in one configuration in two of six
+chains (2-12 ESS/s; ``GibbsSettings`` docstring).
+
+The 2x target for 1,000,000 records is not met. Nothing in an iteration grows with the records any more
+(before: the allocation and the synthesis drew per record or by numba's O(n p) binomial), but the number
+of occupied cells grows 2.5 times, every cell holds about 200 records that several components share (2.6
+exact binomials and 5 single draws per cell, against one or two single draws at n = 6,208), and all 40
+components are occupied. Alpha at 1,000,000 records is far better determined, hence its low ESS.
+
 Caution on the reference's ESS: it reports 25-31 occupied components. A chain of this sampler without the
 label swaps (started, like it, with every component in use) stays at 31-39 with alpha about 15-19 and a
-high alpha ESS (380 ESS/s, measured with /tmp scripts, not in this bench), while with the swaps the chain
-moves to 13-22 and alpha about 1.9 (the flat-likelihood prior check in the tests validates the swaps). The
-reference's figures are probably those of a chain that has not reached this region (not checked: the
-reference is not installed on this machine).
+high alpha ESS (380 ESS/s), while with the swaps the chain moves to 13-22 and alpha about 1.9 (the
+flat-likelihood prior check and the enumeration test validate the moves). The reference's figures are
+probably those of a chain that has not reached this region (not checked: the reference is not installed on
+this machine).
 """
 
 from __future__ import annotations

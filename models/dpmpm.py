@@ -39,21 +39,24 @@ blocked Gibbs sampler (Ishwaran & James 2001) compiled with numba on the cell co
 NUTS on the declared (marginalised) model, was measured on the CE-like data (``bench/dpmpm.py --nuts``) and
 was two to three orders of magnitude slower in ESS per second (:data:`SAMPLER_DECISION`).
 
-Two additions to the textbook sweep, both exact: (i) ``alpha`` is drawn given the allocations with the sticks
+Three additions to the textbook sweep, all exact: (i) ``alpha`` is drawn given the allocations with the sticks
 integrated out (slice sampling), then the sticks given ``alpha``, a joint draw of ``(alpha, beta) | z``
 (about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 - beta_k))`` given the
 sticks, which stays selectable: ``GibbsSettings(alpha_update="conditional")``);
 (ii) label-swap Metropolis moves (Papaspiliopoulos & Roberts 2008) let large components move to the front of
 the stick order. Without them ``alpha`` and the number of occupied components mix very slowly, and a chain
 started with every component occupied stays near 30-40 occupied components on the CE-like data for thousands
-of iterations where the posterior puts 13-22. The sticks are drawn in logs: clipping ``1 - beta`` away from 0
-biased ``alpha`` upwards (caught by the flat-likelihood prior check in the tests).
-
-Known limitation: the allocation step moves records one cell at a time, so a large level whose records can
-sit in a component of their own or share one (for example one of the largest counties) can switch between
-the two configurations only rarely; its marginal probability then has a low ESS in one chain. The convergence
-gate (several chains, r_hat and bulk ESS on every level's marginal) catches it; split-merge moves would be the
-remedy.
+of iterations where the posterior puts 13-22; (iii) level-exchange Metropolis moves (:func:`_level_exchange`):
+all records with one level of a synthesized variable swap two components, sticks and theta integrated out.
+The allocation step moves records one cell at a time, so a large level whose records can sit in a component
+of their own or share one (for example one of the largest counties) switched between the two configurations
+only rarely: its marginal probability mixed at 2-12 ESS/s in two of six chains on the CE-like data. The
+exchange moves it in one step (no chain stuck in six). They are a restricted split-merge (a whole level, not
+any subset of a component); general split-merge moves (Jain & Neal 2004) are not implemented, and the
+convergence gate (several chains, r_hat and bulk ESS on every level's marginal) remains the check. The
+moves are validated against the exact posterior of a small problem by enumeration in the tests. The sticks
+are drawn in logs: clipping ``1 - beta`` away from 0 biased ``alpha`` upwards (caught by the flat-likelihood
+prior check in the tests).
 
 Label switching: the component labels are not identified, so the convergence gate monitors label-invariant
 quantities only (``alpha``, the marginal probabilities of the levels of every synthesized variable, the
@@ -105,8 +108,8 @@ SAMPLER_DECISION = (
     "blocked Gibbs on cell counts (numba), chosen by measurement on the CE-like data (n = 6,208, K = 40, "
     "bench/dpmpm.py --nuts): NUTS (nutpie) on the marginalised model needed 251 s to compile and 0.85 s per draw "
     "(mean tree depth 7.4, up to 10), giving 0.6 ESS/s for alpha and 0.6-1.2 ESS/s for the largest counties' "
-    "probabilities; the Gibbs sampler runs 0.5 s per 1,000 iterations with 210-220 ESS/s for alpha and "
-    "630-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
+    "probabilities; the Gibbs sampler runs 0.5-0.65 s per 1,000 iterations with 175-220 ESS/s for alpha and "
+    "526-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
 )
 
 MISSING_LEVEL = "<missing>"
@@ -1143,7 +1146,7 @@ def _gibbs_chain(
         if alpha_mode == 0:
             # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
             # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
-            # as alpha | beta (measured: bench/dpmpm.py --alpha-update conditional).
+            # as alpha | beta (measured: bench/dpmpm.py --configs collapsed,1 conditional,1).
             alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
         # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
         # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
