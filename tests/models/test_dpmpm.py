@@ -291,7 +291,13 @@ def test_with_a_flat_likelihood_the_sampler_returns_the_prior(alpha_update):
     occupied = np.array([len(np.unique(row)) for row in z])
     for k in (1, 2, K):
         assert (draws["occupied"] == k).mean() == pytest.approx((occupied == k).mean(), abs=0.035)
-    assert np.median(draws["alpha"]) == pytest.approx(stats.gamma(0.25, scale=4.0).median(), rel=0.25)
+    # alpha below the prior's median half of the time, within 4 Monte Carlo standard errors (from the ESS of
+    # the indicator: the alpha | sticks update mixes about three times slower than the collapsed one)
+    import arviz as az
+
+    below = (draws["alpha"] < stats.gamma(0.25, scale=4.0).median()).astype(float)
+    assert abs(below.mean() - 0.5) < 4 * np.sqrt(0.25 / float(az.ess(below)))
+    assert np.median(draws["alpha"]) == pytest.approx(stats.gamma(0.25, scale=4.0).median(), rel=0.5)
 
 
 def test_label_attribute_risk_with_pattern_conditioning_is_eq_8(recovery):
