@@ -19,7 +19,14 @@ import numpy as np
 import pandas as pd
 
 from . import UserError
-from .dpmpm import _columns, _fmt, check_release_columns, write_categorical_outputs
+from .dpmpm import (
+    _columns,
+    _fmt,
+    check_ordered_logits,
+    check_release_columns,
+    parse_ordered_logit,
+    write_categorical_outputs,
+)
 from .flows import read_table
 
 __all__ = ["ArealJobResult", "add_parser", "demo", "run", "run_dp_areal_job"]
@@ -69,6 +76,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--max-cells", type=int, default=300_000, help="most label x pattern cells (default 300,000; beyond: DPMPM)"
     )
+    p.add_argument(
+        "--ordered-logit",
+        action="append",
+        default=None,
+        metavar="RESPONSE:PRED1,PRED2",
+        help="the analyst's ordered logistic regression, as for bayessdc dpmpm (written to private/utility.json)",
+    )
     p.add_argument("--allow-unconverged", action="store_true", help="write release outputs even if the gate fails")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
@@ -106,6 +120,7 @@ def run_dp_areal_job(
     missing: str = "refuse",
     max_levels: int = 500,
     max_cells: int = 300_000,
+    ordered_logits: list[tuple[str, list[str]]] | None = None,
     allow_unconverged: bool = False,
     progress: bool = True,
 ) -> ArealJobResult:
@@ -140,6 +155,7 @@ def run_dp_areal_job(
         say(notice)
     original = data.records.frame()
     known_sets, singles = check_release_columns(table, original, synthesize, keep, known_sets, say)
+    ordered_logits = check_ordered_logits(ordered_logits, data.records.levels, keep, synthesize)
 
     synthesizer = DPArealSynthesizer(K=K, priors=priors, settings=settings, parametrization=parametrization)
     folder = OutputFolder(
@@ -158,6 +174,7 @@ def run_dp_areal_job(
             "seed": seed,
             "repetitions": repetitions,
             "missing": missing,
+            "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
         },
     )
     say(
@@ -210,6 +227,7 @@ def run_dp_areal_job(
         m=m,
         seed=seed,
         repetitions=repetitions,
+        ordered_logits=ordered_logits,
         say=lambda msg: say(f"dp-areal: {msg}"),
     )
     model = synthesizer.describe()
@@ -258,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
             missing=args.missing,
             max_levels=args.max_levels,
             max_cells=args.max_cells,
+            ordered_logits=[parse_ordered_logit(spec) for spec in args.ordered_logit or []],
             allow_unconverged=args.allow_unconverged,
             progress=not args.quiet,
         )

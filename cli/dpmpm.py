@@ -23,8 +23,10 @@ from .flows import read_table
 __all__ = [
     "DpmpmJobResult",
     "add_parser",
+    "check_ordered_logits",
     "check_release_columns",
     "demo",
+    "parse_ordered_logit",
     "run",
     "run_dpmpm_job",
     "write_categorical_outputs",
@@ -37,6 +39,15 @@ def _columns(values: list[str] | None) -> list[str]:
     for value in values or []:
         out.extend(c.strip() for c in value.split(",") if c.strip())
     return out
+
+
+def parse_ordered_logit(spec: str) -> tuple[str, list[str]]:
+    """``"RESPONSE:PRED1,PRED2"`` as ``(response, [predictors])``."""
+    response, sep, rest = spec.partition(":")
+    predictors = [c.strip() for c in rest.split(",") if c.strip()]
+    if not sep or not response.strip() or not predictors:
+        raise UserError(f"--ordered-logit {spec!r}: expected RESPONSE:PRED1,PRED2 (for example income:county,age)")
+    return response.strip(), predictors
 
 
 def add_parser(subparsers: Any) -> None:
@@ -91,6 +102,16 @@ def add_parser(subparsers: Any) -> None:
         help="missing values: refuse (default) or treat as a level",
     )
     p.add_argument("--max-levels", type=int, default=500, help="most distinct values a column may have (default 500)")
+    p.add_argument(
+        "--ordered-logit",
+        action="append",
+        default=None,
+        metavar="RESPONSE:PRED1,PRED2",
+        help="the analyst's ordered logistic regression of RESPONSE (ordered by its sorted values) on the one-hot "
+        "predictors, fitted to the original and to every synthetic dataset and combined with the partially "
+        "synthetic rules, written to private/utility.json; repeat for several models "
+        "(for example income:county,age,gender)",
+    )
     p.add_argument("--allow-unconverged", action="store_true", help="write release outputs even if the gate fails")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
@@ -134,6 +155,7 @@ def run_dpmpm_job(
     risk_draws: int = 200,
     missing: str = "refuse",
     max_levels: int = 500,
+    ordered_logits: list[tuple[str, list[str]]] | None = None,
     allow_unconverged: bool = False,
     progress: bool = True,
 ) -> DpmpmJobResult:
@@ -143,7 +165,8 @@ def run_dpmpm_job(
     and ``priors`` a :class:`bayessdc.models.dpmpm.DPMPMPriors`. Raises
     :class:`bayessdc.models.dpmpm.CategoricalDataError` for bad input (before any sampling) and
     :class:`bayessdc.models.sampling.ConvergenceError` when the gate fails and ``allow_unconverged`` is false
-    (diagnostics are written, release is not).
+    (diagnostics are written, release is not). ``ordered_logits`` lists the analyst's ordered logistic
+    regressions as ``(response, predictors)``; they are checked before sampling.
     """
     import xarray as xr
 
@@ -167,6 +190,7 @@ def run_dpmpm_job(
     if repetitions < 1:
         raise UserError("--repetitions must be at least 1")
     data = prepare_categorical(table, synthesize, keep, max_levels=max_levels, missing=missing)
+    ordered_logits = check_ordered_logits(ordered_logits, data.levels, keep, synthesize)
     original = data.frame()
     known_sets, singles = check_release_columns(table, original, synthesize, keep, known_sets, say)
 
@@ -189,6 +213,7 @@ def run_dpmpm_job(
             "risk_records": risk_records,
             "risk_draws": risk_draws,
             "missing": missing,
+            "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
         },
     )
 
@@ -260,6 +285,7 @@ def run_dpmpm_job(
         seed=seed,
         repetitions=repetitions,
         bayesian=bayesian,
+        ordered_logits=ordered_logits,
         say=lambda msg: say(f"dpmpm: {msg}"),
     )
     model = synthesizer.describe()
@@ -314,6 +340,35 @@ def check_release_columns(
     return known_sets, singles
 
 
+def check_ordered_logits(
+    ordered_logits: list[tuple[str, list[str]]] | None,
+    levels: dict[str, Any],
+    keep: list[str],
+    synthesize: list[str],
+) -> list[tuple[str, list[str]]]:
+    """Check the analyst's ordered logistic regressions ``(response, predictors)`` before any sampling."""
+    variables = keep + synthesize
+    ordered_logits = [(str(r), [str(c) for c in preds]) for r, preds in (ordered_logits or [])]
+    for response, predictors in ordered_logits:
+        name = f"--ordered-logit {response}:{','.join(predictors)}"
+        unknown = [c for c in [response, *predictors] if c not in variables]
+        if unknown:
+            raise UserError(
+                f"{name}: column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
+                f"(the release holds {', '.join(variables)})"
+            )
+        if response in predictors or len(set(predictors)) < len(predictors):
+            raise UserError(f"{name}: a column appears twice (response and predictors must be distinct)")
+        if not set([response, *predictors]) & set(synthesize):
+            raise UserError(
+                f"{name}: involves no synthesized column, so its estimates are the same on every synthetic "
+                f"dataset; include one of {', '.join(synthesize)}"
+            )
+        if len(levels[response]) < 2:
+            raise UserError(f"{name}: the response {response!r} has a single level")
+    return ordered_logits
+
+
 def write_categorical_outputs(
     folder: Any,
     original: pd.DataFrame,
@@ -326,6 +381,7 @@ def write_categorical_outputs(
     seed: int,
     repetitions: int,
     bayesian: tuple[pd.DataFrame, dict] | None = None,
+    ordered_logits: list[tuple[str, list[str]]] | None = None,
     say: Any = lambda msg: None,
 ) -> tuple[dict, dict, dict]:
     """Risk and utility of m partially synthetic categorical datasets, written to ``folder``'s private side.
@@ -349,6 +405,9 @@ def write_categorical_outputs(
     bayesian
         Optional per-record importance-sampling risk (columns ``record``, ``true_probability``,
         ``relevant_khat``) and its summary.
+    ordered_logits
+        The analyst's ordered logistic regressions ``(response, predictors)`` (checked by
+        :func:`check_ordered_logits`), fitted to the original and every synthetic dataset and combined.
     say
         Progress callback.
 
@@ -363,7 +422,12 @@ def write_categorical_outputs(
         place_among,
         risk_by_dataset,
     )
-    from bayessdc.synthesis.categorical import pmse, table_deviations, within_pattern_distributions
+    from bayessdc.synthesis.categorical import (
+        ordered_logit_combined,
+        pmse,
+        table_deviations,
+        within_pattern_distributions,
+    )
 
     variables = keep + synthesize
     n_records = len(original)
@@ -465,6 +529,13 @@ def write_categorical_outputs(
         },
     }
 
+    if ordered_logits:
+        say(f"{len(ordered_logits)} ordered logistic regression(s), original and {m} synthetic datasets ...")
+        utility["ordered_logit"] = [
+            _ordered_logit_summary(ordered_logit_combined, original, synthetic, response, predictors)
+            for response, predictors in ordered_logits
+        ]
+
     folder.write_private_json("risk.json", risk)
     folder.write_private_json("risk_details.json", details)
     folder.write_private_json("utility.json", utility)
@@ -476,6 +547,40 @@ def write_categorical_outputs(
     )
     folder.write_private_table("risk_by_dataset.parquet", per_dataset)
     return risk, details, utility
+
+
+def _finite(value: Any) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _ordered_logit_summary(
+    fit: Any, original: pd.DataFrame, synthetic: pd.DataFrame, response: str, predictors: list[str]
+) -> dict:
+    """One ordered logit, original vs combined over the synthetic datasets, as JSON-ready figures."""
+    table = fit(original, synthetic, response, predictors)
+    columns = ["original", "original_lower", "original_upper", "q_bar", "T_p", "df", "lower", "upper"]
+    coefficients = {
+        str(name): {**{c: _finite(row[c]) for c in columns}, "interval_overlap": _finite(row["interval_overlap"])}
+        for name, row in table.iterrows()
+    }
+    overlap = table["interval_overlap"].to_numpy(dtype=float)
+    thresholds = original[response].nunique() - 1  # the last rows of the table
+    slopes = np.arange(len(table)) < len(table) - thresholds
+    # A level seen with one response value only (separation) has no finite estimate: its fitted coefficient
+    # drifts with a standard error in the hundreds or more. Such coefficients are listed, not averaged.
+    width = (table["original_upper"] - table["original_lower"]).to_numpy(dtype=float)
+    identified = np.isfinite(width) & (width < 2 * 1.96 * 10)
+    chosen = slopes & identified & np.isfinite(overlap)
+    return {
+        "response": response,
+        "predictors": predictors,
+        "model": "cumulative logit, one-hot predictors (first level the reference); thresholds as statsmodels' "
+        "OrderedModel (first cut point, then log increments); combined with Reiter's (2003) partially synthetic rules",
+        "mean_interval_overlap": _finite(overlap[chosen].mean()) if chosen.any() else None,
+        "not_identified": [str(name) for name in table.index[~identified]],
+        "coefficients": coefficients,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -507,6 +612,7 @@ def run(args: argparse.Namespace) -> int:
             risk_draws=args.risk_draws,
             missing=args.missing,
             max_levels=args.max_levels,
+            ordered_logits=[parse_ordered_logit(spec) for spec in args.ordered_logit or []],
             allow_unconverged=args.allow_unconverged,
             progress=not args.quiet,
         )
@@ -555,6 +661,11 @@ def _report(result: DpmpmJobResult) -> str:
         + ", ".join(f"{k} {v['mean']:.1f}" for k, v in td.items())
         + f"; pMSE ratio {u['pmse']['ratio']:.2f}"
     )
+    for model in u.get("ordered_logit", []):
+        lines.append(
+            f"  ordered logit {model['response']} ~ {' + '.join(model['predictors'])}: mean interval overlap of the "
+            f"coefficients {_fmt(model['mean_interval_overlap'])}"
+        )
     lines.append(f"  written: {result.out / 'release'} and {result.out / 'private'}")
     return "\n".join(lines)
 

@@ -64,6 +64,20 @@ def add_parser(subparsers: Any) -> None:
         metavar="DIST",
         help="move records that share a location by a random offset of at most DIST (coordinate units)",
     )
+    p.add_argument(
+        "--approximation",
+        choices=["auto", "exact", "nngp"],
+        default="auto",
+        help="exact Gaussian process, or the nearest-neighbour (Vecchia) GP for large data: response NNGP "
+        "likelihood with a grid posterior (independent draws, --draws x --chains of them) and latent NNGP draws "
+        "of the spatial effect; auto (default) = exact up to 3,000 records, nngp beyond",
+    )
+    p.add_argument(
+        "--neighbours",
+        type=int,
+        default=15,
+        help="neighbours per record under --approximation nngp (default 15)",
+    )
     p.add_argument("--m", type=int, default=5, help="number of synthetic datasets (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=2000, help="kept draws per chain (default 2000)")
@@ -133,6 +147,8 @@ def run_spatial_job(
     risk_weights: str = "binary",
     correlation: float = 0.20,
     jitter: float | None = None,
+    approximation: str = "auto",
+    neighbours: int = 15,
     m: int = 5,
     seed: int = 0,
     settings: Any = None,
@@ -151,7 +167,7 @@ def run_spatial_job(
     is false (diagnostics are written, release is not).
     """
     from bayessdc.models.sampling import ConvergenceError, SamplerSettings, check_convergence
-    from bayessdc.models.spatial import fit_two_stage, prepare_spatial_data
+    from bayessdc.models.spatial import fit_two_stage, prepare_spatial_data, resolve_approximation
     from bayessdc.risk.proximity import proximity_shares, proximity_summary, relative_reduction
     from bayessdc.synthesis.datasets import draw_synthetic
     from bayessdc.synthesis.output import OutputFolder, fingerprint_frame
@@ -164,9 +180,14 @@ def run_spatial_job(
         raise UserError("--m must be at least 2 (the combining rules need two synthetic datasets)")
     if not 0 < band:
         raise UserError("--band must be positive")
+    if approximation not in ("auto", "exact", "nngp"):
+        raise UserError(f"--approximation takes auto, exact or nngp, got {approximation!r}")
+    if neighbours < 1:
+        raise UserError(f"--neighbours must be at least 1, got {neighbours}")
     data = prepare_spatial_data(
         table, response, coords, covariates, log_response=log_response, jitter=jitter, seed=seed
     )
+    method = resolve_approximation(approximation, data.n, neighbours)
     predictors = list(analysis_predictors) if analysis_predictors else (covariates or list(coords))
     missing = [c for c in predictors if c not in table.columns]
     if missing:
@@ -190,13 +211,19 @@ def run_spatial_job(
             "risk_weights": risk_weights,
             "correlation": correlation,
             "jitter": jitter,
+            "approximation": method,
+            "neighbours": neighbours if method == "nngp" else None,
             "sampler": {k: v for k, v in settings.to_dict().items() if k not in ("progressbar", "cores")},
             "m": m,
             "seed": seed,
         },
     )
     if progress:
-        print(f"spatial: {data.n} records; fitting the unrestricted and the restricted model ...", file=sys.stderr)
+        how = "exact GP" if method == "exact" else f"nearest-neighbour GP, {neighbours} neighbours"
+        print(
+            f"spatial: {data.n} records ({how}); fitting the unrestricted and the restricted model ...",
+            file=sys.stderr,
+        )
     fit = fit_two_stage(
         data,
         settings=settings,
@@ -205,6 +232,8 @@ def run_spatial_job(
         correlation=correlation,
         gamma=gamma,
         alpha=alpha,
+        approximation=method,  # type: ignore[arg-type]
+        neighbours=neighbours,
     )
     reports = {
         "unrestricted": check_convergence(fit.unrestricted_idata, var_names=fit.unrestricted.convergence_variables()),
@@ -335,6 +364,8 @@ def run(args: argparse.Namespace) -> int:
             risk_weights=args.risk_weights,
             correlation=args.correlation,
             jitter=args.jitter,
+            approximation=args.approximation,
+            neighbours=args.neighbours,
             m=args.m,
             seed=args.seed,
             settings=settings,

@@ -20,7 +20,18 @@ factors: ``log p(X | pi, theta) = sum_cells n_cell log sum_k pi_k prod_j theta_k
 :func:`build_model` declares exactly that (cost proportional to the number of occupied cells, not to
 ``n``), and the Gibbs sampler allocates the ``n_cell`` records of a cell to components with one
 multinomial draw: records of one cell are exchangeable, so the multinomial draw of the allocation counts is
-the same conditional as drawing each record's ``z_i`` separately.
+the same conditional as drawing each record's ``z_i`` separately. The theta and stick updates need only the
+counts per (component, variable, level), sums over cells of those allocation counts.
+
+Cost per iteration. The multinomial is drawn by conditional binomials, largest component first, until a few
+records are left, then one categorical draw for each of those (:func:`_multinomial`); the binomials are exact
+and O(1) in ``n`` (:func:`_binomial`: inversion or BTPE; numba's own ``np.random.binomial`` is an inversion
+costing O(n p), which made the allocation step grow with the records). Nothing in an iteration grows with
+``n`` then, only with the number of occupied cells and how many components share each cell's records: on the
+CE-like simulator 1,993 cells at n = 6,208 (mostly 1-3 records, one draw each) against 4,919 at
+n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and all 40 components occupied at
+n = 1,000,000. Figures in ``bench/dpmpm.py``. Synthesis works the same way (:func:`_synthesize_cells`):
+class counts per cell, values per (cell, class) group, then a seeded random assignment to the records.
 
 Sampler. :func:`build_model` is the single source of truth for the priors: :func:`fit` reads the
 hyperparameters back from the declared PyMC random variables (:func:`model_hyperparameters`) and runs a
@@ -28,19 +39,24 @@ blocked Gibbs sampler (Ishwaran & James 2001) compiled with numba on the cell co
 NUTS on the declared (marginalised) model, was measured on the CE-like data (``bench/dpmpm.py --nuts``) and
 was two to three orders of magnitude slower in ESS per second (:data:`SAMPLER_DECISION`).
 
-Two additions to the textbook sweep, both exact: (i) ``alpha`` is drawn given the allocations with the sticks
-integrated out (slice sampling), then the sticks given ``alpha``, a joint draw of ``(alpha, beta) | z``;
+Three additions to the textbook sweep, all exact: (i) ``alpha`` is drawn given the allocations with the sticks
+integrated out (slice sampling), then the sticks given ``alpha``, a joint draw of ``(alpha, beta) | z``
+(about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 - beta_k))`` given the
+sticks, which stays selectable: ``GibbsSettings(alpha_update="conditional")``);
 (ii) label-swap Metropolis moves (Papaspiliopoulos & Roberts 2008) let large components move to the front of
 the stick order. Without them ``alpha`` and the number of occupied components mix very slowly, and a chain
 started with every component occupied stays near 30-40 occupied components on the CE-like data for thousands
-of iterations where the posterior puts 13-22. The sticks are drawn in logs: clipping ``1 - beta`` away from 0
-biased ``alpha`` upwards (caught by the flat-likelihood prior check in the tests).
-
-Known limitation: the allocation step moves records one cell at a time, so a large level whose records can
-sit in a component of their own or share one (for example one of the largest counties) can switch between
-the two configurations only rarely; its marginal probability then has a low ESS in one chain. The convergence
-gate (several chains, r_hat and bulk ESS on every level's marginal) catches it; split-merge moves would be the
-remedy.
+of iterations where the posterior puts 13-22; (iii) level-exchange Metropolis moves (:func:`_level_exchange`):
+all records with one level of a synthesized variable swap two components, sticks and theta integrated out.
+The allocation step moves records one cell at a time, so a large level whose records can sit in a component
+of their own or share one (for example one of the largest counties) switched between the two configurations
+only rarely: its marginal probability mixed at 2-12 ESS/s in two of six chains on the CE-like data. The
+exchange moves it in one step (no chain stuck in six). They are a restricted split-merge (a whole level, not
+any subset of a component); general split-merge moves (Jain & Neal 2004) are not implemented, and the
+convergence gate (several chains, r_hat and bulk ESS on every level's marginal) remains the check. The
+moves are validated against the exact posterior of a small problem by enumeration in the tests. The sticks
+are drawn in logs: clipping ``1 - beta`` away from 0 biased ``alpha`` upwards (caught by the flat-likelihood
+prior check in the tests).
 
 Label switching: the component labels are not identified, so the convergence gate monitors label-invariant
 quantities only (``alpha``, the marginal probabilities of the levels of every synthesized variable, the
@@ -55,6 +71,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import arviz as az
@@ -91,11 +108,19 @@ SAMPLER_DECISION = (
     "blocked Gibbs on cell counts (numba), chosen by measurement on the CE-like data (n = 6,208, K = 40, "
     "bench/dpmpm.py --nuts): NUTS (nutpie) on the marginalised model needed 251 s to compile and 0.85 s per draw "
     "(mean tree depth 7.4, up to 10), giving 0.6 ESS/s for alpha and 0.6-1.2 ESS/s for the largest counties' "
-    "probabilities; the Gibbs sampler ran 0.75 s per 1,000 iterations with 134 ESS/s for alpha and 200-660 ESS/s "
-    "for five of the six largest counties' probabilities"
+    "probabilities; the Gibbs sampler runs 0.5-0.65 s per 1,000 iterations with 175-220 ESS/s for alpha and "
+    "526-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
 )
 
 MISSING_LEVEL = "<missing>"
+
+#: Updates of alpha: ``"collapsed"`` draws alpha given the allocations with the sticks integrated out (slice
+#: sampling), ``"conditional"`` the textbook Gamma(a + K - 1, b - sum log(1 - beta_k)) given the sticks.
+ALPHA_UPDATES: tuple[str, ...] = ("collapsed", "conditional")
+
+#: Cells (or groups) with at most this many records are allocated one record at a time; larger ones by
+#: conditional binomials, largest component first, until this many records are left (:func:`_multinomial`).
+SMALL_CELL = 8
 
 
 class CategoricalDataError(ValueError):
@@ -168,14 +193,48 @@ class CategoricalData:
         codes = self.codes if codes is None else codes
         return pd.DataFrame({v: self.levels[v][codes[:, j]] for j, v in enumerate(self.variables)})
 
+    @cached_property
+    def cell_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Records grouped by cell: ``(order, start)``; cell ``c`` holds ``order[start[c]:start[c + 1]]``."""
+        order = np.argsort(self.record_cell, kind="stable")
+        start = np.concatenate([[0], np.cumsum(self.cell_counts)]).astype(np.int64)
+        return order.astype(np.int64), start
+
     def take(self, rows: np.ndarray | Sequence[int]) -> CategoricalData:
         """The same variables and levels restricted to ``rows`` (for per-record risk in chunks)."""
         rows = np.asarray(rows, dtype=np.int64)
         return _with_cells(self.variables, self.keep, self.synthesize, self.levels, self.codes[rows])
 
 
+def _cells(codes: np.ndarray, n_levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``codes`` in lexicographic order, each record's row and the counts (``np.unique``).
+
+    The rows are combined into one integer (their ravelled multi-index) when that fits, and counted with
+    ``bincount`` when the table of all combinations is not much larger than the data: O(n) instead of a
+    sort of the rows, which took seconds at a million records.
+    """
+    n_levels = [max(int(d), 1) for d in n_levels]
+    size = 1.0
+    for d in n_levels:
+        size *= d
+    if codes.shape[0] == 0 or size >= 2.0**62:
+        cell_codes, record_cell, cell_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return cell_codes, record_cell.ravel(), cell_counts
+    combined = np.ravel_multi_index(tuple(codes.T), n_levels)
+    if size <= 4 * codes.shape[0] + 1_000_000:
+        counts = np.bincount(combined, minlength=int(size))
+        occupied = np.flatnonzero(counts)
+        position = np.zeros(int(size), dtype=np.int64)
+        position[occupied] = np.arange(len(occupied))
+        record_cell, cell_counts = position[combined], counts[occupied]
+    else:
+        occupied, record_cell, cell_counts = np.unique(combined, return_inverse=True, return_counts=True)
+    cell_codes = np.column_stack(np.unravel_index(occupied, n_levels))
+    return cell_codes, record_cell.ravel(), cell_counts
+
+
 def _with_cells(variables, keep, synthesize, levels, codes) -> CategoricalData:
-    cell_codes, record_cell, cell_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    cell_codes, record_cell, cell_counts = _cells(codes, [len(levels[v]) for v in variables])
     return CategoricalData(
         variables=tuple(variables),
         keep=tuple(keep),
@@ -281,8 +340,7 @@ def prepare_categorical(
         except TypeError:
             ordered = np.asarray(sorted(uniques, key=str), dtype=object)
         levels[col] = ordered
-        lookup = pd.Index(ordered)
-        codes[:, j] = lookup.get_indexer(values)
+        codes[:, j] = pd.Index(ordered).get_indexer(values)
     return _with_cells(variables, keep, synthesize, levels, codes)
 
 
@@ -427,6 +485,18 @@ class GibbsSettings:
         K label-swap Metropolis moves per iteration (Papaspiliopoulos & Roberts 2008). Without them the
         sampler keeps the correct target but the stick order, alpha and the number of occupied components
         mix very slowly (kept switchable for that comparison).
+    alpha_update
+        ``"collapsed"`` (default): alpha given the allocations with the sticks integrated out, by slice
+        sampling; ``"conditional"``: alpha given the sticks, Gamma(a_alpha + K - 1, b_alpha - sum log(1 -
+        beta_k)). Both exact; kept switchable for the measured comparison in ``bench/dpmpm.py``.
+    exchange_moves
+        Level-exchange Metropolis moves per iteration, in multiples of K (0: none): all records with one
+        level of a synthesized variable swap components ``i`` and ``j`` (:func:`_level_exchange`; the level
+        drawn in proportion to its records), so a large level can move between a component of its own and
+        a shared one in one step. Measured on the CE-like data (six seeds, one chain of 10,000 iterations
+        each): without them the smallest ESS/s over the county probabilities was 2 and 12 in two of the six
+        chains (one of the largest counties stuck in one configuration), 469-685 in the others; with K moves
+        120-595 in all six, for 10-25% more time per iteration.
     """
 
     draws: int = 4000
@@ -434,6 +504,8 @@ class GibbsSettings:
     chains: int = 2
     thin: int = 4
     label_swaps: bool = True
+    alpha_update: str = "collapsed"
+    exchange_moves: int = 1
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -442,6 +514,10 @@ class GibbsSettings:
                 raise ValueError(f"Gibbs setting {name!r} must be a positive integer, got {value!r}")
         if self.draws // self.thin < 1:
             raise ValueError("draws / thin must leave at least one stored draw")
+        if not isinstance(self.exchange_moves, int | np.integer) or self.exchange_moves < 0:
+            raise ValueError(f"exchange_moves must be a non-negative integer, got {self.exchange_moves!r}")
+        if self.alpha_update not in ALPHA_UPDATES:
+            raise ValueError(f"alpha_update must be one of {ALPHA_UPDATES}, got {self.alpha_update!r}")
 
     @property
     def stored(self) -> int:
@@ -451,6 +527,245 @@ class GibbsSettings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dictionary."""
         return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------------
+# Exact binomial and multinomial draws in compiled code (numba's generator)
+#
+# numba's own ``np.random.binomial`` (legacy API) is an inversion whose cost grows with ``n p`` and which,
+# when ``(1 - p)^n`` underflows, splits ``n`` by ``n >>= 2`` and silently drops up to three trials. The
+# draws below are exact and cost O(1) in ``n``: inversion when ``n min(p, 1 - p) <= 30``, BTPE
+# (Kachitvichyanukul & Schmeiser 1988, as in numpy) otherwise, with its final acceptance test done with
+# exact log-factorials instead of Stirling's series.
+
+
+_RECIPROCALS = 1.0 / np.maximum(np.arange(256), 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_inversion(n: int, p: float) -> int:
+    """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
+    q = 1.0 - p
+    ratio = p / q
+    qn = np.exp(n * np.log1p(-p))
+    bound = min(float(n), n * p + 10.0 * np.sqrt(n * p * q + 1.0))
+    x = 0
+    px = qn
+    u = np.random.random()  # noqa: NPY002 - numba's generator
+    while u > px:
+        x += 1
+        if x > bound:  # beyond 10 sd (or rounding): start again
+            x = 0
+            px = qn
+            u = np.random.random()  # noqa: NPY002 - numba's generator
+        else:
+            u -= px
+            # P(x) / P(x - 1) = (n - x + 1) / x * p / q, with 1 / x from a table (a division per step was
+            # most of the cost)
+            px *= (n - x + 1) * ratio * (_RECIPROCALS[x] if x < _RECIPROCALS.shape[0] else 1.0 / x)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_btpe(n: int, r: float) -> int:
+    """Binomial(n, r) by BTPE for ``r <= 0.5`` and ``n r > 30``; exact log-factorials in the last test."""
+    q = 1.0 - r
+    fm = n * r + r
+    m = int(np.floor(fm))
+    nrq = n * r * q
+    p1 = np.floor(2.195 * np.sqrt(nrq) - 4.6 * q) + 0.5
+    xm = m + 0.5
+    xl = xm - p1
+    xr = xm + p1
+    c = 0.134 + 20.5 / (15.3 + m)
+    a = (fm - xl) / (fm - xl * r)
+    laml = a * (1.0 + a / 2.0)
+    a = (xr - fm) / (xr * q)
+    lamr = a * (1.0 + a / 2.0)
+    p2 = p1 * (1.0 + 2.0 * c)
+    p3 = p2 + c / laml
+    p4 = p3 + c / lamr
+    log_fm = np.nan  # log m! (n - m)!, computed when first needed
+    while True:
+        u = np.random.random() * p4  # noqa: NPY002 - numba's generator
+        v = np.random.random()  # noqa: NPY002 - numba's generator
+        if u <= p1:  # triangular region: accepted at once
+            return int(np.floor(xm - p1 * v + u))
+        if u <= p2:  # parallelograms
+            x = xl + (u - p1) / c
+            v = v * c + 1.0 - abs(m - x + 0.5) / p1
+            if v > 1.0:
+                continue
+            y = int(np.floor(x))
+        elif u <= p3:  # left exponential tail
+            y = int(np.floor(xl + np.log(v) / laml))
+            if y < 0 or v == 0.0:
+                continue
+            v = v * (u - p2) * laml
+        else:  # right exponential tail
+            y = int(np.floor(xr - np.log(v) / lamr))
+            if y > n or v == 0.0:
+                continue
+            v = v * (u - p3) * lamr
+        k = abs(y - m)
+        if k <= 20 or k >= nrq / 2.0 - 1.0:
+            # f(y) / f(m) by the recursion of the probabilities
+            s = r / q
+            a = s * (n + 1)
+            f = 1.0
+            if m < y:
+                for i in range(m + 1, y + 1):
+                    f *= a / i - s
+            elif m > y:
+                for i in range(y + 1, m + 1):
+                    f /= a / i - s
+            if v <= f:
+                return y
+            continue
+        # squeeze on log f(y) / f(m), then the exact value
+        rho = (k / nrq) * ((k * (k / 3.0 + 0.625) + 0.16666666666666666) / nrq + 0.5)
+        t = -k * k / (2.0 * nrq)
+        log_v = np.log(v)
+        if log_v < t - rho:
+            return y
+        if log_v > t + rho:
+            continue
+        if np.isnan(log_fm):
+            log_fm = math.lgamma(m + 1.0) + math.lgamma(n - m + 1.0)
+        if log_v <= log_fm - math.lgamma(y + 1.0) - math.lgamma(n - y + 1.0) + (y - m) * np.log(r / q):
+            return y
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial(n: int, p: float) -> int:
+    """An exact Binomial(n, p) draw from numba's generator, O(1) expected cost in ``n``."""
+    if n <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return n
+    if p <= 0.5:
+        return _binomial_inversion(n, p) if n * p <= 30.0 else _binomial_btpe(n, p)
+    q = 1.0 - p
+    return n - (_binomial_inversion(n, q) if n * q <= 30.0 else _binomial_btpe(n, q))
+
+
+@numba.njit(cache=True, nogil=True)
+def _multinomial(
+    n: int,
+    prob: np.ndarray,
+    out: np.ndarray,
+    scratch: np.ndarray,
+    small: int,
+    largest: int = -1,
+    total: float = 0.0,
+) -> None:
+    """``out`` = an exact Multinomial(n, prob / sum(prob)) draw (``prob`` non-negative, not normalised).
+
+    Conditional binomials, largest probability first, while more than ``small`` trials are left; the
+    remaining trials are then independent categorical draws over the components not yet drawn (given the
+    counts drawn so far, the rest is multinomial over the rest), by ``left`` sorted uniforms and one sweep.
+    Cost O(K) per binomial plus O(K + left^2) for the rest, independent of ``n`` when the probabilities are
+    concentrated. ``prob`` is overwritten: the entries of the components drawn by binomials are set to zero.
+    ``largest`` and ``total``, when given (``largest >= 0``), are the position of the largest probability
+    and the sum, known to the caller: the first scan is then skipped.
+    """
+    K = prob.shape[0]
+    for k in range(K):
+        out[k] = 0
+    left = n
+    fallback = -1
+    while left > small:
+        if largest >= 0:
+            best, rest = largest, total
+            largest = -1
+        else:
+            best = 0
+            rest = 0.0
+            for k in range(K):
+                rest += prob[k]
+                if prob[k] > prob[best]:
+                    best = k
+        top = prob[best]
+        if not (top > 0.0 and rest > 0.0):
+            break
+        q = top / rest
+        m = left if q >= 1.0 else _binomial(left, q)
+        out[best] = m
+        left -= m
+        prob[best] = 0.0  # drawn: out of the rest
+        fallback = best
+    if left == 0:
+        return
+    rest = 0.0
+    last = -1
+    for k in range(K):
+        if prob[k] > 0.0:
+            rest += prob[k]
+            last = k
+    if last < 0:  # nothing left with positive probability (cannot happen with a positive total)
+        out[max(fallback, 0)] += left
+        return
+    if left <= scratch.shape[0]:
+        for i in range(left):
+            u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            h = i
+            while h > 0 and scratch[h - 1] > u:
+                scratch[h] = scratch[h - 1]
+                h -= 1
+            scratch[h] = u
+        i = 0
+        acc = 0.0
+        for k in range(last):
+            acc += prob[k]
+            while i < left and scratch[i] < acc:
+                out[k] += 1
+                i += 1
+            if i == left:
+                return
+        out[last] += left - i
+        return
+    for _ in range(left):
+        u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+        acc = 0.0
+        chosen = last
+        for k in range(last):
+            acc += prob[k]
+            if u < acc:
+                chosen = k
+                break
+        out[chosen] += 1
+
+
+@numba.njit(cache=True)
+def _draw_binomials(n: np.ndarray, p: np.ndarray, seed: int) -> np.ndarray:
+    """Vectorised :func:`_binomial` (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    out = np.empty(n.shape[0], dtype=np.int64)
+    for i in range(n.shape[0]):
+        out[i] = _binomial(n[i], p[i])
+    return out
+
+
+@numba.njit(cache=True)
+def _draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, seed: int) -> np.ndarray:
+    """``size`` draws of :func:`_multinomial` (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    K = prob.shape[0]
+    out = np.empty((size, K), dtype=np.int64)
+    scratch = np.empty(small, dtype=np.float64)
+    work = np.empty(K)
+    for i in range(size):
+        work[:] = prob
+        _multinomial(n, work, out[i], scratch, small)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _gamma(shape: float) -> float:
+    """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
+    if shape == 1.0:
+        return -np.log(1.0 - np.random.random())  # noqa: NPY002 - numba's generator
+    return np.random.gamma(shape, 1.0)  # noqa: NPY002 - numba's generator
 
 
 @numba.njit(cache=True, nogil=True)
@@ -523,6 +838,121 @@ def _log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _resize_log_ratio(n_k: np.ndarray, i: int, new_i: int, j: int, new_j: int, alpha: float, beta_a: float) -> float:
+    """Change of :func:`_log_allocation_prob` when component ``i`` holds ``new_i`` records and ``j`` ``new_j``.
+
+    Only the factors of the components between the two change (the tail sums above ``max(i, j)`` and below
+    ``min(i, j)`` do not, the total being kept), so the cost is O(|i - j|) log-gamma calls rather than O(K).
+    """
+    K = n_k.shape[0]
+    lo, hi = min(i, j), max(i, j)
+    tail = 0.0
+    for m in range(hi + 1, K):
+        tail += n_k[m]
+    change = 0.0
+    before = tail
+    after = tail
+    for k in range(hi, lo - 1, -1):
+        old = n_k[k]
+        new = new_i if k == i else (new_j if k == j else old)
+        if k < K - 1:
+            change += math.lgamma(beta_a + new) + math.lgamma(alpha + after)
+            change -= math.lgamma(beta_a + new + alpha + after)
+            change -= math.lgamma(beta_a + old) + math.lgamma(alpha + before)
+            change += math.lgamma(beta_a + old + alpha + before)
+        before += old
+        after += new
+    return change
+
+
+@numba.njit(cache=True, nogil=True)
+def _swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float) -> float:
+    """Change of :func:`_log_allocation_prob` when the sizes of components ``j`` and ``l`` are swapped."""
+    return _resize_log_ratio(n_k, j, n_k[l], l, n_k[j], alpha, beta_a)
+
+
+@numba.njit(cache=True, nogil=True)
+def _level_exchange(
+    level: int,
+    i: int,
+    j: int,
+    allocation: np.ndarray,  # (C, K) records of every cell in every component
+    cells: np.ndarray,  # the cells holding ``level``
+    cell_index: np.ndarray,
+    concentration: np.ndarray,
+    total_concentration: np.ndarray,  # (K, p) sum of the Dirichlet parameters of every variable
+    counts: np.ndarray,
+    n_k: np.ndarray,
+    alpha: float,
+    beta_a: float,
+    change: np.ndarray,  # (L,) work, zero on entry and on exit
+    touched: np.ndarray,  # (L,) work
+    seen: np.ndarray,  # (L,) work, False on entry and on exit
+    cell_counts: np.ndarray,
+    last_choice: np.ndarray,  # (C, small) the component of every record of the small cells
+) -> bool:
+    """Metropolis exchange of the records with ``level`` between components ``i`` and ``j`` (all of them).
+
+    The exchange is its own reverse and is proposed with the same probability from either state, so the
+    acceptance ratio is the ratio of ``p(allocations | alpha)`` with the sticks and theta integrated out
+    (truncated stick breaking: :func:`_log_allocation_prob`; Dirichlet-multinomial per component and
+    variable); the multinomial coefficients of the cells do not change. It moves a level's records from a
+    shared component to an empty one (or back) in one step, which the allocation step can only do record by
+    record through states of low probability. Returns whether it was accepted (then ``allocation``,
+    ``counts`` and ``n_k`` are updated).
+    """
+    p = cell_index.shape[1]
+    moved = 0  # records that go from j to i, net
+    n_touched = 0
+    for c in cells:
+        diff = allocation[c, j] - allocation[c, i]
+        if diff == 0:
+            continue
+        moved += diff
+        for v in range(p):
+            l = cell_index[c, v]
+            if not seen[l]:
+                seen[l] = True
+                touched[n_touched] = l
+                n_touched += 1
+            change[l] += diff
+    if n_touched == 0:
+        return False
+    log_ratio = 0.0
+    new_i, new_j = n_k[i] + moved, n_k[j] - moved
+    for v in range(p):
+        log_ratio += math.lgamma(total_concentration[i, v] + n_k[i]) - math.lgamma(total_concentration[i, v] + new_i)
+        log_ratio += math.lgamma(total_concentration[j, v] + n_k[j]) - math.lgamma(total_concentration[j, v] + new_j)
+    for t in range(n_touched):
+        l = touched[t]
+        d = change[l]
+        if d == 0:
+            continue
+        a_i, a_j = concentration[i, l] + counts[i, l], concentration[j, l] + counts[j, l]
+        log_ratio += math.lgamma(a_i + d) - math.lgamma(a_i) + math.lgamma(a_j - d) - math.lgamma(a_j)
+    log_ratio += _resize_log_ratio(n_k, i, new_i, j, new_j, alpha, beta_a)
+    accept = np.log(np.random.random()) < log_ratio  # noqa: NPY002 - numba's generator, seeded per chain
+    if accept:
+        n_k[i], n_k[j] = new_i, new_j
+        for c in cells:
+            allocation[c, i], allocation[c, j] = allocation[c, j], allocation[c, i]
+            if cell_counts[c] <= last_choice.shape[1]:  # a small cell: its records' components, relabelled
+                for r in range(cell_counts[c]):
+                    if last_choice[c, r] == i:
+                        last_choice[c, r] = j
+                    elif last_choice[c, r] == j:
+                        last_choice[c, r] = i
+        for t in range(n_touched):
+            l = touched[t]
+            counts[i, l] += change[l]
+            counts[j, l] -= change[l]
+    for t in range(n_touched):
+        change[touched[t]] = 0
+        seen[touched[t]] = False
+    return accept
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -536,6 +966,13 @@ def _gibbs_chain(
     thin: int,
     seed: int,
     swap_moves: int,
+    small_cell: int,
+    alpha_mode: int,
+    level_cells: np.ndarray,  # cells grouped by their level of the moved variables (flat level axis)
+    level_cell_start: np.ndarray,  # (L + 1,) cells of flat level l: level_cells[start[l]:start[l + 1]]
+    move_levels: np.ndarray,  # flat levels whose records the exchange moves act on
+    move_cdf: np.ndarray,  # cumulative proposal probabilities of those levels
+    exchange_moves: int,
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -562,7 +999,20 @@ def _gibbs_chain(
     log_w = np.empty(K)
     prob = np.empty(K)
     cdf = np.empty(K)
-    small_cell = 12
+    drawn = np.zeros(K, dtype=np.int64)
+    scratch = np.empty(small_cell, dtype=np.float64)
+    allocation = np.zeros((n_cells if exchange_moves > 0 else 0, K), dtype=np.int64)
+    last_choice = np.zeros((n_cells if exchange_moves > 0 else 0, small_cell), dtype=np.int64)
+    change = np.zeros(L, dtype=np.int64)
+    touched = np.zeros(L, dtype=np.int64)
+    seen = np.zeros(L, dtype=np.bool_)
+    total_concentration = np.zeros((K, p))
+    for k in range(K):
+        for j in range(p):
+            for l in range(var_start[j], var_start[j + 1]):
+                total_concentration[k, j] += concentration[k, l]
+    prefix = np.empty((p + 1, K))
+    previous = np.empty(p, dtype=np.int64)
     n_k = np.zeros(K, dtype=np.int64)
     counts = np.zeros((K, L), dtype=np.int64)
     log_beta = np.empty(K)
@@ -575,18 +1025,35 @@ def _gibbs_chain(
                 theta_t[l, k] = theta[k, l]
         n_k[:] = 0
         counts[:, :] = 0
-        # z | pi, theta, X: allocate each cell's records to components (eq. 1-2).
+        for k in range(K):
+            prefix[0, k] = pi[k]
+        # z | pi, theta, X: allocate each cell's records to components (eq. 1-2). Records of a cell are
+        # exchangeable, so their allocation counts are one Multinomial(n_c, p(z = k | cell)) draw; only the
+        # counts per (component, level) are kept, which is all the theta and stick updates need.
+        # prefix[j] = pi * prod_{i<j} theta^(i)[x_ci]: consecutive cells (sorted) share leading values,
+        # so only the products from the first differing variable on are recomputed.
+        for j in range(p):
+            previous[j] = -1
         for c in range(n_cells):
             n_c = cell_counts[c]
-            for k in range(K):
-                prob[k] = pi[k]
+            first = p
             for j in range(p):
+                if cell_index[c, j] != previous[j]:
+                    first = j
+                    break
+            for j in range(first, p):
                 row = cell_index[c, j]
+                previous[j] = row
                 for k in range(K):
-                    prob[k] *= theta_t[row, k]
+                    prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
             total = 0.0
+            best = 0
             for k in range(K):
+                prob[k] = prefix[p, k]
                 total += prob[k]
+                cdf[k] = total
+                if prob[k] > prob[best]:
+                    best = k
             if not (total > 1e-280 and total < np.inf):
                 # Underflow with many variables: redo this cell in logs.
                 top = -np.inf
@@ -597,48 +1064,66 @@ def _gibbs_chain(
                     log_w[k] = v
                     top = max(top, v)
                 total = 0.0
+                best = 0
                 for k in range(K):
                     prob[k] = np.exp(log_w[k] - top)
                     total += prob[k]
+                    cdf[k] = total
+                    if prob[k] > prob[best]:
+                        best = k
             if n_c <= small_cell:
-                # A few records: one categorical draw each (cheaper than K binomials).
-                acc = 0.0
-                for k in range(K):
-                    acc += prob[k]
-                    cdf[k] = acc
-                for _ in range(n_c):
-                    u = np.random.random() * acc  # noqa: NPY002 - numba's generator, seeded per chain
+                # A few records: one categorical draw each.
+                if exchange_moves > 0:
+                    for r in range(n_c):  # clear last iteration's entries of this cell (cheaper than K)
+                        allocation[c, last_choice[c, r]] = 0
+                for r in range(n_c):
+                    u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
                     chosen = K - 1
                     for k in range(K):
                         if u < cdf[k]:
                             chosen = k
                             break
                     n_k[chosen] += 1
+                    if exchange_moves > 0:
+                        allocation[c, chosen] += 1
+                        last_choice[c, r] = chosen
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
-            else:
-                # Multinomial(n_c, prob / total) by sequential binomials.
-                left = n_c
-                rest = total
-                for k in range(K):
-                    if left == 0:
-                        break
-                    if k == K - 1 or rest <= 0.0:
-                        m = left
-                    else:
-                        q = prob[k] / rest
-                        if q >= 1.0:
-                            m = left
-                        elif q <= 0.0:
-                            m = 0
-                        else:
-                            m = np.random.binomial(left, q)  # noqa: NPY002 - numba's generator, seeded per chain
-                    rest -= prob[k]
-                    if m > 0:
-                        left -= m
-                        n_k[k] += m
-                        for j in range(p):
-                            counts[k, cell_index[c, j]] += m
+                continue
+            _multinomial(n_c, prob, drawn, scratch, small_cell, best, total)
+            for k in range(K):
+                m = drawn[k]
+                if exchange_moves > 0:
+                    allocation[c, k] = m
+                if m > 0:
+                    n_k[k] += m
+                    for j in range(p):
+                        counts[k, cell_index[c, j]] += m
+        # Level-exchange moves (theta and the sticks integrated out; see _level_exchange), right after the
+        # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
+        # from here until its draw below: the label swaps carry it along without using it.
+        for _ in range(exchange_moves):
+            # a level drawn in proportion to its records (a fixed choice, the same from either state)
+            u = np.random.random() * move_cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
+            lo, hi = 0, move_cdf.shape[0] - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if u < move_cdf[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            level = move_levels[lo]
+            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+            if j >= i:
+                j += 1
+            if counts[i, level] == 0 and counts[j, level] == 0:
+                continue
+            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
+            _level_exchange(
+                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
+            )  # fmt: skip
         # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
         # theta together) with pi integrated out; see _log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
@@ -652,18 +1137,17 @@ def _gibbs_chain(
                 l = j + 1 if j < K - 1 else j - 1
             if n_k[j] == n_k[l]:
                 continue
-            before = _log_allocation_prob(n_k, alpha, beta_a)
-            n_k[j], n_k[l] = n_k[l], n_k[j]
-            after = _log_allocation_prob(n_k, alpha, beta_a)
-            if np.log(np.random.random()) < after - before:  # noqa: NPY002 - numba's generator, seeded per chain
+            log_ratio = _swap_log_ratio(n_k, j, l, alpha, beta_a)
+            if np.log(np.random.random()) < log_ratio:  # noqa: NPY002 - numba's generator, seeded per chain
+                n_k[j], n_k[l] = n_k[l], n_k[j]
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
-            else:
-                n_k[j], n_k[l] = n_k[l], n_k[j]
-        # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha below:
-        # together an exact draw of (alpha, beta) | z, which mixes alpha far better than alpha | beta.
-        alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
+        if alpha_mode == 0:
+            # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
+            # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
+            # as alpha | beta (measured: bench/dpmpm.py --configs collapsed,1 conditional,1).
+            alpha = _slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
         # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
         # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
         tail = 0
@@ -676,6 +1160,12 @@ def _gibbs_chain(
                 log_beta[k] = log_x - norm
                 log_one_minus[k] = log_y - norm
             tail += n_k[k]
+        if alpha_mode == 1:
+            # alpha | beta (eq. 4-5): Gamma(a_alpha + K - 1, rate b_alpha - sum_{k<K} log(1 - beta_k)).
+            rate = b_alpha
+            for k in range(K - 1):
+                rate -= log_one_minus[k]
+            alpha = np.random.gamma(a_alpha + K - 1, 1.0 / rate)  # noqa: NPY002 - numba's generator, seeded per chain
         # pi by eq. (3), in logs.
         running = 0.0
         for k in range(K):
@@ -689,7 +1179,7 @@ def _gibbs_chain(
             for j in range(p):
                 s = 0.0
                 for l in range(var_start[j], var_start[j + 1]):
-                    g = np.random.gamma(concentration[k, l] + counts[k, l], 1.0)  # noqa: NPY002 - numba's generator, seeded per chain
+                    g = _gamma(concentration[k, l] + counts[k, l])
                     theta[k, l] = g
                     s += g
                 for l in range(var_start[j], var_start[j + 1]):
@@ -741,6 +1231,22 @@ def run_gibbs(
     cell_index = np.ascontiguousarray(data.cell_codes + var_start[:-1][None, :])
     concentration = np.ascontiguousarray(np.concatenate(hyperparameters["theta_concentration"], axis=1))
     seeds = np.random.SeedSequence([int(seed), 7]).generate_state(settings.chains)
+    # cells grouped by their level of every synthesized variable, for the level-exchange moves
+    move_levels = np.concatenate(
+        [np.arange(var_start[j], var_start[j + 1]) for j in data.synthesize_index] or [np.zeros(0, np.int64)]
+    ).astype(np.int64)
+    flat = cell_index[:, data.synthesize_index]  # (C, J)
+    owner = np.repeat(np.arange(len(cell_index)), flat.shape[1])
+    order = np.argsort(flat.ravel(), kind="stable")
+    level_cells = np.ascontiguousarray(owner[order]).astype(np.int64)
+    level_cell_start = np.concatenate([[0], np.cumsum(np.bincount(flat.ravel(), minlength=int(var_start[-1])))])
+    level_cell_start = level_cell_start.astype(np.int64)
+    exchanges = settings.exchange_moves * hyperparameters["K"] if len(move_levels) else 0
+    level_records = np.zeros(int(var_start[-1]))
+    for j in data.synthesize_index:
+        np.add.at(level_records, cell_index[:, j], data.cell_counts)
+    # levels proposed in proportion to their records: the large levels are the slowly mixing ones
+    move_cdf = np.cumsum(level_records[move_levels]) if len(move_levels) else np.ones(1)
 
     def one_chain(chain: int) -> tuple[np.ndarray, ...]:
         return _gibbs_chain(
@@ -756,6 +1262,13 @@ def run_gibbs(
             settings.thin,
             int(seeds[chain] % (2**31 - 1)),
             hyperparameters["K"] if settings.label_swaps else 0,
+            SMALL_CELL,
+            ALPHA_UPDATES.index(settings.alpha_update),
+            level_cells,
+            level_cell_start,
+            move_levels,
+            move_cdf,
+            exchanges,
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
@@ -770,6 +1283,107 @@ def run_gibbs(
     result = {key: np.stack(values) for key, values in out.items()}
     result["var_start"] = var_start
     return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Synthesis in compiled code
+
+
+@numba.njit(cache=True, nogil=True)
+def _level_draws(m: int, cdf: np.ndarray, start: int, stop: int, out: np.ndarray, column: int, first: int) -> bool:
+    """``m`` independent draws of a level (codes ``0 .. stop - start - 1``) with cumulative probabilities
+    ``cdf[start:stop]`` into ``out[first:first + m, column]``. Few draws: one binary search each; many:
+    the level counts by conditional binomials, written in level order (then the caller shuffles them).
+    Returns whether the values were written in level order.
+    """
+    d = stop - start
+    total = cdf[stop - 1]
+    if m <= 8 * d:
+        for i in range(m):
+            u = np.random.random() * total  # noqa: NPY002 - numba's generator
+            lo, hi = start, stop - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if u < cdf[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            out[first + i, column] = lo - start
+        return False
+    left = m
+    position = first
+    below = 0.0
+    for l in range(start, stop):
+        if left == 0:
+            break
+        rest = total - below
+        mass = cdf[l] - below
+        below = cdf[l]
+        if l == stop - 1 or mass >= rest:
+            count = left
+        else:
+            count = _binomial(left, mass / rest) if rest > 0.0 else 0
+        for _ in range(count):
+            out[position, column] = l - start
+            position += 1
+        left -= count
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _synthesize_cells(
+    order: np.ndarray,  # (n,) records grouped by cell
+    cell_start: np.ndarray,  # (C + 1,)
+    class_weights: np.ndarray,  # (C, K) p(z = k | the conditioning values of the cell), not necessarily normalised
+    theta_cdf: np.ndarray,  # (K, L) cumulative theta of every synthesized variable along its own block of levels
+    syn_start: np.ndarray,  # (J + 1,) blocks of the synthesized variables on the level axis of theta_cdf
+    seed: int,
+    small: int,
+) -> np.ndarray:
+    """Synthesized level codes ``(n, J)``: per cell, the class counts of its records (one multinomial), per
+    (cell, class) group the values of every synthesized variable, then a random assignment to the records.
+
+    The records of a cell are exchangeable (equal in every modelled variable), so this is the same
+    distribution as a class and values drawn per record, at a cost that grows with the records only through
+    the final assignment.
+    """
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per dataset
+    n_cells, K = class_weights.shape
+    J = syn_start.shape[0] - 1
+    out = np.empty((order.shape[0], J), dtype=np.int64)
+    drawn = np.zeros(K, dtype=np.int64)
+    weights = np.empty(K)
+    scratch = np.empty(small, dtype=np.float64)
+    largest = 0
+    for c in range(n_cells):
+        largest = max(largest, cell_start[c + 1] - cell_start[c])
+    slots = np.empty((largest, J), dtype=np.int64)
+    for c in range(n_cells):
+        first = cell_start[c]
+        n_c = cell_start[c + 1] - first
+        weights[:] = class_weights[c]
+        _multinomial(n_c, weights, drawn, scratch, small)
+        position = 0
+        for k in range(K):
+            m = drawn[k]
+            if m == 0:
+                continue
+            for r in range(J):
+                in_order = _level_draws(m, theta_cdf[k], syn_start[r], syn_start[r + 1], slots, r, position)
+                if in_order and J > 1:
+                    # values of different variables are independent given the class: shuffle within the group
+                    for i in range(m - 1, 0, -1):
+                        h = np.random.randint(0, i + 1)  # noqa: NPY002 - numba's generator
+                        slots[position + i, r], slots[position + h, r] = slots[position + h, r], slots[position + i, r]
+            position += m
+        # a uniformly random assignment of the cell's synthesized rows to its records
+        for i in range(n_c - 1, -1, -1):
+            h = np.random.randint(0, i + 1) if i > 0 else 0  # noqa: NPY002 - numba's generator
+            record = order[first + i]
+            for r in range(J):
+                out[record, r] = slots[h, r]
+                slots[h, r] = slots[i, r]
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -978,11 +1592,12 @@ class DPMPMSynthesizer:
         For each draw: a latent class per record from the chosen conditional, then every synthesized
         variable independently from ``theta_z`` (eq. 1); the kept values are never changed.
         """
-        samples = posterior.sizes["sample"]
-        out = np.empty((samples, data.n_records), dtype=np.int64)
-        for s in range(samples):
-            draw = posterior.isel(sample=[s])
-            out[s] = data.joint_code(self.synthesize_codes(draw, data, rng)[0])
+        pi, thetas = self._arrays(posterior, data)
+        out = np.empty((pi.shape[0], data.n_records), dtype=np.int64)
+        shape = data.synthesized_shape
+        for s in range(pi.shape[0]):
+            values = self._synthesize_one(pi[s], [t[s] for t in thetas], data, rng)
+            out[s] = np.ravel_multi_index(tuple(values.T), shape) if values.shape[1] > 1 else values[:, 0]
         return xr.DataArray(
             out, dims=("sample", "item"), coords={"sample": posterior["sample"].to_numpy()}, name="synthetic"
         )
@@ -991,23 +1606,24 @@ class DPMPMSynthesizer:
         """Full coded synthetic records for each draw: ``(sample, n, p)`` with only synthesized columns changed."""
         pi, thetas = self._arrays(posterior, data)
         result = np.repeat(data.codes[None], pi.shape[0], axis=0)
-        # Class weights per cell (records of one cell share them), then one class per record.
-        cell_codes = data.cell_codes
         for s in range(pi.shape[0]):
-            w = self._class_weights(pi[s : s + 1], [t[s : s + 1] for t in thetas], data, cell_codes, self.conditioning)[
-                0
-            ]
-            cdf = np.cumsum(w, axis=1)[data.record_cell]
-            u = rng.random(data.n_records)[:, None] * cdf[:, -1:]
-            z = np.minimum((cdf < u).sum(axis=1), self.K - 1)
-            for j in data.synthesize_index:
-                theta = thetas[j][s]
-                values = np.empty(data.n_records, dtype=np.int64)
-                for k in np.unique(z):
-                    rows = np.flatnonzero(z == k)
-                    values[rows] = rng.choice(theta.shape[1], size=len(rows), p=theta[k] / theta[k].sum())
-                result[s, :, j] = values
+            result[s][:, data.synthesize_index] = self._synthesize_one(pi[s], [t[s] for t in thetas], data, rng)
         return result
+
+    def _synthesize_one(
+        self, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Synthesized level codes ``(n, J)`` from one posterior draw (``pi`` (K,), ``thetas`` [(K, d_j)])."""
+        # p(z = k | the conditioning values) per cell: records of one cell share it.
+        weights = self._class_weights(pi[None], [t[None] for t in thetas], data, data.cell_codes, self.conditioning)[0]
+        synthesized = [thetas[j] for j in data.synthesize_index]
+        theta_cdf = np.ascontiguousarray(np.concatenate([np.cumsum(t, axis=1) for t in synthesized], axis=1))
+        syn_start = np.concatenate([[0], np.cumsum([t.shape[1] for t in synthesized])]).astype(np.int64)
+        order, cell_start = data.cell_order
+        seed = int(rng.integers(0, 2**31 - 1))
+        return _synthesize_cells(
+            order, cell_start, np.ascontiguousarray(weights), theta_cdf, syn_start, seed, SMALL_CELL
+        )
 
     def release_frame(self, data: CategoricalData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m).

@@ -45,9 +45,13 @@ Priors (arguments, with defaults; the paper only says "vague"): ``beta_k ~ N(0, 
 priors on ``sigma`` and ``tau`` with scale the sample standard deviation of the response (weakly
 informative, flat near zero), and the grid prior on ``phi`` above.
 
-Not built yet: a scalable approximation (nearest-neighbour / Vecchia GP) for N beyond a few thousand.
-The exact computation needs one ``N x N`` eigendecomposition per grid value of ``phi`` (about 0.1 s at
-N = 500, 10 s at N = 3,000).
+Large N (``approximation="nngp"``, or ``"auto"`` beyond :data:`AUTO_EXACT_LIMIT` = 3,000 records): the
+exact computation needs one ``N x N`` eigendecomposition per grid value of ``phi`` (about 0.1 s at N = 500,
+10 s at N = 3,000). The nearest-neighbour (Vecchia) GP of :mod:`bayessdc.models.spatial_nngp` replaces it:
+the response NNGP (Finley et al. 2019) for the likelihood of both stages, each record conditioned on its
+``neighbours`` (default 15) nearest earlier records, with ``phi``, ``tau^2/sigma^2`` and ``sigma^2`` on a
+grid and ``beta`` integrated out (independent draws, no MCMC), and the latent NNGP with the same neighbour
+sets for the draws of ``w``. That module's docstring states exactly what is approximated.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from .flows import _rows  # 1-based data row numbers, the same wording as the fl
 from .sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
 
 __all__ = [
+    "AUTO_EXACT_LIMIT",
     "Restriction",
     "RotatedData",
     "SpatialData",
@@ -88,6 +93,7 @@ __all__ = [
     "paper_mean",
     "posterior_summary",
     "prepare_spatial_data",
+    "resolve_approximation",
     "risk_weights",
     "rotate",
     "simulate_spatial",
@@ -95,6 +101,10 @@ __all__ = [
 ]
 
 RiskWeights = Literal["binary", "continuous"]
+Approximation = Literal["exact", "nngp", "auto"]
+
+#: ``approximation="auto"`` uses the exact GP up to this many records and the NNGP beyond.
+AUTO_EXACT_LIMIT = 3000
 
 
 class SpatialDataError(ValueError):
@@ -707,6 +717,23 @@ def make_restriction(
 COMPILED_MODELS = CompiledModelCache()
 
 
+def resolve_approximation(approximation: str, n: int, neighbours: int = 15) -> str:
+    """``"exact"`` or ``"nngp"`` for ``n`` records (``"auto"``: exact up to :data:`AUTO_EXACT_LIMIT` records).
+
+    Raises
+    ------
+    ValueError
+        An unknown approximation or a number of neighbours below 1.
+    """
+    if approximation not in ("exact", "nngp", "auto"):
+        raise ValueError(f"approximation must be 'exact', 'nngp' or 'auto', got {approximation!r}")
+    if not isinstance(neighbours, int | np.integer) or neighbours < 1:
+        raise ValueError(f"neighbours must be a positive integer, got {neighbours!r}")
+    if approximation == "auto":
+        return "exact" if n <= AUTO_EXACT_LIMIT else "nngp"
+    return approximation
+
+
 @dataclass
 class SpatialSynthesizer:
     """One stage of the spatial synthesizer: unrestricted (``restriction=None``) or restricted.
@@ -722,13 +749,31 @@ class SpatialSynthesizer:
         Draws are cheap: a gradient costs ``O(G N p^2)``.
     restriction
         Stage-2 restriction from :func:`make_restriction`; ``None`` for the unrestricted model.
+    approximation
+        ``"exact"`` (the GP above, NUTS), ``"nngp"`` (nearest-neighbour / Vecchia GP with ``neighbours``
+        neighbours, a grid posterior with independent draws: :mod:`bayessdc.models.spatial_nngp`; the
+        sampler settings then give only the number of draws, ``chains x draws``) or ``"auto"`` (exact up to
+        :data:`AUTO_EXACT_LIMIT` records). Resolved when fitting; both stages should use the same.
+    neighbours
+        Neighbours of each record under the NNGP (``m``; Datta et al. 2016 found 10 to 15 enough for the
+        exponential covariance).
     """
 
     priors: SpatialPriors = field(default_factory=SpatialPriors)
     settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(draws=2000, target_accept=0.95))
     restriction: Restriction | None = None
     name: str = "spatial"
+    approximation: Approximation = "auto"
+    neighbours: int = 15
     _eigen_cache: dict[float, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _method: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        resolve_approximation(self.approximation, 0, self.neighbours)  # clear errors before any sampling
+
+    def method(self, data: SpatialData) -> str:
+        """``"exact"`` or ``"nngp"`` for ``data`` (the resolved ``approximation``)."""
+        return resolve_approximation(self.approximation, data.n, self.neighbours)
 
     @property
     def stage(self) -> str:
@@ -739,6 +784,9 @@ class SpatialSynthesizer:
 
     def fit(self, data: SpatialData, seed: int) -> az.InferenceData:
         """Sample this stage's posterior of ``beta, sigma, tau`` and ``phi`` (``w`` is drawn on demand)."""
+        self._method = self.method(data)
+        if self._method == "nngp":
+            return self._fit_nngp(data, seed)
         scales = self.priors.scales(data)
         r = self.restriction
         if r is None:
@@ -785,10 +833,65 @@ class SpatialSynthesizer:
         idata.attrs["stage"] = self.stage
         return idata
 
+    def _fit_nngp(self, data: SpatialData, seed: int) -> az.InferenceData:
+        """The NNGP posterior on a grid, ``chains x draws`` independent draws (:func:`fit_nngp_grid`)."""
+        from .spatial_nngp import draw_nngp_posterior, fit_nngp_grid, nearest_earlier_neighbours, neighbour_geometry
+
+        r = self.restriction
+        if r is None:
+            grid, scale, refine = self.priors.grid(data), None, self.priors.phi_grid is None
+        else:
+            grid, scale, refine = np.array([r.phi_hat]), r.smoothing, False
+        include = None if scale is None else scale > 0
+        neighbours = nearest_earlier_neighbours(data.coords, self.neighbours, include)
+        geometry = neighbour_geometry(data.coords, data.y, data.X, neighbours, scale)
+        posterior_grid = fit_nngp_grid(
+            geometry, grid, beta_sd=self.priors.beta_sd, scales=self.priors.scales(data), refine_phi=refine
+        )
+        chains, n_draws = self.settings.chains, self.settings.draws
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 2]))
+        draws = draw_nngp_posterior(posterior_grid, chains * n_draws, rng)
+        shape = (chains, n_draws)
+        coords = {"chain": np.arange(chains), "draw": np.arange(n_draws), "coefficient": data.covariate_names}
+        post = xr.Dataset(
+            {
+                "beta": (("chain", "draw", "coefficient"), draws["beta"].reshape(*shape, -1)),
+                "sigma": (("chain", "draw"), np.sqrt(draws["sigma_sq"]).reshape(shape)),
+                "tau": (("chain", "draw"), np.sqrt(draws["tau_sq"]).reshape(shape)),
+                "sigma_sq": (("chain", "draw"), draws["sigma_sq"].reshape(shape)),
+                "tau_sq": (("chain", "draw"), draws["tau_sq"].reshape(shape)),
+                "phi": (("chain", "draw"), draws["phi"].reshape(shape)),
+            },
+            coords=coords,
+        )
+        stats = xr.Dataset(
+            {"diverging": (("chain", "draw"), np.zeros(shape, dtype=bool))},
+            coords={"chain": coords["chain"], "draw": coords["draw"]},
+        )
+        idata = az.InferenceData(posterior=post, sample_stats=stats)
+        evaluations, eigen = posterior_grid.n_evaluations
+        idata.attrs.update(
+            {
+                "sampler": "independent draws from the NNGP grid posterior (no MCMC)",
+                "sampler_settings": str({"draws": n_draws, "chains": chains, "neighbours": self.neighbours}),
+                "sampler_seed": int(seed),
+                "sampling_seconds": float(posterior_grid.seconds),
+                "grid_phi_values": int(len(posterior_grid.phi)),
+                "grid_evaluations": int(evaluations),
+                "grid_eigendecompositions": int(eigen),
+                "stage": self.stage,
+            }
+        )
+        return idata
+
     def convergence_variables(self) -> list[str]:
-        """Posterior variables the convergence gate monitors (``phi`` only where it is sampled)."""
+        """Posterior variables the convergence gate monitors (``phi`` only where it is sampled by NUTS).
+
+        Under the NNGP the draws are independent; ``phi`` is left out there because its grid posterior may sit
+        on one or two grid values at large N, where r_hat is undefined.
+        """
         base = ["beta", "sigma", "tau"]
-        return base + ["phi"] if self.restriction is None else base
+        return base + ["phi"] if self.restriction is None and self._method != "nngp" else base
 
     # -- the latent process -------------------------------------------------------------------------
 
@@ -799,11 +902,15 @@ class SpatialSynthesizer:
             self._eigen_cache[key] = _eigen(data.coords, key, scale)
         return self._eigen_cache[key]
 
+    def _resolved(self, data: SpatialData) -> str:
+        return self._method or self.method(data)
+
     def draw_latent(self, posterior: xr.Dataset, data: SpatialData, rng: np.random.Generator) -> xr.DataArray:
         """Draws of ``w*`` = ``A w`` (``w`` itself when unrestricted) from its full conditional (eq. 2).
 
         One draw per posterior draw in ``posterior`` (dimension ``sample``); dims ``(sample, item)``.
-        Exactly 0 at records with ``A_ii = 0``.
+        Exactly 0 at records with ``A_ii = 0``. Under the NNGP: the full conditional under the latent NNGP
+        prior (one sparse solve per draw, :func:`bayessdc.models.spatial_nngp.draw_latent_nngp`).
         """
         beta = posterior["beta"].transpose("sample", "coefficient").to_numpy()
         sigma_sq = posterior["sigma_sq"].to_numpy()
@@ -812,6 +919,14 @@ class SpatialSynthesizer:
         inside = np.ones(data.n, bool) if self.restriction is None else self.restriction.smoothing > 0
         out = np.zeros((len(sigma_sq), data.n))
         resid = data.y[None, inside] - beta @ data.X[inside].T
+        if self._resolved(data) == "nngp":
+            from .spatial_nngp import draw_latent_nngp, nearest_earlier_neighbours
+
+            coords = data.coords[inside]
+            scale = None if self.restriction is None else self.restriction.smoothing[inside]
+            neighbours = nearest_earlier_neighbours(coords, self.neighbours)
+            out[:, inside] = draw_latent_nngp(coords, resid, sigma_sq, tau_sq, phi, neighbours, rng, scale)
+            return xr.DataArray(out, dims=("sample", "item"), coords={"sample": posterior["sample"].to_numpy()})
         for value in np.unique(phi):
             rows = np.flatnonzero(phi == value)
             lam, vectors = self._eigen_for(data, value)
@@ -840,6 +955,20 @@ class SpatialSynthesizer:
         if not outside.any():
             return latent
         inside = ~outside
+        if self._resolved(data) == "nngp":
+            from .spatial_nngp import draw_outliers_nngp
+
+            values = latent.to_numpy().copy()
+            values[:, outside] = draw_outliers_nngp(
+                data.coords[inside],
+                data.coords[outside],
+                values[:, inside],
+                posterior["sigma_sq"].to_numpy(),
+                r.phi_hat,
+                self.neighbours,
+                rng,
+            )
+            return latent.copy(data=values)
         corr_ii = exponential_correlation(data.coords[inside], None, r.phi_hat)
         corr_oi = exponential_correlation(data.coords[outside], data.coords[inside], r.phi_hat)
         corr_oo = exponential_correlation(data.coords[outside], None, r.phi_hat)
@@ -890,6 +1019,13 @@ class SpatialSynthesizer:
         process = self.draw_synthetic_process(posterior, data, rng).to_numpy()
         phi = posterior["phi"].to_numpy()
         total = np.zeros(len(new_coords))
+        if self._resolved(data) == "nngp":  # NNGP kriging from the nearest records
+            from .spatial_nngp import krige_nngp
+
+            for value in np.unique(phi):
+                rows = np.flatnonzero(phi == value)
+                total += krige_nngp(data.coords, process[rows], new_coords, float(value), self.neighbours).sum(0)
+            return total / len(phi)
         for value in np.unique(phi):
             rows = np.flatnonzero(phi == value)
             corr = exponential_correlation(data.coords, None, value) + 1e-10 * np.eye(data.n)
@@ -901,14 +1037,32 @@ class SpatialSynthesizer:
     def describe(self) -> dict[str, Any]:
         """Public description of the model (no estimates)."""
         r = self.restriction
+        method = self._method or self.approximation
+        if method == "nngp":
+            process = (
+                "w ~ GP(0, sigma^2 exp(-phi ||s - s'||)), approximated by a nearest-neighbour (Vecchia) GP: each "
+                f"record conditioned on its {self.neighbours} nearest earlier records (ordered by the first "
+                "coordinate); the response NNGP of the marginal covariance for the parameters, the latent NNGP "
+                "with the same neighbour sets for w"
+            )
+            sampler: dict[str, Any] = {
+                "method": "grid posterior of (phi, tau^2/sigma^2, sigma^2), beta integrated out; independent draws",
+                "draws": self.settings.chains * self.settings.draws,
+            }
+        else:
+            process = "w ~ GP(0, sigma^2 exp(-phi ||s - s'||)) (exact, marginalised)"
+            if method == "auto":
+                process += f"; nearest-neighbour (Vecchia) GP beyond {AUTO_EXACT_LIMIT} records"
+            sampler = {k: v for k, v in self.settings.to_dict().items() if k != "progressbar"}
         return {
             "synthesizer": self.name,
             "stage": self.stage,
+            "approximation": method,
             "paper": "Quick, Holan & Wikle, Generating partially synthetic geocoded public use data with decreased "
             "disclosure risk using differential smoothing",
             "model": {
                 "response": "Y(s) = x(s)'beta + w(s) + eps, eps ~ N(0, tau^2)",
-                "process": "w ~ GP(0, sigma^2 exp(-phi ||s - s'||)) (exact, marginalised)",
+                "process": process,
                 "priors": {
                     "beta": f"Normal(0, {self.priors.beta_sd:g}^2) each",
                     "sigma, tau": "half-Cauchy, scale the sample sd of the response unless set",
@@ -924,7 +1078,7 @@ class SpatialSynthesizer:
             },
             "synthesis": "partially synthetic: the response is replaced by x'beta + w + eps under one posterior "
             "draw per dataset; locations and covariates are released unchanged",
-            "sampler": {k: v for k, v in self.settings.to_dict().items() if k != "progressbar"},
+            "sampler": sampler,
         }
 
 
@@ -954,6 +1108,8 @@ def fit_two_stage(
     correlation: float = 0.20,
     gamma: float = math.inf,
     alpha: float | None = None,
+    approximation: Approximation = "auto",
+    neighbours: int = 15,
 ) -> TwoStageFit:
     """Fit the unrestricted model, flag the at-risk records, fit the restricted model (Section 3.3).
 
@@ -967,13 +1123,17 @@ def fit_two_stage(
         Seed of both stages.
     risk_weights, correlation, gamma, alpha
         See :func:`make_restriction`.
+    approximation, neighbours
+        ``"exact"``, ``"nngp"`` or ``"auto"`` (exact up to :data:`AUTO_EXACT_LIMIT` records), resolved once for
+        both stages; see :class:`SpatialSynthesizer`.
     """
     priors = priors or SpatialPriors()
     settings = settings or SamplerSettings(draws=2000, target_accept=0.95)
-    first = SpatialSynthesizer(priors, settings)
+    method = resolve_approximation(approximation, data.n, neighbours)
+    first = SpatialSynthesizer(priors, settings, approximation=method, neighbours=neighbours)  # type: ignore[arg-type]
     idata1 = first.fit(data, seed)
     restriction = make_restriction(data, idata1, kind=risk_weights, correlation=correlation, gamma=gamma, alpha=alpha)
-    second = SpatialSynthesizer(priors, settings, restriction)
+    second = SpatialSynthesizer(priors, settings, restriction, approximation=method, neighbours=neighbours)  # type: ignore[arg-type]
     idata2 = second.fit(data, seed + 1)
     return TwoStageFit(data, first, idata1, restriction, second, idata2)
 
@@ -999,6 +1159,7 @@ def simulate_spatial(
     dense_share: float = 0.92,
     seed: int = 0,
     covariates: Literal["paper", "none"] = "paper",
+    simulation_neighbours: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Simulate the paper's example (Sections 2 and 4) on the unit square.
 
@@ -1006,6 +1167,11 @@ def simulate_spatial(
     within ``outlier_gap`` of ``outlier``, which is the last record. ``w`` is drawn from the exponential GP
     (with ``w(outlier) = outlier_latent`` when given, the others then from their conditional given it), and
     ``Y = mean of eq. (8) + w + eps``.
+
+    ``simulation_neighbours``: ``None`` draws ``w`` from the exact GP (an ``N x N`` Cholesky factor, for up to
+    a few thousand points); a number ``m`` draws it from the NNGP with ``m`` neighbours instead (sequentially,
+    ``w_i | w_N(i)``, ``O(N m^3)``; for large N), and ``outlier_latent`` is then imposed by the exact
+    conditional update ``w + Sigma[:, k] / Sigma[k, k] (value - w_k)``.
 
     Returns
     -------
@@ -1029,6 +1195,13 @@ def simulate_spatial(
     coords = np.concatenate(points)[:n_regular]
     if outlier is not None:
         coords = np.vstack([coords, np.asarray(outlier, float)[None, :]])
+    if simulation_neighbours is not None:
+        w = _simulate_nngp(coords, sigma_sq, phi, int(simulation_neighbours), rng)
+        if outlier is not None and outlier_latent is not None:
+            column = np.exp(-phi * np.hypot(*(coords - coords[-1]).T))
+            w = w + column * (float(outlier_latent) - w[-1])
+        mean = paper_mean(coords)
+        return _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng)
     corr = exponential_correlation(coords, None, phi)
     cov = sigma_sq * corr + 1e-10 * np.eye(n)
     if outlier is not None and outlier_latent is not None:
@@ -1040,6 +1213,27 @@ def simulate_spatial(
     else:
         w = np.linalg.cholesky(cov) @ rng.standard_normal(n)
     mean = paper_mean(coords)
+    return _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng)
+
+
+def _simulate_nngp(coords: np.ndarray, sigma_sq: float, phi: float, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``w`` from the NNGP prior: ``(I - B)^-1 F^1/2 z`` by a sparse triangular solve in the ordering."""
+    from scipy.sparse.linalg import spsolve_triangular
+
+    from .spatial_nngp import _ordering, latent_nngp_factor, nearest_earlier_neighbours
+
+    neighbours = nearest_earlier_neighbours(coords, m)
+    identity_minus_b, f = latent_nngp_factor(coords, neighbours, phi)
+    order = _ordering(coords)
+    lower = identity_minus_b[order][:, order].tocsr()
+    z = np.sqrt(sigma_sq * f[order]) * rng.standard_normal(len(coords))
+    w = np.empty(len(coords))
+    w[order] = spsolve_triangular(lower, z, lower=True)
+    return w
+
+
+def _simulated_frame(coords, mean, w, tau_sq, sigma_sq, phi, outlier, covariates, rng):
+    n = len(coords)
     response = mean + w + rng.normal(0, math.sqrt(tau_sq), n)
     frame = pd.DataFrame({"x": coords[:, 0], "y": coords[:, 1]})
     if covariates == "paper":

@@ -25,6 +25,7 @@ from .combining import combine_partially_synthetic
 
 __all__ = [
     "CombinedEstimate",
+    "OrderedLogitFit",
     "combined_estimate",
     "deviation_tables",
     "ordered_logit_combined",
@@ -264,18 +265,151 @@ def combined_estimate(estimates: Any, variances: Any, level: float = 0.95) -> Co
     )
 
 
-def _ordered_logit(frame: pd.DataFrame, outcome: str, predictors: Sequence[str], levels: dict[str, list]) -> Any:
-    from statsmodels.miscmodels.ordinal_model import OrderedModel
+@dataclass(frozen=True)
+class OrderedLogitFit:
+    """A fitted cumulative-logit model: ``P(y <= j | x) = F(theta_j - x beta)``, ``F`` the logistic cdf.
 
-    exog = pd.concat(
-        [
-            pd.get_dummies(pd.Categorical(frame[c], categories=levels[c]), prefix=c, drop_first=True, dtype=float)
-            for c in predictors
-        ],
-        axis=1,
+    ``params`` and ``bse`` follow statsmodels' ``OrderedModel``: the coefficients of the one-hot predictors
+    (``<column>_<level>``), then the first threshold and the logarithms of the increments of the others
+    (``"<level>/<next level>"``); ``bse`` from the observed information.
+    """
+
+    params: pd.Series
+    bse: pd.Series
+    loglike: float
+    converged: bool
+    iterations: int
+
+
+def _ordered_logit_terms(params, q, y, X, w, n_levels, hessian: bool):
+    """Log-likelihood, gradient and (optionally) Hessian in the natural parameters ``(beta, theta)``."""
+    beta, theta = params[:q], params[q:]
+    if np.any(np.diff(theta) <= 0):
+        return -np.inf, None, None
+    eta = X @ beta
+    cut = np.concatenate([[-np.inf], theta, [np.inf]])
+    a, b = cut[y + 1] - eta, cut[y] - eta
+    Fa, Fb = _expit(a), _expit(b)
+    # P(y) = F(a) - F(b), computed on the side where it does not cancel
+    upper = b > 0
+    p = np.where(upper, _expit(-b) - _expit(-a), Fa - Fb)
+    if np.any(p <= 0) or not np.all(np.isfinite(p)):
+        return -np.inf, None, None
+    fa, fb = Fa * (1 - Fa), Fb * (1 - Fb)
+    la, lb = fa / p, -fb / p
+    n_theta = n_levels - 1
+    # d a / d params = [-x, e_y] (no threshold when y is the top level); d b / d params = [-x, e_{y-1}]
+    rows = np.arange(len(y))
+    Ea = np.zeros((len(y), n_theta))
+    Eb = np.zeros((len(y), n_theta))
+    top, bottom = y < n_theta, y > 0
+    Ea[rows[top], y[top]] = 1.0
+    Eb[rows[bottom], y[bottom] - 1] = 1.0
+    A = np.hstack([-X, Ea])
+    B = np.hstack([-X, Eb])
+    loglike = float(w @ np.log(p))
+    gradient = A.T @ (w * la) + B.T @ (w * lb)
+    if not hessian:
+        return loglike, gradient, None
+    laa = fa * (1 - 2 * Fa) / p - la**2
+    lbb = -fb * (1 - 2 * Fb) / p - lb**2
+    lab = -la * lb
+    cross = A.T @ (B * (w * lab)[:, None])
+    H = A.T @ (A * (w * laa)[:, None]) + B.T @ (B * (w * lbb)[:, None]) + cross + cross.T
+    return loglike, gradient, H
+
+
+def _expit(x: np.ndarray) -> np.ndarray:
+    from scipy.special import expit
+
+    return expit(x)
+
+
+def _ordered_logit(
+    frame: pd.DataFrame,
+    outcome: str,
+    predictors: Sequence[str],
+    levels: dict[str, list],
+    max_iter: int = 200,
+) -> OrderedLogitFit:
+    """Maximum likelihood of the ordered logit of ``outcome`` on one-hot ``predictors`` (first level reference).
+
+    Newton's method with the analytic gradient and Hessian on the distinct rows of ``(outcome, predictors)``
+    weighted by their counts (the log-likelihood is concave in ``(beta, theta)``), so the cost grows with
+    the number of distinct rows, not of records: seconds where statsmodels' ``OrderedModel`` (numerical
+    derivatives) took 90 s with 132 county dummies. Same parameters as ``OrderedModel`` (checked in the tests).
+    """
+    columns = [outcome, *predictors]
+    codes = np.column_stack([pd.Categorical(frame[c], categories=levels[c]).codes for c in columns]).astype(np.int64)
+    if np.any(codes < 0):
+        bad = [c for j, c in enumerate(columns) if np.any(codes[:, j] < 0)]
+        raise ValueError(f"values of {', '.join(bad)} outside the levels of the original data")
+    rows, counts = np.unique(codes, axis=0, return_counts=True)
+    y, w = rows[:, 0], counts.astype(float)
+    names, blocks = [], []
+    for j, c in enumerate(predictors, start=1):
+        for level_code, level in enumerate(levels[c][1:], start=1):
+            names.append(f"{c}_{level}")
+            blocks.append((rows[:, j] == level_code).astype(float))
+    X = np.column_stack(blocks) if blocks else np.zeros((len(rows), 0))
+    q, n_levels = X.shape[1], len(levels[outcome])
+    if n_levels < 2:
+        raise ValueError(f"{outcome!r} has a single level: nothing to model")
+    share = np.bincount(y, weights=w, minlength=n_levels).cumsum()[:-1] / w.sum()
+    share = np.clip(share, 1e-6, 1 - 1e-6)
+    theta = np.log(share / (1 - share))
+    theta = np.maximum.accumulate(theta + 1e-6 * np.arange(len(theta)))
+    params = np.concatenate([np.zeros(q), theta])
+    loglike, gradient, H = _ordered_logit_terms(params, q, y, X, w, n_levels, True)
+    converged = False
+    iterations = 0
+    while iterations < max_iter:
+        iterations += 1
+        try:
+            step = np.linalg.solve(-H, gradient)
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(-H, gradient, rcond=None)[0]
+        t = 1.0
+        for _ in range(60):
+            trial = params + t * step
+            new_loglike, new_gradient, new_H = _ordered_logit_terms(trial, q, y, X, w, n_levels, True)
+            if np.isfinite(new_loglike) and new_loglike >= loglike - 1e-12 * abs(loglike):
+                break
+            t /= 2
+        else:
+            break
+        gain = new_loglike - loglike
+        params, loglike, gradient, H = trial, new_loglike, new_gradient, new_H
+        if abs(gain) < 1e-10 * (1 + abs(loglike)) and np.max(np.abs(gradient)) < 1e-6 * (1 + w.sum()):
+            converged = True
+            break
+    # Covariance from the observed information; directions without information (a level seen with one
+    # response value only: separation, the estimate drifts off) get an infinite variance, not pinv's zero.
+    lam, vectors = np.linalg.eigh(-H)
+    flat = lam <= 1e-9 * max(lam.max(), 1e-300)
+    cov = (vectors[:, ~flat] / lam[~flat]) @ vectors[:, ~flat].T
+    unbounded = (vectors[:, flat] ** 2).sum(axis=1) > 1e-6
+    # statsmodels' threshold parameters: theta_1, log(theta_j - theta_{j-1})
+    theta = params[q:]
+    phi = np.concatenate([theta[:1], np.log(np.diff(theta))])
+    jac = np.zeros((len(theta), len(theta)))
+    jac[0, 0] = 1.0
+    for j in range(1, len(theta)):
+        gap = theta[j] - theta[j - 1]
+        jac[j, j], jac[j, j - 1] = 1.0 / gap, -1.0 / gap
+    full = np.eye(len(params))
+    full[q:, q:] = jac
+    variance = np.diag(full @ cov @ full.T).copy()
+    variance[(np.abs(full) @ unbounded.astype(float)) > 0] = np.inf
+    labels = levels[outcome]
+    index = names + [f"{labels[j]}/{labels[j + 1]}" for j in range(n_levels - 1)]
+    return OrderedLogitFit(
+        params=pd.Series(np.concatenate([params[:q], phi]), index=index),
+        bse=pd.Series(np.sqrt(np.maximum(variance, 0.0)), index=index),
+        loglike=loglike,
+        converged=converged,
+        iterations=iterations,
     )
-    endog = pd.Categorical(frame[outcome], categories=levels[outcome], ordered=True)
-    return OrderedModel(endog, exog, distr="logit").fit(method="bfgs", disp=False, maxiter=2000)
 
 
 def ordered_logit_combined(

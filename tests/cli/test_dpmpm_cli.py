@@ -27,6 +27,7 @@ def run(tmp_path_factory):
     table.to_csv(folder / "ce.csv", index=False)
     argv = ["dpmpm", "--data", str(folder / "ce.csv"), "--synthesize", "county", "--keep", "gender,income", "age"]
     argv += ["--known", "gender,county", "--known", "gender,age,county", "--m", "3", "--risk-records", "40"]
+    argv += ["--ordered-logit", "income:county,age,gender"]
     status = main([*argv, "--out", str(folder / "out"), *FAST, "--allow-unconverged"])
     return folder, table, status
 
@@ -84,12 +85,43 @@ def test_utility_json_has_table_deviations_and_pmse(run):
     assert utility["pmse"]["pmse"] >= 0 and utility["within_pattern"]["patterns"] == patterns
 
 
+def test_utility_json_has_the_ordered_logit_combined_over_the_synthetic_datasets(run):
+    from bayessdc.synthesis.categorical import ordered_logit_combined
+
+    folder, table, _ = run
+    (model,) = json.loads((folder / "out" / "private" / "utility.json").read_text())["ordered_logit"]
+    assert model["response"] == "income" and model["predictors"] == ["county", "age", "gender"]
+    # 11 county, 2 age, 1 gender coefficients (first levels the reference; the single-record pattern adds a
+    # level 9 to each kept column) and 3 thresholds: recomputed from the released and original tables
+    synthetic = pd.read_parquet(folder / "out" / "release" / "synthetic.parquet")
+    expected = ordered_logit_combined(table, synthetic, "income", ["county", "age", "gender"])
+    assert list(model["coefficients"]) == [str(i) for i in expected.index]
+    for name, row in expected.iterrows():
+        got = model["coefficients"][str(name)]
+        assert got["q_bar"] == pytest.approx(row["q_bar"], rel=1e-6, abs=1e-9)
+        assert got["original"] == pytest.approx(row["original"], rel=1e-6, abs=1e-9)
+    # the single-record pattern (gender, income, age all 9) separates: its levels have no finite estimate and
+    # are listed instead of averaged
+    assert {"gender_9", "age_9"} <= set(model["not_identified"])
+    for name, figures in model["coefficients"].items():
+        assert (figures["original_lower"] is None) == (name in model["not_identified"])
+    overlaps = [
+        c["interval_overlap"]
+        for name, c in model["coefficients"].items()
+        if name not in model["not_identified"] and "/" not in name and c["interval_overlap"] is not None
+    ]
+    assert model["mean_interval_overlap"] == pytest.approx(np.mean(overlaps)) and 0 < np.mean(overlaps) <= 1
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
         (["--synthesize", "county", "--keep", "gender,county"], "both synthesized and kept"),
         (["--synthesize", "county", "--keep", "gender,score"], "continuous.*bin it"),
         (["--synthesize", "county", "--keep", "gender", "--known", "gender,zip"], "neither kept nor synthesized"),
+        (["--synthesize", "county", "--keep", "gender", "--ordered-logit", "income:county"], "neither kept nor"),
+        (["--synthesize", "county", "--keep", "gender,income", "--ordered-logit", "income:gender"], "no synthesized"),
+        (["--synthesize", "county", "--keep", "gender,income", "--ordered-logit", "income"], "RESPONSE:PRED1"),
     ],
 )
 def test_bad_input_is_refused_before_sampling(tmp_path, capsys, extra, message):

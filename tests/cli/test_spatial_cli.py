@@ -108,3 +108,31 @@ def test_bad_options(tmp_path, capsys):
     args[args.index("x,y")] = "x"
     assert main(args) == 2
     assert "XCOL,YCOL" in capsys.readouterr().err
+
+
+def test_nngp_run_states_the_approximation(tmp_path):
+    frame, truth = simulate_spatial(300, seed=11, outlier_latent=-4.0)
+    frame["income"] = np.exp(frame.pop("response"))
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    extra = ["--log-response", "--m", "3", "--approximation", "nngp", "--neighbours", "10", "--draws", "500", "--quiet"]
+    assert main(_args(tmp_path, *extra)) == 0
+    model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
+    assert model["approximation"] == "nngp"
+    assert "10 nearest earlier records" in model["model"]["process"]
+    assert model["sampler"]["draws"] == 2000  # 4 chains x 500 independent draws
+    risk = json.loads((tmp_path / "out" / "private" / "risk.json").read_text())
+    assert truth["outlier_index"] in risk["outliers"]
+    diagnostics = json.loads((tmp_path / "out" / "private" / "diagnostics.json").read_text())
+    assert diagnostics["all_converged"]
+    synthetic = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
+    assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3] and (synthetic["income"] > 0).all()
+
+
+def test_bad_approximation_options(tmp_path, capsys):
+    frame, _ = simulate_spatial(40, seed=2)
+    frame["income"] = np.exp(frame.pop("response"))
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(_args(tmp_path, "--approximation", "nngp", "--neighbours", "0")) == 2
+    assert "--neighbours" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(_args(tmp_path, "--approximation", "hsgp"))
