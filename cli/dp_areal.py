@@ -334,7 +334,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         known_sets=[["gender", "county"], ["gender", "age", "county"]],
         m=5,
         seed=seed,
-        settings=SamplerSettings(draws=300, tune=300, chains=2, target_accept=0.9),
+        settings=SamplerSettings(draws=300, tune=300, chains=2, target_accept=0.95),
         repetitions=20,
         allow_unconverged=True,
         progress=False,
