@@ -357,6 +357,35 @@ def poisson_lognormal_moments(
 # The likelihood as one compiled PyTensor Op (value and gradient in one pass)
 
 
+@numba.njit(fastmath=True, cache=True, inline="always")
+def _cell_integral(c, m, tau, start_c, nodes, h, centre, steps):  # pragma: no cover - compiled
+    """One cell and component: ``log`` of the unnormalised integral (without constants), ``E[x - m]``,
+    ``E[(x - m)^2]`` under ``Poisson(c | e^x) Normal(x | m, 1 / tau)``, by the adaptive trapezoid rule."""
+    x = (tau * m + start_c) / (tau + c + 0.5)
+    for _ in range(steps):
+        e = math.exp(x)
+        x += (c - e - tau * (x - m)) / (e + tau)
+    ex = math.exp(x)
+    sd = 1.0 / math.sqrt(ex + tau)
+    step = sd * h
+    ratio = math.exp(step)
+    xj = x - centre * step
+    exj = ex * math.exp(-centre * step)
+    ref = c * x - ex - 0.5 * tau * (x - m) ** 2
+    total = 0.0
+    first = 0.0
+    second = 0.0
+    for _ in range(nodes):
+        dev = xj - m
+        f = math.exp(c * xj - exj - 0.5 * tau * dev * dev - ref)
+        total += f
+        first += f * dev
+        second += f * dev * dev
+        xj += step
+        exj *= ratio
+    return ref + math.log(total * sd), first / total, second / total
+
+
 @numba.njit(fastmath=True, cache=True)
 def _mixture_kernel(  # pragma: no cover - compiled
     location, log_rho, tau, count, pattern, weight, log_fact, nodes, half_width, steps
@@ -380,32 +409,8 @@ def _mixture_kernel(  # pragma: no cover - compiled
         start_c = (c + 0.5) * math.log(c + 0.5)
         best = -np.inf
         for k in range(K):
-            m = location[k, b]
-            x = (tau * m + start_c) / (tau + c + 0.5)
-            for _ in range(steps):
-                e = math.exp(x)
-                x += (c - e - tau * (x - m)) / (e + tau)
-            ex = math.exp(x)
-            sd = 1.0 / math.sqrt(ex + tau)
-            step = sd * h
-            ratio = math.exp(step)
-            xj = x - centre * step
-            exj = ex * math.exp(-centre * step)
-            ref = c * x - ex - 0.5 * tau * (x - m) ** 2
-            total = 0.0
-            first = 0.0
-            second = 0.0
-            for _ in range(nodes):
-                dev = xj - m
-                f = math.exp(c * xj - exj - 0.5 * tau * dev * dev - ref)
-                total += f
-                first += f * dev
-                second += f * dev * dev
-                xj += step
-                exj *= ratio
-            a[k] = log_rho[k] + ref + math.log(total * sd) + const - log_fact[d]
-            m1[k] = first / total
-            m2[k] = second / total
+            log_integral, m1[k], m2[k] = _cell_integral(c, location[k, b], tau, start_c, nodes, h, centre, steps)
+            a[k] = log_rho[k] + log_integral + const - log_fact[d]
             if a[k] > best:
                 best = a[k]
         acc = 0.0
@@ -798,27 +803,9 @@ def _cell_posterior_kernel(
         best = -np.inf
         for k in range(K):
             m = location[k, b]
-            x = (tau * m + start_c) / (tau + c + 0.5)
-            for _ in range(steps):
-                e = math.exp(x)
-                x += (c - e - tau * (x - m)) / (e + tau)
-            ex = math.exp(x)
-            sd = 1.0 / math.sqrt(ex + tau)
-            step = sd * h
-            ratio = math.exp(step)
-            xj = x - centre * step
-            exj = ex * math.exp(-centre * step)
-            ref = c * x - ex - 0.5 * tau * (x - m) ** 2
-            total = 0.0
-            first = 0.0
-            for _ in range(nodes):
-                f = math.exp(c * xj - exj - 0.5 * tau * (xj - m) ** 2 - ref)
-                total += f
-                first += f * xj
-                xj += step
-                exj *= ratio
-            log_resp[k, d] = log_rho[k] + ref + math.log(total * sd) + const - log_fact[d]
-            mean[k, d] = first / total
+            log_integral, centred_mean, _ = _cell_integral(c, m, tau, start_c, nodes, h, centre, steps)
+            log_resp[k, d] = log_rho[k] + log_integral + const - log_fact[d]
+            mean[k, d] = m + centred_mean
             if log_resp[k, d] > best:
                 best = log_resp[k, d]
         acc = 0.0
