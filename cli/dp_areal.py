@@ -26,6 +26,7 @@ from .dpmpm import (
     check_release_columns,
     parse_ordered_logit,
     write_categorical_outputs,
+    write_categorical_release,
 )
 from .flows import read_table
 
@@ -230,12 +231,7 @@ def run_dp_areal_job(
         ordered_logits=ordered_logits,
         say=lambda msg: say(f"dp-areal: {msg}"),
     )
-    model = synthesizer.describe()
-    model.update(
-        {"m": m, "seed": seed, "synthesized": synthesize, "kept": keep, "allow_unconverged": allow_unconverged}
-    )
-    folder.write_release_json("model.json", model)
-    folder.write_release_table("synthetic.parquet", synthetic)
+    write_categorical_release(folder, synthesizer, synthetic, synthesize, keep, m, seed, allow_unconverged)
     return ArealJobResult(
         out=Path(out),
         n_records=data.records.n_records,

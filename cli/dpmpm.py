@@ -30,6 +30,7 @@ __all__ = [
     "run",
     "run_dpmpm_job",
     "write_categorical_outputs",
+    "write_categorical_release",
 ]
 
 
@@ -288,12 +289,7 @@ def run_dpmpm_job(
         ordered_logits=ordered_logits,
         say=lambda msg: say(f"dpmpm: {msg}"),
     )
-    model = synthesizer.describe()
-    model.update(
-        {"m": m, "seed": seed, "synthesized": synthesize, "kept": keep, "allow_unconverged": allow_unconverged}
-    )
-    folder.write_release_json("model.json", model)
-    folder.write_release_table("synthetic.parquet", synthetic)
+    write_categorical_release(folder, synthesizer, synthetic, synthesize, keep, m, seed, allow_unconverged)
     return DpmpmJobResult(
         out=Path(out),
         n_records=data.n_records,
@@ -367,6 +363,25 @@ def check_ordered_logits(
         if len(levels[response]) < 2:
             raise UserError(f"{name}: the response {response!r} has a single level")
     return ordered_logits
+
+
+def write_categorical_release(
+    folder: Any,
+    synthesizer: Any,
+    synthetic: pd.DataFrame,
+    synthesize: list[str],
+    keep: list[str],
+    m: int,
+    seed: int,
+    allow_unconverged: bool,
+) -> None:
+    """Write ``release/``: the synthetic datasets and the model's public description, nothing else."""
+    model = synthesizer.describe()
+    model.update(
+        {"m": m, "seed": seed, "synthesized": synthesize, "kept": keep, "allow_unconverged": allow_unconverged}
+    )
+    folder.write_release_json("model.json", model)
+    folder.write_release_table("synthetic.parquet", synthetic)
 
 
 def write_categorical_outputs(
