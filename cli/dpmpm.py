@@ -699,7 +699,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         known_sets=[["gender", "county"], ["gender", "age", "county"]],
         m=5,
         seed=seed,
-        settings=GibbsSettings(draws=2000, burn=500, chains=2, thin=2),
+        settings=GibbsSettings(draws=4000, burn=2000, chains=2, thin=4),
         repetitions=20,
         risk_records=200,
         risk_draws=100,
