@@ -267,14 +267,27 @@ def prepare_areal(
 # The Poisson-lognormal integral
 
 
-def _newton_mode(count: Any, location: Any, precision: Any, steps: int, xp: Any) -> Any:
-    """Mode of ``c x - e^x - precision (x - location)^2 / 2`` by Newton's method from a weighted start."""
-    c = count
-    x = (precision * location + (c + 0.5) * np.log(c + 0.5)) / (precision + c + 0.5)
+def _mode_and_rate(count: Any, location: Any, precision: Any, steps: int, xp: Any) -> tuple[Any, Any]:
+    """Mode ``x*`` of ``c x - e^x - precision (x - location)^2 / 2`` and ``e^{x*}``, exactly, via Lambert's W.
+
+    The mode solves ``e^x = c + precision (location - x)``; with ``u = location + c / precision - x`` this is
+    ``u e^u = e^{location + c / precision} / precision``, so ``x* = location + c / precision - W(z)`` with
+    ``log z = location + c / precision - log(precision)`` and ``e^{x*} = precision W(z)``. ``W`` solves
+    ``w + log w = log z``, by Newton's method from a lower bound (``log z - log log z`` when ``log z >= 1``,
+    else ``max(e^{log z - 1}, e^{log z - e^{log z}})``): the function is concave and increasing, so the
+    iterates rise monotonically to the root and never overshoot, whatever the location. (Newton's method on
+    the mode itself moves by at most one unit per step from the right, and a fixed number of steps left
+    the grid far from the mass for locations far above a small count.)
+    """
+    log_z = location + count / precision - xp.log(precision)
+    tiny = log_z < -30.0  # W(z) = z (1 - z + ...) to double precision
+    lz = xp.maximum(log_z, -30.0)
+    low = xp.minimum(lz, 1.0)
+    w = xp.where(lz >= 1.0, lz - xp.log(xp.maximum(lz, 1.0)), xp.maximum(xp.exp(low - 1.0), xp.exp(low - xp.exp(low))))
     for _ in range(steps):
-        e = xp.exp(x)
-        x = x + (c - e - precision * (x - location)) / (e + precision)
-    return x
+        w = w * (1.0 + lz - xp.log(w)) / (1.0 + w)
+    w = xp.where(tiny, xp.exp(log_z), w)
+    return location + count / precision - w, precision * w
 
 
 #: Half-width of the quadrature grid, in Laplace standard deviations.
@@ -316,8 +329,8 @@ def log_poisson_lognormal(
     """
     count = np.asarray(count, dtype=float)
     offsets, spacing = _grid(nodes)
-    mode = _newton_mode(count, location, precision, newton_steps, xp)
-    sd = 1.0 / xp.sqrt(xp.exp(mode) + precision)
+    mode, rate = _mode_and_rate(count, location, precision, newton_steps, xp)
+    sd = 1.0 / xp.sqrt(rate + precision)
     x = mode[..., None] + sd[..., None] * offsets
     log_f = count[..., None] * x - xp.exp(x) - 0.5 * precision * (x - location[..., None]) ** 2
     top = log_f.max(axis=-1, keepdims=True)
@@ -337,8 +350,8 @@ def poisson_lognormal_moments(
     """
     count = np.asarray(count, dtype=float)
     offsets, spacing = _grid(nodes)
-    mode = _newton_mode(count, location, precision, newton_steps, np)
-    sd = 1.0 / np.sqrt(np.exp(mode) + precision)
+    mode, rate = _mode_and_rate(count, location, precision, newton_steps, np)
+    sd = 1.0 / np.sqrt(rate + precision)
     x = mode[..., None] + sd[..., None] * offsets
     log_f = count[..., None] * x - np.exp(x) - 0.5 * precision * (x - location[..., None]) ** 2
     top = log_f.max(axis=-1, keepdims=True)
@@ -358,14 +371,23 @@ def poisson_lognormal_moments(
 
 
 @numba.njit(fastmath=True, cache=True, inline="always")
-def _cell_integral(c, m, tau, start_c, nodes, h, centre, steps):  # pragma: no cover - compiled
+def _cell_integral(c, m, tau, log_tau, nodes, h, centre, steps):  # pragma: no cover - compiled
     """One cell and component: ``log`` of the unnormalised integral (without constants), ``E[x - m]``,
-    ``E[(x - m)^2]`` under ``Poisson(c | e^x) Normal(x | m, 1 / tau)``, by the adaptive trapezoid rule."""
-    x = (tau * m + start_c) / (tau + c + 0.5)
-    for _ in range(steps):
-        e = math.exp(x)
-        x += (c - e - tau * (x - m)) / (e + tau)
-    ex = math.exp(x)
+    ``E[(x - m)^2]`` under ``Poisson(c | e^x) Normal(x | m, 1 / tau)``, by the adaptive trapezoid rule
+    centred at the exact mode (:func:`_mode_and_rate`)."""
+    shift = m + c / tau
+    lz = shift - log_tau
+    if lz < -30.0:
+        w = math.exp(lz)
+    else:
+        if lz >= 1.0:
+            w = lz - math.log(lz)
+        else:
+            w = max(math.exp(lz - 1.0), math.exp(lz - math.exp(lz)))
+        for _ in range(steps):
+            w = w * (1.0 + lz - math.log(w)) / (1.0 + w)
+    x = shift - w
+    ex = tau * w
     sd = 1.0 / math.sqrt(ex + tau)
     step = sd * h
     ratio = math.exp(step)
@@ -403,13 +425,13 @@ def _mixture_kernel(  # pragma: no cover - compiled
     h = 2.0 * half_width / (nodes - 1)
     centre = 0.5 * (nodes - 1)
     const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
+    log_tau = math.log(tau)
     for d in range(D):
         c = count[d]
         b = pattern[d]
-        start_c = (c + 0.5) * math.log(c + 0.5)
         best = -np.inf
         for k in range(K):
-            log_integral, m1[k], m2[k] = _cell_integral(c, location[k, b], tau, start_c, nodes, h, centre, steps)
+            log_integral, m1[k], m2[k] = _cell_integral(c, location[k, b], tau, log_tau, nodes, h, centre, steps)
             a[k] = log_rho[k] + log_integral + const - log_fact[d]
             if a[k] > best:
                 best = a[k]
@@ -560,7 +582,7 @@ class DPArealPriors:
                 raise ValueError(f"prior hyperparameter {name} must be positive, got {value}")
 
 
-PARAMETRIZATIONS = ("identified", "identified_centred", "noncentred", "centred")
+PARAMETRIZATIONS = ("identified", "identified_mixed", "identified_centred", "noncentred", "centred")
 
 
 def identified_basis(design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -590,6 +612,7 @@ def build_model(
     *,
     parametrization: str = "identified",
     quadrature_nodes: int = 16,
+    centred_components: int = 10,
 ) -> Any:
     """Declare the DP-areal model of Section 2.2 (eq. 7-12) in PyMC, labels and log rates integrated out.
 
@@ -687,6 +710,12 @@ def build_model(
             if parametrization == "identified":
                 own = pm.Normal("own_raw", 0.0, 1.0, dims=("component", "identified")) @ pt.linalg.cholesky(own_cov).T
                 w = pm.Deterministic("w", shared[None, :] + own, dims=("component", "identified"))
+            elif parametrization == "identified_mixed":
+                own_chol = pt.linalg.cholesky(own_cov)
+                model.add_coords({"leading": np.arange(centred_components), "trailing": np.arange(centred_components, K)})
+                head = pm.MvNormal("w_leading", mu=shared, chol=own_chol, dims=("leading", "identified"))
+                tail = shared[None, :] + pm.Normal("own_raw", 0.0, 1.0, dims=("trailing", "identified")) @ own_chol.T
+                w = pm.Deterministic("w", pt.concatenate([head, tail], axis=0), dims=("component", "identified"))
             else:
                 w = pm.MvNormal("w", mu=shared, chol=pt.linalg.cholesky(own_cov), dims=("component", "identified"))
             mean = w @ pt.as_tensor_variable(basis.T)
@@ -746,8 +775,8 @@ def draw_poisson_lognormal_log_rate(
     )
     shape = count.shape
     count, location, precision = count.ravel(), location.ravel(), precision.ravel()
-    mode = _newton_mode(count, location, precision, 30, np)
-    width = 1.0 / np.sqrt(np.exp(mode) + precision)
+    mode, rate = _mode_and_rate(count, location, precision, 6, np)
+    width = 1.0 / np.sqrt(rate + precision)
     top = _log_target(mode, count, location, precision)
     left, right = mode - width, mode + width
     slope_left = _log_target_slope(left, count, location, precision)  # > 0
@@ -796,14 +825,14 @@ def _cell_posterior_kernel(
     h = 2.0 * half_width / (nodes - 1)
     centre = 0.5 * (nodes - 1)
     const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
+    log_tau = math.log(tau)
     for d in range(D):
         c = count[d]
         b = pattern[d]
-        start_c = (c + 0.5) * math.log(c + 0.5)
         best = -np.inf
         for k in range(K):
             m = location[k, b]
-            log_integral, centred_mean, _ = _cell_integral(c, m, tau, start_c, nodes, h, centre, steps)
+            log_integral, centred_mean, _ = _cell_integral(c, m, tau, log_tau, nodes, h, centre, steps)
             log_resp[k, d] = log_rho[k] + log_integral + const - log_fact[d]
             mean[k, d] = m + centred_mean
             if log_resp[k, d] > best:

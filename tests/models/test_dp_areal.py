@@ -54,6 +54,17 @@ def test_quadrature_matches_adaptive_integration_over_the_range_that_matters():
     assert worst_wide < 5e-4
 
 
+def test_quadrature_stays_exact_far_from_the_counts():
+    # NUTS trajectories visit locations far above small counts (an empty component wandering off). The grid
+    # must still sit on the mass: Newton's method on the mode moved by one unit per step from the right, and
+    # four steps left (0, 17.7, 1.86) off by 17,000 nats, a source of divergences.
+    for count in (0, 1, 3):
+        for location in (8.0, 12.0, 17.7, 30.0, -25.0):
+            for precision in (1.0, 1.86, 3.0, 20.0):
+                got = log_poisson_lognormal(np.array([count]), np.array([location]), precision)[0]
+                assert got == pytest.approx(_exact_log_marginal(count, location, precision), abs=1e-6)
+
+
 def test_conditional_log_rate_draws_are_exact():
     rng = np.random.default_rng(4)
     for count, location, precision in ((0, 0.5, 1.0), (3, -1.0, 3.0), (60, 1.0, 0.5), (1, 2.0, 20.0)):
@@ -82,6 +93,7 @@ def test_the_likelihood_op_has_the_quadrature_value_and_the_gradient_of_its_valu
     rng = np.random.default_rng(0)
     K = 6
     location = rng.normal(0.0, 1.5, (K, data.n_patterns))
+    location[4] += 16.0  # far above the counts: the compiled rule must match there too
     log_rho = np.log(rng.dirichlet(np.ones(K)))
     tau = 2.5
     loc_t, rho_t, tau_t = pt.dmatrix(), pt.dvector(), pt.dscalar()
