@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--target-accept", type=float, default=0.95)
+    parser.add_argument("--target-accept", type=float, default=0.9)
+    parser.add_argument("--centred-components", type=int, default=None)
     parser.add_argument("--parametrization", default="identified")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=str, default=None, help="also write the figures to this file")
@@ -116,6 +117,7 @@ def main() -> None:
         "distinct_pairs": data.n_distinct,
         "K": args.K,
         "parametrization": args.parametrization,
+        "centred_components": args.centred_components,
         "load_average_at_start": os.getloadavg()[0],
     }
     figures["kernel_ms_per_gradient"] = 1000 * compiled_gradient_seconds(data, args.K)
@@ -125,7 +127,9 @@ def main() -> None:
     settings = SamplerSettings(
         draws=args.draws, tune=args.tune, chains=args.chains, target_accept=args.target_accept, cores=2
     )
-    synthesizer = DPArealSynthesizer(K=args.K, settings=settings, parametrization=args.parametrization)
+    synthesizer = DPArealSynthesizer(
+        K=args.K, settings=settings, parametrization=args.parametrization, centred_components=args.centred_components
+    )
     compiled_before = COMPILED_MODELS.compile_seconds
     start = time.perf_counter()
     idata = synthesizer.fit(data, seed=args.seed)
