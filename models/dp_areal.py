@@ -605,6 +605,10 @@ def identified_basis(design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return V, full @ V
 
 
+def _leading(K: int, centred_components: int | None) -> int:
+    return min(10, K // 2) if centred_components is None else min(max(int(centred_components), 0), K)
+
+
 def build_model(
     data: ArealData,
     K: int = 50,
@@ -719,7 +723,7 @@ def build_model(
                 # non-centred w would have to follow every change of the covariance) and the trailing ones are
                 # empty (their w is prior-only, and a centred w would form a funnel with the covariance).
                 own_chol = pt.linalg.cholesky(own_cov)
-                leading = min(10, K // 2) if centred_components is None else min(max(int(centred_components), 0), K)
+                leading = _leading(K, centred_components)
                 model.add_coords({"leading": np.arange(leading), "trailing": np.arange(leading, K)})
                 parts = []
                 if leading:
