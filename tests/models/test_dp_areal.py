@@ -187,7 +187,7 @@ def test_bad_input_is_refused_before_sampling():
 def fitted():
     frame, truth = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)
     data = prepare_areal(frame, "label", ["v0", "v1"])
-    settings = SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.98)
+    settings = SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.9)
     synthesizer = DPArealSynthesizer(K=8, settings=settings)
     idata = synthesizer.fit(data, seed=3)
     return frame, truth, data, synthesizer, idata
@@ -196,15 +196,14 @@ def fitted():
 def test_parameter_recovery_on_counts_simulated_from_the_model(fitted):
     """Recovery of what the synthesis uses: tau_lambda, every cell's log rate, the pattern totals.
 
-    Known limitation (issue 5 stays open): NUTS on this mixture still meets a few divergent transitions
-    (about 0.5% of draws here, against the zero the gate asks for); they sit with the prior-dominated scale
-    hyperparameters of the cluster effects (LKJ factor, tau_theta). The bounds below are what the sampler
-    achieves today, so a regression shows.
+    No divergent transitions (they came from a quadrature grid that missed the mass far from the counts;
+    ``test_quadrature_stays_exact_far_from_the_counts``). The r_hat bound is looser than the gate's 1.01:
+    on this mixture the configuration of the components mixes slowly (issue 5's closing note), and 2 x 500
+    draws are what a unit test can afford.
     """
     frame, truth, data, synthesizer, idata = fitted
     report = synthesizer.check(idata, data)
-    draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
-    assert report.divergences <= 0.01 * draws, report
+    assert report.divergences == 0, report
     assert report.max_r_hat <= 1.02, report
     tau = idata.posterior["tau_lambda"].to_numpy().ravel()
     assert np.quantile(tau, 0.025) < truth["tau_lambda"] < np.quantile(tau, 0.975)
