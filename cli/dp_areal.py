@@ -61,7 +61,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--draws", type=int, default=1000, help="NUTS draws kept per chain (default 1000)")
     p.add_argument("--tune", type=int, default=1000, help="NUTS warm-up iterations per chain (default 1000)")
     p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
-    p.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance (default 0.95)")
+    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
     p.add_argument(
         "--parametrization",
         default="identified",
@@ -140,7 +140,7 @@ def run_dp_areal_job(
 
     start = time.perf_counter()
     say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
-    settings = settings or SamplerSettings(target_accept=0.95)
+    settings = settings or SamplerSettings(target_accept=0.9)
     priors = priors or DPArealPriors()
     if m < 1:
         raise UserError("--m must be at least 1")
@@ -330,7 +330,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         known_sets=[["gender", "county"], ["gender", "age", "county"]],
         m=5,
         seed=seed,
-        settings=SamplerSettings(draws=300, tune=300, chains=2, target_accept=0.95),
+        settings=SamplerSettings(draws=300, tune=300, chains=2, target_accept=0.9),
         repetitions=20,
         allow_unconverged=True,
         progress=False,

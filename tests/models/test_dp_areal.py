@@ -54,6 +54,17 @@ def test_quadrature_matches_adaptive_integration_over_the_range_that_matters():
     assert worst_wide < 5e-4
 
 
+def test_quadrature_stays_exact_far_from_the_counts():
+    # NUTS trajectories visit locations far above small counts (an empty component wandering off). The grid
+    # must still sit on the mass: Newton's method on the mode moved by one unit per step from the right, and
+    # four steps left (0, 17.7, 1.86) off by 17,000 nats, a source of divergences.
+    for count in (0, 1, 3):
+        for location in (8.0, 12.0, 17.7, 30.0, -25.0):
+            for precision in (1.0, 1.86, 3.0, 20.0):
+                got = log_poisson_lognormal(np.array([count]), np.array([location]), precision)[0]
+                assert got == pytest.approx(_exact_log_marginal(count, location, precision), abs=1e-6)
+
+
 def test_conditional_log_rate_draws_are_exact():
     rng = np.random.default_rng(4)
     for count, location, precision in ((0, 0.5, 1.0), (3, -1.0, 3.0), (60, 1.0, 0.5), (1, 2.0, 20.0)):
@@ -82,6 +93,7 @@ def test_the_likelihood_op_has_the_quadrature_value_and_the_gradient_of_its_valu
     rng = np.random.default_rng(0)
     K = 6
     location = rng.normal(0.0, 1.5, (K, data.n_patterns))
+    location[4] += 16.0  # far above the counts: the compiled rule must match there too
     log_rho = np.log(rng.dirichlet(np.ones(K)))
     tau = 2.5
     loc_t, rho_t, tau_t = pt.dmatrix(), pt.dvector(), pt.dscalar()
@@ -175,7 +187,7 @@ def test_bad_input_is_refused_before_sampling():
 def fitted():
     frame, truth = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)
     data = prepare_areal(frame, "label", ["v0", "v1"])
-    settings = SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.98)
+    settings = SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.9)
     synthesizer = DPArealSynthesizer(K=8, settings=settings)
     idata = synthesizer.fit(data, seed=3)
     return frame, truth, data, synthesizer, idata
@@ -184,15 +196,14 @@ def fitted():
 def test_parameter_recovery_on_counts_simulated_from_the_model(fitted):
     """Recovery of what the synthesis uses: tau_lambda, every cell's log rate, the pattern totals.
 
-    Known limitation (issue 5 stays open): NUTS on this mixture still meets a few divergent transitions
-    (about 0.5% of draws here, against the zero the gate asks for); they sit with the prior-dominated scale
-    hyperparameters of the cluster effects (LKJ factor, tau_theta). The bounds below are what the sampler
-    achieves today, so a regression shows.
+    No divergent transitions (they came from a quadrature grid that missed the mass far from the counts;
+    ``test_quadrature_stays_exact_far_from_the_counts``). The r_hat bound is looser than the gate's 1.01:
+    on this mixture the configuration of the components mixes slowly (issue 5's closing note), and 2 x 500
+    draws are what a unit test can afford.
     """
     frame, truth, data, synthesizer, idata = fitted
     report = synthesizer.check(idata, data)
-    draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
-    assert report.divergences <= 0.01 * draws, report
+    assert report.divergences == 0, report
     assert report.max_r_hat <= 1.02, report
     tau = idata.posterior["tau_lambda"].to_numpy().ravel()
     assert np.quantile(tau, 0.025) < truth["tau_lambda"] < np.quantile(tau, 0.975)
