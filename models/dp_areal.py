@@ -307,8 +307,8 @@ def log_poisson_lognormal(
 
     The integrand is smooth, log-concave and decays like a Gaussian or faster, for which the trapezoid
     rule converges geometrically in the spacing. Its ``nodes`` points span six Laplace standard deviations
-    either side of the mode (found by ``newton_steps`` Newton steps from a precision-weighted start; the
-    rule is a valid quadrature for any centre, the steps only make it efficient). Written once for numpy
+    either side of the mode, computed exactly through Lambert's W (:func:`_mode_and_rate`): a grid centred
+    anywhere else can miss the mass entirely (``tests/models/test_dp_areal.py``). Written once for numpy
     and PyTensor (``xp=pytensor.tensor``); the sampler's compiled kernel (:class:`PoissonLognormalMixture`)
     evaluates the same rule.
 
@@ -323,7 +323,7 @@ def log_poisson_lognormal(
         with 16 nodes the error is below 1e-6 nats for ``precision >= 1`` and below 5e-4 nats for
         ``precision >= 0.2`` (a standard deviation of 2.2 on the log scale), for counts 0 to 245.
     newton_steps
-        Newton steps for the mode.
+        Newton steps of Lambert's W for the mode (4 reach about 1e-12 relative accuracy).
     xp
         ``numpy`` or ``pytensor.tensor``.
     """
