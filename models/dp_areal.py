@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import arviz as az
@@ -515,6 +515,99 @@ class PoissonLognormalMixture(Op):
         return [g * g_loc, g * g_rho, g * g_tau] + [DisconnectedType()() for _ in range(4)]
 
 
+@numba.njit(fastmath=True, cache=True)
+def _allocated_kernel(  # pragma: no cover - compiled
+    location, tau, label, cell_distinct, count, pattern, log_fact, nodes, half_width, steps
+):
+    """Value and gradient of the log-likelihood given every cell's component (:class:`PoissonLognormalGivenLabels`)."""
+    K, B = location.shape
+    D = count.shape[0]
+    allocation = np.zeros((D, K))
+    for i in range(label.shape[0]):
+        allocation[cell_distinct[i], label[i]] += 1.0
+    g_loc = np.zeros((K, B))
+    g_tau = 0.0
+    value = 0.0
+    h = 2.0 * half_width / (nodes - 1)
+    centre = 0.5 * (nodes - 1)
+    const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
+    log_tau = math.log(tau)
+    for d in range(D):
+        c = count[d]
+        b = pattern[d]
+        for k in range(K):
+            a = allocation[d, k]
+            if a == 0.0:
+                continue
+            log_integral, m1, m2 = _cell_integral(c, location[k, b], tau, log_tau, nodes, h, centre, steps)
+            value += a * (log_integral + const - log_fact[d])
+            g_loc[k, b] += a * tau * m1
+            g_tau += a * (0.5 / tau - 0.5 * m2)
+    return value, g_loc, g_tau
+
+
+class PoissonLognormalGivenLabels(Op):
+    """``sum_cells log int Poisson(c | e^x) Normal(x | m_{z b}, 1 / tau) dx`` given every cell's component ``z``.
+
+    The likelihood of eq. (7)-(8) with the log rates integrated out (by the quadrature of
+    :class:`PoissonLognormalMixture`) but the labels given: cells sharing a ``(pattern, count)`` pair and a
+    component share a term, so the cost is one integral per occupied (pair, component), whatever the number of
+    cells. Value and gradient with respect to ``location`` (K, B) and ``tau`` in one numba pass.
+
+    Inputs: ``location`` (K, B), ``precision`` (scalar), ``label`` (int, one per cell), then the data:
+    ``cell_distinct`` (int, the distinct pair of every cell), ``count``, ``pattern`` (int), ``log_factorial``
+    (length D).
+    """
+
+    __props__ = ("nodes", "newton_steps")
+
+    def __init__(self, nodes: int = 16, newton_steps: int = 4) -> None:
+        self.nodes = int(nodes)
+        self.newton_steps = int(newton_steps)
+
+    def make_node(self, location, precision, label, cell_distinct, count, pattern, log_factorial):  # noqa: D102
+        import pytensor.tensor as pt
+        from pytensor.graph.basic import Apply
+
+        location = pt.as_tensor_variable(location, dtype="float64")
+        precision = pt.as_tensor_variable(precision, dtype="float64")
+        label = pt.as_tensor_variable(label).flatten().astype("int64")
+        cell_distinct = pt.as_tensor_variable(cell_distinct, dtype="int64")
+        count = pt.as_tensor_variable(count, dtype="float64")
+        pattern = pt.as_tensor_variable(pattern, dtype="int64")
+        log_factorial = pt.as_tensor_variable(log_factorial, dtype="float64")
+        inputs = [location, precision, label, cell_distinct, count, pattern, log_factorial]
+        return Apply(self, inputs, [pt.dscalar(), location.type(), pt.dscalar()])
+
+    def perform(self, node, inputs, output_storage):  # noqa: D102
+        location, precision, label, cell_distinct, count, pattern, log_factorial = inputs
+        value, g_loc, g_tau = _allocated_kernel(
+            np.ascontiguousarray(location),
+            float(precision),
+            label,
+            cell_distinct,
+            count,
+            pattern,
+            log_factorial,
+            self.nodes,
+            HALF_WIDTH,
+            self.newton_steps,
+        )
+        output_storage[0][0] = np.asarray(value)
+        output_storage[1][0] = g_loc
+        output_storage[2][0] = np.asarray(g_tau)
+
+    def connection_pattern(self, node):  # noqa: D102
+        return [[True, True, True]] * 2 + [[False, False, False]] * 5
+
+    def grad(self, inputs, output_grads):  # noqa: D102
+        from pytensor.gradient import DisconnectedType
+
+        _, g_loc, g_tau = self(*inputs)
+        g = output_grads[0]
+        return [g * g_loc, g * g_tau] + [DisconnectedType()() for _ in range(5)]
+
+
 def _register_numba() -> None:
     from pytensor.link.numba.dispatch import numba_funcify
 
@@ -617,6 +710,7 @@ def build_model(
     parametrization: str = "identified",
     quadrature_nodes: int = 16,
     centred_components: int | None = None,
+    labels: str = "marginal",
 ) -> Any:
     """Declare the DP-areal model of Section 2.2 (eq. 7-12) in PyMC, labels and log rates integrated out.
 
@@ -668,6 +762,8 @@ def build_model(
         raise ValueError("K must be at least 2")
     if parametrization not in PARAMETRIZATIONS:
         raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+    if labels not in ("marginal", "explicit"):
+        raise ValueError(f"labels must be 'marginal' or 'explicit', got {labels!r}")
     R = data.design.shape[1]
     V, basis = identified_basis(data.design)
     coords = {
@@ -676,6 +772,7 @@ def build_model(
         "term": list(data.terms),
         "pattern": data.pattern_labels,
         "identified": np.arange(V.shape[1]),
+        "label": [str(level) for level in data.label_levels],
     }
     with pm.Model(coords=coords) as model:
         design = pm.Data("design", data.design, dims=("pattern", "term"))
@@ -750,16 +847,30 @@ def build_model(
             mean = mu + theta[:, None] + phi @ design.T
         location = pm.Deterministic("location", mean, dims=("component", "pattern"))
         tau_lambda = pm.Gamma("tau_lambda", alpha=priors.tau_lambda[0], beta=priors.tau_lambda[1])
-        # eq. (7)-(9) with log lambda and z integrated out, one term per distinct (pattern, count) pair.
-        value, *_ = PoissonLognormalMixture(nodes=quadrature_nodes)(
-            location,
-            log_rho,
-            tau_lambda,
-            data.distinct_count.astype(float),
-            data.distinct_pattern,
-            data.distinct_weight.astype(float),
-            special.gammaln(data.distinct_count + 1.0),
-        )
+        if labels == "marginal":
+            # eq. (7)-(9) with log lambda and z integrated out, one term per distinct (pattern, count) pair.
+            value, *_ = PoissonLognormalMixture(nodes=quadrature_nodes)(
+                location,
+                log_rho,
+                tau_lambda,
+                data.distinct_count.astype(float),
+                data.distinct_pattern,
+                data.distinct_weight.astype(float),
+                special.gammaln(data.distinct_count + 1.0),
+            )
+        else:
+            # eq. (9): z_i^(b) ~ Categorical(rho), one label per cell; eq. (7)-(8) given z, log lambda
+            # integrated out, one term per occupied (distinct pair, component).
+            label = pm.Categorical("component_label", logit_p=log_rho, dims=("pattern", "label"))
+            value, *_ = PoissonLognormalGivenLabels(nodes=quadrature_nodes)(
+                location,
+                tau_lambda,
+                label,
+                data.cell_distinct.ravel(),
+                data.distinct_count.astype(float),
+                data.distinct_pattern,
+                special.gammaln(data.distinct_count + 1.0),
+            )
         pm.Potential("counts", value)
     return model
 
@@ -918,6 +1029,81 @@ def draw_labels_and_log_rates(
     return labels.reshape(data.counts.shape), log_rates.reshape(data.counts.shape)
 
 
+def _label_step_class() -> type:
+    """The PyMC step method class of :func:`label_gibbs_step` (defined lazily: PyMC imports slowly)."""
+    from pymc.step_methods.compound import BlockedStep, StepMethodState
+    from pymc.util import get_random_generator
+
+    class ComponentLabelGibbs(BlockedStep):
+        """Exact Gibbs update of every cell's component label given the parameters (the blocked Gibbs of
+        Ishwaran & James for truncated stick breaking): ``p(z = k | c, params) ∝ rho_k p(c | m_kb, tau)``,
+        the log rate integrated out by the same quadrature as the likelihood."""
+
+        name = "component_label_gibbs"
+        stats_dtypes_shapes = {"occupied_components": (np.int64, [])}
+        _state_class = StepMethodState
+
+        def __init__(self, vars, data, nodes, parameters, rng=None, model=None, blocked=True):  # noqa: A002
+            self.vars = vars
+            self.data = data
+            self.nodes = nodes
+            self.parameters = parameters
+            self.rng = get_random_generator(rng)
+
+        def step(self, point):
+            location, rho, tau = self.parameters(point)
+            log_resp, _ = cell_posterior(location, rho, float(tau), self.data, nodes=self.nodes)
+            cumulative = np.cumsum(np.exp(log_resp), axis=0)  # (K, D)
+            cell = self.data.cell_distinct.ravel()
+            u = self.rng.random(cell.size) * cumulative[-1, cell]
+            labels = np.minimum((cumulative[:, cell] < u[None, :]).sum(axis=0), location.shape[0] - 1)
+            new = dict(point)
+            name = self.vars[0].name
+            new[name] = labels.reshape(point[name].shape).astype(point[name].dtype)
+            return new, [{"occupied_components": np.int64(np.unique(labels).size)}]
+
+        @staticmethod
+        def competence(var, has_grad):
+            from pymc.step_methods.compound import Competence
+
+            return Competence.INCOMPATIBLE
+
+    return ComponentLabelGibbs
+
+
+def label_gibbs_step(model: Any, data: ArealData, *, nodes: int = 16, rng: Any = None) -> Any:
+    """The Gibbs step of the component labels of a model built with ``labels="explicit"``.
+
+    Parameters
+    ----------
+    model
+        From :func:`build_model` with ``labels="explicit"``.
+    data
+        The data the model was built on.
+    nodes
+        Quadrature points per log-rate integral (as in the model).
+    rng
+        Seed or generator (``pymc.sample`` reseeds every chain).
+
+    Returns
+    -------
+    pymc.step_methods.compound.BlockedStep
+        Draws ``component_label`` exactly from its full conditional; combine it with NUTS on the rest.
+    """
+    import pymc as pm  # noqa: F401
+
+    outputs = model.replace_rvs_by_values([model["location"], model["rho"], model["tau_lambda"]])
+    continuous = [v for v in model.value_vars if v.name != "component_label"]
+    function = model.compile_fn(outputs, inputs=continuous, on_unused_input="ignore", point_fn=False)
+    names = [v.name for v in continuous]
+
+    def parameters(point: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return function(*(point[name] for name in names))
+
+    label = model.rvs_to_values[model["component_label"]]
+    return _label_step_class()([label], data, nodes, parameters, rng=rng, model=model)
+
+
 # --------------------------------------------------------------------------------------------------
 # The synthesizer
 
@@ -944,6 +1130,11 @@ class DPArealSynthesizer:
         ``min(10, K // 2)``, :func:`build_model`).
     criteria
         The convergence gate, applied to label-invariant quantities (:meth:`convergence_quantities`).
+    labels
+        ``"marginal"`` (default): NUTS on the model with the labels summed out. ``"explicit"``: the labels are
+        model variables (:func:`build_model`) drawn exactly by a Gibbs step (:func:`label_gibbs_step`) between
+        NUTS steps of everything else, with PyMC's sampler. Measured on the CE-like data
+        (``bench/dp_areal.py --labels explicit``) it mixes worse per second than the default; see there.
     """
 
     K: int = 50
@@ -953,11 +1144,14 @@ class DPArealSynthesizer:
     quadrature_nodes: int = 16
     centred_components: int | None = None
     criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
+    labels: str = "marginal"
     name: str = "dp-areal"
 
     def __post_init__(self) -> None:
         if self.K < 2:
             raise ValueError("K must be at least 2")
+        if self.labels not in ("marginal", "explicit"):
+            raise ValueError(f"labels must be 'marginal' or 'explicit', got {self.labels!r}")
         if self.parametrization not in PARAMETRIZATIONS:
             raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {self.parametrization!r}")
 
@@ -978,8 +1172,18 @@ class DPArealSynthesizer:
             parametrization=self.parametrization,
             quadrature_nodes=self.quadrature_nodes,
             centred_components=self.centred_components,
+            labels=self.labels,
         )
-        backend = resolve_backend(self.settings.backend)
+        settings, steps = self.settings, None
+        if self.labels == "explicit":
+            if settings.backend == "auto":
+                settings = replace(settings, backend="pymc")
+            nodes = self.quadrature_nodes
+
+            def steps(model: Any) -> list[Any]:
+                return [label_gibbs_step(model, data, nodes=nodes)]
+
+        backend = resolve_backend(settings.backend)
         compiled = None
         if backend == "nutpie":
             key = (
@@ -994,12 +1198,13 @@ class DPArealSynthesizer:
             )
             compiled = COMPILED_MODELS.get(key, lambda: model)
         keep = ["alpha", "stick", "rho", "location", "tau_lambda", "tau_theta", "tau_phi", "tau_mu"]
-        idata = sample_model(model, self.settings, seed, compiled=compiled, var_names=keep)
+        idata = sample_model(model, settings, seed, compiled=compiled, var_names=keep, steps=steps)
         start = time.perf_counter()
         self._add_summaries(idata, data)
         idata.attrs.update(
             {
                 "parametrization": self.parametrization,
+                "labels": self.labels,
                 "centred_components": self.centred_components,
                 "quadrature_nodes": self.quadrature_nodes,
                 "summary_seconds": time.perf_counter() - start,
@@ -1135,10 +1340,17 @@ class DPArealSynthesizer:
                 },
             },
             "computation": {
-                "sampler": "NUTS (nutpie) with the labels z summed out and each log rate integrated out by an "
-                f"adaptive trapezoid rule on a Laplace-scaled grid ({self.quadrature_nodes} nodes); labels and log "
-                "rates then drawn exactly from their conditional posterior for each draw used",
+                "sampler": (
+                    "NUTS (nutpie) with the labels z summed out"
+                    if self.labels == "marginal"
+                    else "NUTS (PyMC) within Gibbs: the labels z drawn exactly from their full conditional "
+                    "between NUTS steps of the other parameters"
+                )
+                + " and each log rate integrated out by an adaptive trapezoid rule on a Laplace-scaled grid "
+                f"({self.quadrature_nodes} nodes); labels and log rates then drawn exactly from their conditional "
+                "posterior for each draw used",
                 "parametrization": self.parametrization,
+                "labels": self.labels,
                 "centred_components": self.centred_components,
                 "settings": self.settings.to_dict(),
             },

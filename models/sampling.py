@@ -246,6 +246,7 @@ def sample_model(
     compiled: Any | None = None,
     data: Mapping[str, np.ndarray] | None = None,
     var_names: Iterable[str] | None = None,
+    steps: Callable[[Any], list[Any]] | None = None,
 ) -> az.InferenceData:
     """Sample the posterior of ``model`` with NUTS.
 
@@ -263,6 +264,9 @@ def sample_model(
         New values of the model's ``pm.Data`` containers, applied to ``compiled`` before sampling.
     var_names
         Variables to keep in the posterior (default: all free variables and deterministics).
+    steps
+        Builds step methods for some of the model's variables (called inside the model's context, given the
+        model); PyMC assigns NUTS, with the settings' ``target_accept``, to the rest. PyMC backend only.
 
     Returns
     -------
@@ -271,6 +275,8 @@ def sample_model(
         sampling wall time in seconds (``sampling_seconds``).
     """
     backend = resolve_backend(settings.backend)
+    if steps is not None and backend != "pymc":
+        raise ValueError(f"custom step methods need the PyMC sampler, not {backend!r}: set backend='pymc'")
     start = time.perf_counter()
     if backend == "nutpie":
         import nutpie
@@ -297,18 +303,27 @@ def sample_model(
         if data:
             with model:
                 pm.set_data(dict(data))
+        step = None
+        if steps is not None:
+            with model:
+                step = list(steps(model))
+                others = [v for v in model.value_vars if all(v not in s.vars for s in step)]
+                if others:
+                    step.append(pm.NUTS(others, target_accept=settings.target_accept))
         idata = pm.sample(
+            step=step,
             draws=settings.draws,
             tune=settings.tune,
             chains=settings.chains,
             cores=min(settings.cores, settings.chains),
             random_seed=int(seed),
-            target_accept=settings.target_accept,
             progressbar=settings.progressbar,
             nuts_sampler=backend,
             compute_convergence_checks=False,
             model=model,
             var_names=list(var_names) if var_names is not None else None,
+            # the NUTS of explicit steps has its target already (and pm.sample refuses it then)
+            **({} if step is not None else {"target_accept": settings.target_accept}),
         )
     seconds = time.perf_counter() - start
     if var_names is not None:
