@@ -131,6 +131,7 @@ def main() -> None:
         "distinct_pairs": data.n_distinct,
         "K": args.K,
         "parametrization": args.parametrization,
+        "label_sampling": args.labels,
         "centred_components": args.centred_components,
         "load_average_at_start": os.getloadavg()[0],
     }
