@@ -77,12 +77,8 @@ def hyper_model(K: int, r: int, V: np.ndarray, R: int, priors: A.DPArealPriors):
             compute_corr=True,
         )
         tau_mu = pm.Gamma("tau_mu", alpha=priors.tau_mu[0], beta=priors.tau_mu[1])
-        Vt = pt.as_tensor_variable(V.T)
-        shared_cov = Vt @ pt.diag(pt.concatenate([pt.stack([1.0 / tau_mu]), pt.ones(R) / tau_phi])) @ Vt.T
-        own_block = pt.zeros((R + 1, R + 1))
-        own_block = pt.set_subtensor(own_block[0, 0], 1.0 / tau_theta)
-        own_block = pt.set_subtensor(own_block[1:, 1:], chol @ chol.T)
-        own_chol = pt.linalg.cholesky(Vt @ own_block @ Vt.T)
+        shared_cov, own_cov = A.identified_covariances(V, tau_theta, tau_phi, tau_mu, chol)
+        own_chol = pt.linalg.cholesky(own_cov)
         shared_chol = pt.linalg.cholesky(shared_cov)
         pm.Deterministic("own_chol", own_chol)
         pm.Deterministic("shared_chol", shared_chol)

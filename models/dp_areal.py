@@ -698,6 +698,26 @@ def identified_basis(design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return V, full @ V
 
 
+def identified_covariances(V: np.ndarray, tau_theta: Any, tau_phi: Any, tau_mu: Any, chol_phi: Any) -> tuple[Any, Any]:
+    """Covariances of the shared and the own parts of ``w_k`` (:func:`build_model`, ``"identified"``), PyTensor.
+
+    Returns
+    -------
+    shared_cov, own_cov
+        ``V' diag(1 / tau_mu, I / tau_phi) V`` (the prior of ``s = V' (mu, mu_phi)``, eq. 11-12) and
+        ``V' blockdiag(1 / tau_theta, Sigma_phi) V`` with ``Sigma_phi = chol_phi chol_phi'`` (eq. 10-11).
+    """
+    import pytensor.tensor as pt
+
+    R = V.shape[0] - 1
+    Vt = pt.as_tensor_variable(V.T)
+    shared_cov = Vt @ pt.diag(pt.concatenate([pt.stack([1.0 / tau_mu]), pt.ones(R) / tau_phi])) @ Vt.T
+    own_block = pt.zeros((R + 1, R + 1))
+    own_block = pt.set_subtensor(own_block[0, 0], 1.0 / tau_theta)
+    own_block = pt.set_subtensor(own_block[1:, 1:], chol_phi @ chol_phi.T)
+    return shared_cov, Vt @ own_block @ Vt.T
+
+
 def _leading(K: int, centred_components: int | None) -> int:
     return min(10, K // 2) if centred_components is None else min(max(int(centred_components), 0), K)
 
@@ -807,12 +827,7 @@ def build_model(
         tau_mu = pm.Gamma("tau_mu", alpha=priors.tau_mu[0], beta=priors.tau_mu[1])
         if parametrization.startswith("identified"):
             # (mu + theta*_k, phi*_k) = (mu, mu_phi) + (theta*_k, phi*_k - mu_phi): shared plus own part.
-            Vt = pt.as_tensor_variable(V.T)
-            shared_cov = Vt @ pt.diag(pt.concatenate([pt.stack([1.0 / tau_mu]), pt.ones(R) / tau_phi])) @ Vt.T
-            own_block = pt.zeros((R + 1, R + 1))
-            own_block = pt.set_subtensor(own_block[0, 0], 1.0 / tau_theta)
-            own_block = pt.set_subtensor(own_block[1:, 1:], chol @ chol.T)
-            own_cov = Vt @ own_block @ Vt.T
+            shared_cov, own_cov = identified_covariances(V, tau_theta, tau_phi, tau_mu, chol)
             shared = pt.linalg.cholesky(shared_cov) @ pm.Normal("shared_raw", 0.0, 1.0, dims="identified")
             own_chol = pt.linalg.cholesky(own_cov)
             if parametrization == "identified":
