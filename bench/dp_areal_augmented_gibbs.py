@@ -4,6 +4,7 @@ Usage::
 
     python bench/dp_areal_augmented_gibbs.py 3000 1000 2            # sweeps, burn-in, chains on the CE-like data
     python bench/dp_areal_augmented_gibbs.py 2000 500 1 --simulated  # counts simulated from the model (tau 2)
+    python bench/dp_areal_augmented_gibbs.py 2000 0 2 --init-from posterior.nc  # start at another sampler's draws
 
 One sweep: the labels and the log rates drawn jointly given the parameters (labels with the log rate integrated
 out, :func:`bayessdc.models.dp_areal.cell_posterior`, then log rates exactly); sticks and alpha (conjugate);
@@ -109,7 +110,15 @@ def slice_log_tau(log_density, start: float, rng: np.random.Generator, width: fl
             hi = new
 
 
-def run_chain(seed: int, sweeps: int, burn: int, K: int = 50, simulated: bool = False, verbose: bool = False):
+def run_chain(
+    seed: int,
+    sweeps: int,
+    burn: int,
+    K: int = 50,
+    simulated: bool = False,
+    verbose: bool = False,
+    init: dict | None = None,
+):
     import pymc as pm
 
     rng = np.random.default_rng(seed)
@@ -143,6 +152,15 @@ def run_chain(seed: int, sweeps: int, burn: int, K: int = 50, simulated: bool = 
     w = s + rng.normal(size=(K, r)) @ own_chol.T
     log_v = np.log(rng.beta(1, alpha, K - 1))
     log_1mv = np.log1p(-np.exp(log_v))
+    if init is not None:
+        # a state of another sampler: w from the locations, the sticks from rho
+        w = np.linalg.lstsq(basis, init["location"].T, rcond=None)[0].T
+        alpha, tau = float(init["alpha"]), float(init["tau_lambda"])
+        rho = np.maximum(init["rho"], 1e-300)
+        remaining = 1.0 - np.concatenate([[0.0], np.cumsum(rho)[:-1]])
+        stick = np.clip(rho[:-1] / np.maximum(remaining[:-1], 1e-300), 1e-300, 1.0 - 1e-16)
+        log_v, log_1mv = np.log(stick), np.log1p(-stick)
+        s = w[:10].mean(axis=0)
     keep = {"alpha": [], "tau_lambda": [], "occupied": [], "expected_log_rate": []}
     start = time.perf_counter()
     nuts_seconds = 0.0
@@ -222,10 +240,23 @@ def main() -> None:
     sweeps, burn, chains = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     simulated = "--simulated" in sys.argv
     K = 20 if simulated else 50
+    inits = [None] * chains
+    if "--init-from" in sys.argv:
+        # start chain c at the last draw of chain c (modulo their number) of a saved posterior (netCDF)
+        posterior = az.from_netcdf(sys.argv[sys.argv.index("--init-from") + 1]).posterior
+        K = posterior.sizes["component"]
+        inits = [
+            {
+                name: posterior[name].isel(chain=c % posterior.sizes["chain"], draw=-1).to_numpy()
+                for name in ("location", "rho", "alpha", "tau_lambda")
+            }
+            for c in range(chains)
+        ]
     start = time.perf_counter()
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [
-            pool.submit(run_chain, seed, sweeps, burn, K, simulated, seed == 1) for seed in range(1, chains + 1)
+            pool.submit(run_chain, seed, sweeps, burn, K, simulated, seed == 1, inits[seed - 1])
+            for seed in range(1, chains + 1)
         ]
         results = [f.result() for f in futures]
     wall = time.perf_counter() - start

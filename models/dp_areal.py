@@ -1220,7 +1220,10 @@ class DPArealSynthesizer:
             {
                 "parametrization": self.parametrization,
                 "labels": self.labels,
-                "centred_components": self.centred_components,
+                # the number actually centred (netCDF attributes cannot hold None)
+                "centred_components": _leading(self.K, self.centred_components)
+                if self.parametrization == "identified"
+                else 0,
                 "quadrature_nodes": self.quadrature_nodes,
                 "summary_seconds": time.perf_counter() - start,
                 "n_distinct_pairs": data.n_distinct,

@@ -344,7 +344,7 @@ def stats_chi2_quantile(q: float, dof: int) -> float:
     return float(stats.chi2.ppf(q, dof))
 
 
-def test_explicit_label_sampler_runs_end_to_end_with_the_pymc_sampler():
+def test_explicit_label_sampler_runs_end_to_end_with_the_pymc_sampler(tmp_path):
     """NUTS within Gibbs (labels by :func:`label_gibbs_step`, the rest by NUTS): its conditionals are tested above;
     here the wiring (PyMC backend, kept variables, summaries, description). It mixes worse than the default
     (``bench/dp_areal.py --labels explicit``), so no recovery is asserted from a short run."""
@@ -355,6 +355,8 @@ def test_explicit_label_sampler_runs_end_to_end_with_the_pymc_sampler():
     idata = synthesizer.fit(data, seed=3)
     assert idata.attrs["sampler_backend"] == "pymc" and idata.attrs["labels"] == "explicit"
     assert "component_label" not in idata.posterior  # the labels are redrawn exactly, never stored
+    idata.to_netcdf(tmp_path / "posterior.nc")  # every attribute is one netCDF can hold
+    assert idata.attrs["centred_components"] == 2  # min(10, K // 2)
     assert np.isfinite(idata.posterior["expected_log_rate"]).all()
     assert np.allclose(idata.posterior["rho"].sum("component"), 1.0)
     assert "within Gibbs" in synthesizer.describe()["computation"]["sampler"]

@@ -127,7 +127,7 @@ def test_example_table_looks_like_migration_data():
 @pytest.fixture(scope="module")
 def recovered():
     group, truth = simulate_group(14, 14, 120, mu=0.8, beta_sd=0.7, gamma_sd=0.5, seed=11)
-    synth = FlowSynthesizer(settings=SamplerSettings(draws=600, tune=600, chains=4, low_rank_mass_matrix=True))
+    synth = FlowSynthesizer(settings=SamplerSettings(draws=1000, tune=1000, chains=4, low_rank_mass_matrix=True))
     idata = synth.fit(group, seed=5)
     return synth, group, truth, idata
 
