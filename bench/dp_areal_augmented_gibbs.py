@@ -4,7 +4,8 @@ Usage::
 
     python bench/dp_areal_augmented_gibbs.py 3000 1000 2            # sweeps, burn-in, chains on the CE-like data
     python bench/dp_areal_augmented_gibbs.py 2000 500 1 --simulated  # counts simulated from the model (tau 2)
-    python bench/dp_areal_augmented_gibbs.py 2000 0 2 --init-from posterior.nc  # start at another sampler's draws
+    python bench/dp_areal_augmented_gibbs.py 2000 200 2 --init-from posterior.nc  # start at another sampler's draws
+    python bench/dp_areal_augmented_gibbs.py 2000 200 2 --save-state state.npz    # keep the chains' last states
 
 One sweep: the labels and the log rates drawn jointly given the parameters (labels with the log rate integrated
 out, :func:`bayessdc.models.dp_areal.cell_posterior`, then log rates exactly); sticks and alpha (conjugate);
@@ -13,16 +14,20 @@ every cluster's identified coefficients w_k (conjugate normal given the log rate
 (tau_theta, tau_phi, tau_mu, the LKJ Cholesky covariance) by one PyMC NUTS step every fifth sweep given the
 occupied components' w_k, then their mean s (conjugate) and the empty components' w_k from the prior.
 
-Measured here (2026-11-23, a numpy prototype, about 18-30 ms per sweep of which NUTS about a third):
+Measured here (2026-11-23, a numpy prototype; ``python bench/dp_areal_augmented_gibbs.py 6000 1000 4``, K = 50, CE-like
+data, 4 chains on 2 cores): 20-40 ms per sweep when the NUTS step of the scales is cheap, but one chain's NUTS took
+631 of its 719 s (deep trees); 967 s wall. NOT converged: max r_hat 1.43 (tau_lambda), 2.07 (expected log rates);
+min bulk ESS 8 (tau_lambda), 16 (alpha). The chains' mean tau_lambda 2.0, 2.6, 3.0, 3.5 and occupied components
+12-20, the same range as NUTS on the label-marginalised model (2.3 and 3.7 in two chains), so the samplers agree
+on where the posterior is but all cross it slowly. Within one chain tau_lambda wanders over 2.3-5.9 in a few
+thousand sweeps (integrated autocorrelation about 70 sweeps in a 2 x 1,500 run).
 
-* counts simulated from the model (133 labels x 40 patterns, tau_lambda 2, K = 20; ``--simulated``): tau_lambda
-  recovered (90% interval 1.97-2.47) within 2,000 sweeps (36 s);
-* the CE-like data (K = 50): tau_lambda settles at 0.7-1.2 and the occupied components at 6-24 from two random
-  starts (3,000 sweeps, 73-91 s each), while NUTS on the label-marginalised model (``bench/dp_areal.py``) sits at
-  2.7-3.0 and the explicit-label NUTS within Gibbs ranges over 1.3-3.1. The CE-like simulator is not the model:
-  its posterior may have separated modes (few wide clusters with small tau_lambda against many tight ones), which
-  would explain why every sampler's chains disagree. Unresolved; the next step is to compare the log posterior of
-  the states each sampler settles in.
+On counts simulated from the model (``--simulated``: 133 labels x 40 patterns, tau_lambda 2, K = 20) a chain of
+2,000 sweeps (36 s) covers the true tau_lambda.
+
+An earlier version of this script computed the scales from fresh prior draws instead of the NUTS state (a
+``compile_fn`` of Deterministics without ``replace_rvs_by_values``) and settled at tau_lambda 0.7-1.2: any
+check of this sampler should start by comparing it with the marginal model, as ``--init-from`` allows.
 
 Printed: wall time, per-chain seconds, bulk ESS and r_hat of alpha, tau_lambda, occupied components and the
 expected log rates, per-chain means.
@@ -144,7 +149,10 @@ def run_chain(
     point = hyper.initial_point(random_seed=seed)
     names = [v.name for v in hyper.value_vars]
     scales = hyper.compile_fn(
-        [hyper["own_chol"], hyper["shared_chol"]], inputs=hyper.value_vars, on_unused_input="ignore", point_fn=False
+        hyper.replace_rvs_by_values([hyper["own_chol"], hyper["shared_chol"]]),
+        inputs=hyper.value_vars,
+        on_unused_input="ignore",
+        point_fn=False,
     )
     own_chol, shared_chol = scales(*(point[n] for n in names))
     alpha, tau = 1.0, 2.0
@@ -230,7 +238,11 @@ def run_chain(
         if verbose and it % 250 == 0:
             seconds = time.perf_counter() - start
             print(f"{it} {seconds:.1f}s tau {tau:.2f} alpha {alpha:.2f} occupied {int(occupied.sum())}", flush=True)
-    return {k: np.asarray(v) for k, v in keep.items()}, time.perf_counter() - start, nuts_seconds
+    final = {"w": w, "s": s, "alpha": alpha, "log_1mv": log_1mv, "tau_lambda": tau, "own_chol": own_chol}
+    final["shared_chol"] = shared_chol
+    final.update({f"hyper:{name}": point[name] for name in names})
+    draws = {k: np.asarray(v) for k, v in keep.items()}
+    return draws, time.perf_counter() - start, nuts_seconds, final
 
 
 def main() -> None:
@@ -274,6 +286,10 @@ def main() -> None:
         "occupied_by_chain": [float(np.mean(res[0]["occupied"])) for res in results],
     }
     print(json.dumps(figures, indent=1))
+    if "--save-state" in sys.argv:
+        # the last state of every chain, to start other samplers there
+        path = sys.argv[sys.argv.index("--save-state") + 1]
+        np.savez(path, **{f"{c}/{k}": v for c, res in enumerate(results) for k, v in res[3].items()})
 
 
 if __name__ == "__main__":
