@@ -1013,6 +1013,13 @@ def cell_posterior(
     )
 
 
+def _draw_cell_labels(log_resp: np.ndarray, cell: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One component per cell from its distinct pair's ``log p(z = k | c)`` (``log_resp``, K x D)."""
+    cumulative = np.cumsum(np.exp(log_resp), axis=0)
+    u = rng.random(cell.size) * cumulative[-1, cell]
+    return np.minimum((cumulative[:, cell] < u[None, :]).sum(axis=0), log_resp.shape[0] - 1)
+
+
 def draw_labels_and_log_rates(
     location: np.ndarray,
     rho: np.ndarray,
@@ -1033,10 +1040,8 @@ def draw_labels_and_log_rates(
         ``(B, G)`` integer components and log rates of every pattern x label cell.
     """
     log_resp, _ = cell_posterior(location, rho, tau_lambda, data, nodes=nodes)
-    cumulative = np.cumsum(np.exp(log_resp), axis=0)  # (K, D)
     cell = data.cell_distinct.ravel()
-    u = rng.random(cell.size) * cumulative[-1, cell]
-    labels = np.minimum((cumulative[:, cell] < u[None, :]).sum(axis=0), location.shape[0] - 1)
+    labels = _draw_cell_labels(log_resp, cell, rng)
     patterns = np.repeat(np.arange(data.n_patterns), data.n_labels)
     log_rates = draw_poisson_lognormal_log_rate(
         data.counts.ravel().astype(float), location[labels, patterns], np.full(cell.size, float(tau_lambda)), rng
@@ -1068,10 +1073,7 @@ def _label_step_class() -> type:
         def step(self, point):
             location, rho, tau = self.parameters(point)
             log_resp, _ = cell_posterior(location, rho, float(tau), self.data, nodes=self.nodes)
-            cumulative = np.cumsum(np.exp(log_resp), axis=0)  # (K, D)
-            cell = self.data.cell_distinct.ravel()
-            u = self.rng.random(cell.size) * cumulative[-1, cell]
-            labels = np.minimum((cumulative[:, cell] < u[None, :]).sum(axis=0), location.shape[0] - 1)
+            labels = _draw_cell_labels(log_resp, self.data.cell_distinct.ravel(), self.rng)
             new = dict(point)
             name = self.vars[0].name
             new[name] = labels.reshape(point[name].shape).astype(point[name].dtype)
