@@ -81,7 +81,16 @@ REFERENCE = {
 }
 
 
-def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collapsed", exchange_moves: int = 1) -> dict:
+def gibbs(
+    n: int,
+    burn: int,
+    draws: int,
+    seed: int,
+    alpha_update: str = "collapsed",
+    exchange_moves: int = 1,
+    pattern_moves: int = 1,
+    split_merge_moves: int = 0,
+) -> dict:
     """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
     from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
     from bayessdc.synthesis.datasets import draw_synthetic
@@ -94,7 +103,14 @@ def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collaps
     tiny = DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1))
     draw_synthetic(tiny, tiny.fit(data, seed), data.take(np.arange(50)), 1, np.random.default_rng(0))
     settings = GibbsSettings(
-        draws=draws, burn=burn, chains=1, thin=1, alpha_update=alpha_update, exchange_moves=exchange_moves
+        draws=draws,
+        burn=burn,
+        chains=1,
+        thin=1,
+        alpha_update=alpha_update,
+        exchange_moves=exchange_moves,
+        pattern_moves=pattern_moves,
+        split_merge_moves=split_merge_moves,
     )
     synth = DPMPMSynthesizer(settings=settings)
     start = time.perf_counter()
@@ -112,7 +128,7 @@ def gibbs(n: int, burn: int, draws: int, seed: int, alpha_update: str = "collaps
     occupied = posterior["occupied"].to_numpy().ravel()
     return {
         "sampler": f"blocked Gibbs (numba, cell counts, label swaps, {exchange_moves} K level exchanges, "
-        f"{alpha_update} alpha)",
+        f"{pattern_moves} K pattern exchanges, {split_merge_moves} split-merge, {alpha_update} alpha)",
         "n": n,
         "cells": int(len(data.cell_counts)),
         "iterations": burn + draws,
@@ -183,19 +199,20 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=["collapsed,1"],
-        help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES (collapsed or conditional; level exchanges per "
-        "iteration in multiples of K); the first runs at every size, the others at the first size",
+        default=["collapsed,1,1,0"],
+        help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES[,PATTERN_MOVES[,SPLIT_MERGE_MOVES]] (collapsed or "
+        "conditional; level and pattern exchanges per iteration in multiples of K; split-merge moves per "
+        "iteration); the first runs at every size, the others at the first size",
     )
     parser.add_argument("--nuts-tune", type=int, default=100)
     parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--one-config", default="collapsed,1", help=argparse.SUPPRESS)
+    parser.add_argument("--one-config", default="collapsed,1,1,0", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        alpha_update, exchanges = args.one_config.split(",")
-        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, alpha_update, int(exchanges))))
+        alpha_update, *moves = args.one_config.split(",")
+        print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, alpha_update, *map(int, moves))))
         return
     if args.one_nuts:
         print(json.dumps(nuts(args.nuts_tune, args.nuts_draws, args.seed)))

@@ -474,12 +474,19 @@ def test_recovers_a_latent_class_model_from_large_cells():
     assert 0.5 * np.abs(joint - empirical).sum() < 0.01
 
 
-@pytest.mark.parametrize(("exchange_moves", "label_swaps"), [(0, True), (2, True), (3, False)])
-def test_number_of_occupied_components_matches_the_exact_posterior_by_enumeration(exchange_moves, label_swaps):
+@pytest.mark.parametrize(
+    ("exchange_moves", "label_swaps", "split_merge_moves", "pattern_moves"),
+    [(0, True, 0, 0), (2, True, 0, 0), (3, False, 0, 0), (0, False, 20, 0), (0, False, 0, 3)],
+)
+def test_number_of_occupied_components_matches_the_exact_posterior_by_enumeration(
+    exchange_moves, label_swaps, split_merge_moves, pattern_moves
+):
     """Seven records, K = 3, alpha pinned near 1 by its prior: the posterior of the partition (sticks and theta
     integrated out) by summing over all 3^7 allocations, against the sampler (allocations, label swaps,
     level exchanges, collapsed alpha, sticks, theta). Dropping the stick factor from the exchange's acceptance
-    ratio moves these probabilities by 0.08-0.35."""
+    ratio moves these probabilities by 0.08-0.35; dropping the 1 / E of choosing the empty component from the
+    split-merge ratio moves them by up to 0.18 (K = 4). The pattern exchanges are the level exchange on the
+    cells of one value of ``a``."""
     import itertools
 
     from scipy.special import betaln, gammaln
@@ -505,8 +512,80 @@ def test_number_of_occupied_components_matches_the_exact_posterior_by_enumeratio
     priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
     hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
     settings = GibbsSettings(
-        draws=300_000, burn=1000, chains=2, thin=1, exchange_moves=exchange_moves, label_swaps=label_swaps
+        draws=300_000,
+        burn=1000,
+        chains=2,
+        thin=1,
+        exchange_moves=exchange_moves,
+        label_swaps=label_swaps,
+        split_merge_moves=split_merge_moves,
+        pattern_moves=pattern_moves,
     )
     draws = run_gibbs(data, hyper, settings, seed=8)
     occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
     assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
+
+
+def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
+    """A cell of ten records (above the small-cell threshold: one multinomial draw, the split-merge then
+    splits it record by record) and three single records, K = 4: the posterior of the number of occupied
+    components by summing over every allocation of the cells' counts (multinomial coefficients included),
+    against a sampler driven mainly by split-merge moves (no level exchanges, no label swaps)."""
+    import itertools
+
+    from scipy.special import betaln, gammaln
+
+    from bayessdc.models.dpmpm import SMALL_CELL, model_hyperparameters, run_gibbs
+
+    frame = pd.DataFrame({"a": [0] * 10 + [1, 1, 0], "b": [0] * 10 + [1, 2, 2]})
+    data = prepare_categorical(frame, ["b"], ["a"])
+    assert data.cell_counts.max() > SMALL_CELL
+    K, alpha = 4, 1.0
+
+    def compositions(n, k):
+        for cut in itertools.combinations(range(n + k - 1), k - 1):
+            bounds = (-1, *cut, n + k - 1)
+            yield np.array([bounds[i + 1] - bounds[i] - 1 for i in range(k)])
+
+    probability = np.zeros(K + 1)
+    for allocation in itertools.product(*[list(compositions(int(n), K)) for n in data.cell_counts]):
+        allocation = np.array(allocation)  # (cell, component)
+        n_k = allocation.sum(axis=0)
+        tail = n_k[::-1].cumsum()[::-1] - n_k
+        log_w = sum(betaln(1 + n_k[k], alpha + tail[k]) - betaln(1, alpha) for k in range(K - 1))
+        log_w += sum(gammaln(n + 1) - gammaln(a + 1).sum() for n, a in zip(data.cell_counts, allocation, strict=True))
+        for j, d in enumerate(data.n_levels):
+            for k in range(K):
+                c = np.bincount(data.cell_codes[:, j], weights=allocation[:, k], minlength=d)
+                log_w += gammaln(d) - gammaln(d + c.sum()) + gammaln(1.0 + c).sum()
+        probability[(n_k > 0).sum()] += np.exp(log_w)
+    probability /= probability.sum()
+    priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
+    hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
+    settings = GibbsSettings(
+        draws=200_000, burn=1000, chains=2, thin=1, exchange_moves=0, label_swaps=False, split_merge_moves=10
+    )
+    draws = run_gibbs(data, hyper, settings, seed=4)
+    occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
+    assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
+
+
+def test_pattern_conditionals_by_hand():
+    """p(county | pattern) from one posterior draw, against a loop over components written from eq. (1-2)."""
+    frame = pd.DataFrame(
+        {"g": [1, 1, 2, 2, 2, 1, 2], "a": [1, 2, 1, 1, 2, 2, 2], "county": [1, 2, 3, 1, 2, 3, 3]}
+    )
+    data = prepare_categorical(frame, ["county"], ["g", "a"])
+    synth = DPMPMSynthesizer(K=3, settings=GibbsSettings(draws=3, burn=2, chains=2, thin=1))
+    idata = synth.fit(data, seed=1)
+    conditional = synth.pattern_conditionals(idata, data, min_records=2)["county"]
+    # patterns with at least two records: (g=1, a=2) and (g=2, a=1), (g=2, a=2)
+    assert list(conditional["pattern"].values) == ["g=1, a=2", "g=2, a=1", "g=2, a=2"]
+    post = idata.posterior.isel(chain=1, draw=2)
+    pi = post["pi"].values
+    for b, (g, a) in enumerate([(1, 2), (2, 1), (2, 2)]):
+        theta_g = post["theta_g"].sel(g_level=g).values
+        theta_a = post["theta_a"].sel(a_level=a).values
+        w = np.array([pi[k] * theta_g[k] * theta_a[k] for k in range(3)])
+        expected = (w[:, None] * post["theta_county"].values).sum(axis=0) / w.sum()
+        assert np.allclose(conditional.isel(chain=1, draw=2, pattern=b).values, expected, rtol=1e-10)
