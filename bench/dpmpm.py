@@ -7,13 +7,42 @@ Usage::
                                           # exchanges, and with the textbook alpha | sticks update
     python bench/dpmpm.py --nuts          # also NUTS (nutpie) on the marginalised PyMC model, the alternative
     python bench/dpmpm.py --sizes 6208    # one size only
+    python bench/dpmpm.py --sizes 6208 --configs collapsed,1,0,0 collapsed,1,1,0 collapsed,1,1,10
+                                          # variants ALPHA,LEVEL_EXCHANGES[,PATTERN_EXCHANGES[,SPLIT_MERGE]]
+    python bench/dpmpm.py --gate 4 100000 5000 50 --seed 1   # the convergence gate of long chains
+
+Short runs hide the slowest mode (2026-11-23). The CE-like posterior has regimes with 11, 12 or 13 large
+components (pi_k > 0.01), different groupings of the 40 patterns, and a chain changes regime about once
+every 20,000 iterations: 12 changes in 4 chains x 60,000 iterations without pattern exchanges, 9 with them
+(seed 11; the changes of the 1,000-iteration block medians of the count). A 10,000-iteration run (the
+reference protocol below) usually stays in one regime, so its ESS of alpha and of the marginals says
+nothing about the regimes; a chain that does change regime within the run shows an ESS of alpha near 20.
+What the synthesis draws from, the county probabilities given each pattern, differs between regimes by up to
+two posterior standard deviations, so the gate now monitors them (patterns with at least 50 records):
+
+    --gate 2 4000 1000 4 --seed 0 (the default settings)   r_hat 1.79 (pattern conditionals), 26 s
+        (before they were monitored, the same seed passed at r_hat 1.005 on alpha, occupied, marginals)
+    --gate 2 60000 1000 10 --seed 3, without / with pattern exchanges
+                                           r_hat 1.25 / 1.53, 80 / 85 s
+    4 chains x 100,000 iterations (thin 50), seeds 1 and 6, with pattern exchanges
+                                           r_hat 1.28 and 1.53; 20-25% of the conditionals above 1.01
+
+The gate will not pass on these data at any run length a user would choose until a sampler crosses the
+regimes faster (parallel tempering over the likelihood is the next step); the split-merge moves
+(``--configs collapsed,1,0,10``: 4.2 s per 1,000 iterations against 0.8 s) and the pattern exchanges did not.
 
 Protocol of the reference figures (ANCHORS.md, NPBayesImputeCat 0.5): one chain, 5,000 burn-in + 5,000 kept,
 K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling time (burn-in included).
 Each size runs in its own process so that the peak memory (ru_maxrss) is its own; the sizes run one after
 another, never at once.
 
-Measured (2 cores shared with other sessions, load average 3.7-4.0 on 2 cores: absolute times are
+Latest run, 2026-11-23 (``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py``, load 1.1-1.8):
+n = 6,208: 7.42 s for 10,000 iterations (0.74 s per 1,000, reference 0.9), alpha 1,140 ESS = 154 ESS/s
+(reference about 210), smallest county marginal 462 ESS/s; n = 1,000,000: 51.5 s, alpha 8.6 ESS/s; ratio
+6.94 sampling, 7.08 end to end (target 2); peak memory 987 / 921 MB. Same invocation with pattern exchanges
+(``--configs collapsed,1,1,0``, load 2.3-3.2): 12.8 s and 64.9 s, ratio 5.05.
+
+Earlier (2 cores shared with other sessions, load average 3.7-4.0 on 2 cores: absolute times are
 inflated and vary by about 20% from run to run; ratios within one invocation are what count)::
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --configs collapsed,1 collapsed,0 conditional,1
@@ -88,7 +117,7 @@ def gibbs(
     seed: int,
     alpha_update: str = "collapsed",
     exchange_moves: int = 1,
-    pattern_moves: int = 1,
+    pattern_moves: int = 0,
     split_merge_moves: int = 0,
 ) -> dict:
     """Fit the CE-like data of ``n`` records with the blocked Gibbs sampler; figures as a dict."""
@@ -150,6 +179,39 @@ def gibbs(
     }
 
 
+def gate(chains: int, draws: int, burn: int, thin: int, seed: int, config: str = "collapsed,1,0,0") -> dict:
+    """The convergence gate and long-run ESS on the CE-like data (n = 6,208), sampler variant ``config``."""
+    from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
+
+    data = prepare_categorical(simulate_ce_like(seed=0), ["county"], ["gender", "income", "age"])
+    alpha_update, *moves = config.split(",")
+    names = ("exchange_moves", "pattern_moves", "split_merge_moves")
+    moves_given = dict(zip(names, map(int, moves), strict=False))
+    settings = GibbsSettings(
+        draws=draws, burn=burn, chains=chains, thin=thin, alpha_update=alpha_update, **moves_given
+    )
+    synth = DPMPMSynthesizer(settings=settings)
+    start = time.perf_counter()
+    idata = synth.fit(data, seed)
+    seconds = time.perf_counter() - start
+    report = synth.check(idata, data)
+    conditional = synth.pattern_conditionals(idata, data, 50)["county"]
+    r_hat = az.rhat(conditional.to_dataset(name="c"))["c"].to_numpy()
+    return {
+        "gate": f"{chains} chains x ({burn} + {draws}) iterations, thin {thin}, seed {seed}, variant {config}",
+        "seconds": seconds,
+        **report.to_dict(),
+        "r_hat_pattern_conditionals_max": float(r_hat.max()),
+        "share_of_pattern_conditionals_above_1.01": float((r_hat > 1.01).mean()),
+        "chain_means_occupied": idata.posterior["occupied"].mean("draw").round(2).to_numpy().tolist(),
+        "chain_means_alpha": idata.posterior["alpha"].mean("draw").round(3).to_numpy().tolist(),
+        "ess_alpha_per_chain": [float(az.ess(idata.posterior["alpha"].sel(chain=c).values)) for c in range(chains)],
+        "ess_occupied_per_chain": [
+            float(az.ess(idata.posterior["occupied"].sel(chain=c).values.astype(float))) for c in range(chains)
+        ],
+    }
+
+
 def nuts(tune: int, draws: int, seed: int) -> dict:
     """NUTS (nutpie) on the marginalised model of :func:`bayessdc.models.dpmpm.build_model`, CE-like n = 6,208."""
     import nutpie
@@ -199,17 +261,27 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=["collapsed,1,1,0"],
+        default=["collapsed,1,0,0"],
         help="sampler variants ALPHA_UPDATE,EXCHANGE_MOVES[,PATTERN_MOVES[,SPLIT_MERGE_MOVES]] (collapsed or "
         "conditional; level and pattern exchanges per iteration in multiples of K; split-merge moves per "
         "iteration); the first runs at every size, the others at the first size",
     )
+    parser.add_argument(
+        "--gate",
+        nargs=4,
+        type=int,
+        metavar=("CHAINS", "DRAWS", "BURN", "THIN"),
+        help="instead: run the convergence gate of the default sampler with these settings and print it",
+    )
     parser.add_argument("--nuts-tune", type=int, default=100)
     parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--one-config", default="collapsed,1,1,0", help=argparse.SUPPRESS)
+    parser.add_argument("--one-config", default="collapsed,1,0,0", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.gate is not None:
+        print(json.dumps(gate(*args.gate, args.seed, args.configs[0]), indent=2))
+        return
     if args.one is not None:
         alpha_update, *moves = args.one_config.split(",")
         print(json.dumps(gibbs(args.one, args.burn, args.draws, args.seed, alpha_update, *map(int, moves))))

@@ -247,7 +247,14 @@ def run_dpmpm_job(
         summary_posterior = summary_posterior.assign_coords({f"{v}_level": [str(x) for x in data.levels[v]]})
     folder.write_private_file("posterior.nc", lambda path: summary_posterior.to_netcdf(path, engine="h5netcdf"))
     if not report.passed and not allow_unconverged:
-        raise ConvergenceError(report, "the DPMPM posterior")
+        hint = ""
+        if report.worst_r_hat.startswith("conditional_"):
+            hint = (
+                "The slowest quantities are the synthesized levels' probabilities given a pattern: the chains sit in "
+                "different groupings of the patterns into components, which they cross rarely. More and longer chains "
+                "help; check the occupied components in private/diagnostics.json."
+            )
+        raise ConvergenceError(report, "the DPMPM posterior", hint=hint)
 
     say(f"dpmpm: drawing {m} synthetic datasets ({conditioning} conditioning) ...")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))

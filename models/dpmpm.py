@@ -51,21 +51,19 @@ all records with one level of a synthesized variable swap two components, sticks
 The allocation step moves records one cell at a time, so a large level whose records can sit in a component
 of their own or share one (for example one of the largest counties) switched between the two configurations
 only rarely: its marginal probability mixed at 2-12 ESS/s in two of six chains on the CE-like data. The
-exchange moves it in one step (no chain stuck in six); (iv) pattern-exchange moves, the same exchange for
-all records of one pattern of the kept variables, which change the grouping of the patterns into
-components in one step (on the CE-like data they raised the ESS of alpha over 60,000 iterations from 22 to
-2,800-4,500). General split-merge moves (Jain & Neal 2004, :func:`_split_merge`) are implemented and
-selectable (``GibbsSettings(split_merge_moves=...)``) but off by default: they tripled the time per iteration
-without more frequent crossings between the posterior's regimes. All moves are validated against the exact
-posterior of small problems by enumeration in the tests. The sticks are drawn in logs: clipping
-``1 - beta`` away from 0 biased ``alpha`` upwards (caught by the flat-likelihood prior check in the tests).
+exchange moves it in one step (no chain stuck in six). Two further exact moves are selectable, off by default
+because they did not help on the CE-like data: pattern exchanges (the same exchange for all records of one
+pattern of the kept variables) and split-merge moves (Jain & Neal 2004 with a sequentially allocated launch,
+:func:`_split_merge`). All moves are validated against the exact posterior of small problems by enumeration
+in the tests. The sticks are drawn in logs: clipping ``1 - beta`` away from 0 biased ``alpha`` upwards
+(caught by the flat-likelihood prior check in the tests).
 
 Label switching: the component labels are not identified, so the convergence gate monitors label-invariant
 quantities only: ``alpha``, the marginal probabilities of the levels of every synthesized variable, the
 number of occupied components, and the probabilities of those levels given each pattern with at least
 :data:`PATTERN_MONITOR_RECORDS` records (what the synthesis draws from). On the CE-like data the last are
-the slowest: the posterior has regimes with 11, 12 or 13 large components that the sampler crosses rarely
-(12 <-> 13 about once in 60,000 iterations), and the gate fails there unless the chains are very long.
+the slowest: the posterior has regimes with 11, 12 or 13 large components (groupings of the patterns) that a
+chain changes about once every 20,000 iterations, so the gate fails there unless the chains are very long.
 """
 
 from __future__ import annotations
@@ -505,17 +503,15 @@ class GibbsSettings:
         chains (one of the largest counties stuck in one configuration), 469-685 in the others; with K moves
         120-595 in all six, for 10-25% more time per iteration.
     pattern_moves
-        Pattern-exchange Metropolis moves per iteration, in multiples of K (0: none): the same exchange for all
-        records of one pattern of the kept variables, so the grouping of the patterns into components can
-        change in one step. On the CE-like data the posterior has regimes with 11, 12 or 13 large components
-        (groupings of the 40 patterns); one chain of 60,000 iterations without these moves crossed between
-        them once (ESS of alpha 22, of the occupied count 5), with them 3-6 times at 12 <-> 11 (ESS 2,800 and
-        200) for about 15% more time per iteration (``python bench/dpmpm.py``). The 12 <-> 13 crossing stays
-        rare (about once in 60,000 iterations), which is why the gate also monitors the pattern conditionals.
+        Pattern-exchange Metropolis moves per iteration, in multiples of K (0: none, the default): the same
+        exchange for all records of one pattern of the kept variables, so the grouping of the patterns into
+        components can change in one step. On the CE-like data the posterior has regimes with 11, 12 or 13
+        large components (groupings of the 40 patterns). Four chains of 60,000 iterations changed regime 12
+        times without these moves and 9 times with them, at about 10% more time per iteration (2026-11-23).
     split_merge_moves
         Split-merge Metropolis-Hastings moves per iteration (:func:`_split_merge`; Jain & Neal 2004 with a
         sequentially allocated launch, Dahl 2003), default off: on the CE-like data 10 of them per iteration
-        tripled the time per iteration and did not make the 12 <-> 13 crossing more frequent.
+        made each iteration three to five times slower, and the regime changes did not become more frequent.
     launch_scans
         Restricted Gibbs scans that build a split-merge move's launch state.
     """
@@ -527,7 +523,7 @@ class GibbsSettings:
     label_swaps: bool = True
     alpha_update: str = "collapsed"
     exchange_moves: int = 1
-    pattern_moves: int = 1
+    pattern_moves: int = 0
     split_merge_moves: int = 0
     launch_scans: int = 2
 
