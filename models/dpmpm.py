@@ -1226,6 +1226,30 @@ def _split_merge(
 
 
 @numba.njit(cache=True, nogil=True)
+def _weighted_index(cdf: np.ndarray) -> int:
+    """An index drawn with probabilities proportional to the increments of the cumulative ``cdf``."""
+    u = np.random.random() * cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
+    lo, hi = 0, cdf.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if u < cdf[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _component_pair(K: int) -> tuple[int, int]:
+    """Two distinct components, uniformly."""
+    i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+    j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+    if j >= i:
+        j += 1
+    return i, j
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -1394,19 +1418,8 @@ def _gibbs_chain(
         # from here until its draw below: the label swaps carry it along without using it.
         for _ in range(exchange_moves):
             # a level drawn in proportion to its records (a fixed choice, the same from either state)
-            u = np.random.random() * move_cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
-            lo, hi = 0, move_cdf.shape[0] - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if u < move_cdf[mid]:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            level = move_levels[lo]
-            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
-            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
-            if j >= i:
-                j += 1
+            level = move_levels[_weighted_index(move_cdf)]
+            i, j = _component_pair(K)
             if counts[i, level] == 0 and counts[j, level] == 0:
                 continue
             cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
@@ -1418,19 +1431,9 @@ def _gibbs_chain(
         # kept variables), so whole patterns move between components and the grouping of the patterns into
         # components can change without passing through splits and merges of large components.
         for _ in range(pattern_moves):
-            u = np.random.random() * pattern_cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
-            lo, hi = 0, pattern_cdf.shape[0] - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if u < pattern_cdf[mid]:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
-            j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
-            if j >= i:
-                j += 1
-            cells = pattern_cells[pattern_start[lo] : pattern_start[lo + 1]]
+            pattern = _weighted_index(pattern_cdf)
+            i, j = _component_pair(K)
+            cells = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
             _level_exchange(
                 -1, i, j, allocation, cells, cell_index, concentration, total_concentration,
                 counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
