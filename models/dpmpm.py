@@ -514,6 +514,14 @@ class GibbsSettings:
         made each iteration three to five times slower, and the regime changes did not become more frequent.
     launch_scans
         Restricted Gibbs scans that build a split-merge move's launch state.
+    likelihood_power
+        Sample the power posterior, prior times likelihood to this power (1, the default: the posterior). A
+        diagnostic of the posterior's geometry, not for synthesis: the allocation uses ``theta^power`` and
+        theta is drawn from ``Dirichlet(a + power * counts)``; the exchange and split-merge moves, whose
+        ratios are written for power 1, are skipped below 1. On the CE-like data (``bench/dpmpm.py --powers``)
+        flattening the likelihood does not dissolve the regimes of the posterior, it merges components: at
+        0.97 the chain changes regime a few times more often than at 1, at 0.9 and below it sits in fewer,
+        equally stuck components; so parallel tempering is not the remedy for their slow mixing (2026-11-23).
     """
 
     draws: int = 4000
@@ -526,6 +534,7 @@ class GibbsSettings:
     pattern_moves: int = 0
     split_merge_moves: int = 0
     launch_scans: int = 2
+    likelihood_power: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("draws", "burn", "chains", "thin"):
@@ -542,6 +551,8 @@ class GibbsSettings:
             raise ValueError(f"pattern_moves must be a non-negative integer, got {self.pattern_moves!r}")
         if not isinstance(self.launch_scans, int | np.integer) or self.launch_scans < 0:
             raise ValueError(f"launch_scans must be a non-negative integer, got {self.launch_scans!r}")
+        if not (isinstance(self.likelihood_power, int | float) and 0.0 < self.likelihood_power <= 1.0):
+            raise ValueError(f"likelihood_power must be in (0, 1], got {self.likelihood_power!r}")
         if self.alpha_update not in ALPHA_UPDATES:
             raise ValueError(f"alpha_update must be one of {ALPHA_UPDATES}, got {self.alpha_update!r}")
 
@@ -1276,6 +1287,7 @@ def _gibbs_chain(
     exchange_moves: int,
     split_merge_moves: int,
     launch_scans: int,
+    power: float,  # the likelihood's power (1: the posterior)
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -1336,7 +1348,7 @@ def _gibbs_chain(
     for it in range(burn + draws):
         for k in range(K):
             for l in range(L):
-                theta_t[l, k] = theta[k, l]
+                theta_t[l, k] = theta[k, l] if power == 1.0 else theta[k, l] ** power
         n_k[:] = 0
         counts[:, :] = 0
         for k in range(K):
@@ -1416,7 +1428,7 @@ def _gibbs_chain(
         # Level-exchange moves (theta and the sticks integrated out; see _level_exchange), right after the
         # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
         # from here until its draw below: the label swaps carry it along without using it.
-        for _ in range(exchange_moves):
+        for _ in range(exchange_moves if power == 1.0 else 0):
             # a level drawn in proportion to its records (a fixed choice, the same from either state)
             level = move_levels[_weighted_index(move_cdf)]
             i, j = _component_pair(K)
@@ -1430,7 +1442,7 @@ def _gibbs_chain(
         # Pattern-exchange moves: the same exchange for all records of one pattern (one combination of the
         # kept variables), so whole patterns move between components and the grouping of the patterns into
         # components can change without passing through splits and merges of large components.
-        for _ in range(pattern_moves):
+        for _ in range(pattern_moves if power == 1.0 else 0):
             pattern = _weighted_index(pattern_cdf)
             i, j = _component_pair(K)
             cells = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
@@ -1440,7 +1452,7 @@ def _gibbs_chain(
             )  # fmt: skip
         # Split-merge moves (sticks and theta integrated out; see _split_merge): they open and close whole
         # components in one step, which the allocation step does only one record at a time.
-        for _ in range(split_merge_moves):
+        for _ in range(split_merge_moves if power == 1.0 else 0):
             _split_merge(
                 allocation, cell_index, cell_counts, cell_start, concentration, total_concentration, counts, n_k,
                 alpha, beta_a, last_choice, launch_scans, order, launch, proposed, target, first_counts,
@@ -1496,12 +1508,12 @@ def _gibbs_chain(
                 running += log_one_minus[k]
             else:
                 pi[k] = max(np.exp(running), 1e-300)
-        # theta_k^(j) | z, X (eq. 6): Dirichlet(a + counts).
+        # theta_k^(j) | z, X (eq. 6): Dirichlet(a + counts) (a + power * counts under a power of the likelihood).
         for k in range(K):
             for j in range(p):
                 s = 0.0
                 for l in range(var_start[j], var_start[j + 1]):
-                    g = _gamma(concentration[k, l] + counts[k, l])
+                    g = _gamma(concentration[k, l] + power * counts[k, l])
                     theta[k, l] = g
                     s += g
                 for l in range(var_start[j], var_start[j + 1]):
@@ -1607,6 +1619,7 @@ def run_gibbs(
             exchanges,
             settings.split_merge_moves,
             settings.launch_scans,
+            float(settings.likelihood_power),
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and

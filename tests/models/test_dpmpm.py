@@ -526,6 +526,46 @@ def test_number_of_occupied_components_matches_the_exact_posterior_by_enumeratio
     assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
 
 
+def test_power_posterior_matches_enumeration():
+    """The sampler at ``likelihood_power`` 0.4 against the power posterior by enumeration (seven records, K = 3):
+    theta integrated out of ``prod theta^(0.4 c)`` gives ``Gamma(1 + 0.4 c)`` terms. At power 1 the same sums
+    give other probabilities (checked here too), so a sampler that ignored the power would fail."""
+    import itertools
+
+    from scipy.special import betaln, gammaln
+
+    from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
+
+    frame = pd.DataFrame({"a": [0, 0, 0, 1, 1, 0, 1], "b": [0, 0, 1, 1, 1, 1, 2]})
+    data = prepare_categorical(frame, ["b"], ["a"])
+    K, alpha = 3, 1.0
+
+    def exact(power):
+        probability = np.zeros(K + 1)
+        for z in itertools.product(range(K), repeat=data.n_records):
+            z = np.array(z)
+            n_k = np.bincount(z, minlength=K)
+            tail = n_k[::-1].cumsum()[::-1] - n_k
+            log_w = sum(betaln(1 + n_k[k], alpha + tail[k]) - betaln(1, alpha) for k in range(K - 1))
+            for j, d in enumerate(data.n_levels):
+                for k in range(K):
+                    c = np.bincount(data.codes[z == k, j], minlength=d)
+                    log_w += gammaln(d) - gammaln(d + power * c.sum()) + gammaln(1.0 + power * c).sum()
+            probability[len(np.unique(z))] += np.exp(log_w)
+        return probability / probability.sum()
+
+    tempered = exact(0.4)
+    assert np.abs(tempered - exact(1.0)).max() > 0.05
+    hyper = model_hyperparameters(build_model(data, K=K, priors=DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)), data)
+    # exchange moves are requested and must be skipped (their ratio is written for power 1)
+    settings = GibbsSettings(draws=300_000, burn=1000, chains=2, thin=1, exchange_moves=2, likelihood_power=0.4)
+    draws = run_gibbs(data, hyper, settings, seed=3)
+    occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
+    assert np.allclose(occupied, tempered, atol=0.006), (occupied, tempered)
+    with pytest.raises(ValueError, match="likelihood_power"):
+        GibbsSettings(likelihood_power=0.0)
+
+
 def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
     """A cell of ten records (above the small-cell threshold: one multinomial draw, the split-merge then
     splits it record by record) and three single records, K = 4: the posterior of the number of occupied
@@ -572,9 +612,7 @@ def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
 
 def test_pattern_conditionals_by_hand():
     """p(county | pattern) from one posterior draw, against a loop over components written from eq. (1-2)."""
-    frame = pd.DataFrame(
-        {"g": [1, 1, 2, 2, 2, 1, 2], "a": [1, 2, 1, 1, 2, 2, 2], "county": [1, 2, 3, 1, 2, 3, 3]}
-    )
+    frame = pd.DataFrame({"g": [1, 1, 2, 2, 2, 1, 2], "a": [1, 2, 1, 1, 2, 2, 2], "county": [1, 2, 3, 1, 2, 3, 3]})
     data = prepare_categorical(frame, ["county"], ["g", "a"])
     synth = DPMPMSynthesizer(K=3, settings=GibbsSettings(draws=3, burn=2, chains=2, thin=1))
     idata = synth.fit(data, seed=1)
