@@ -1773,6 +1773,11 @@ class DPMPMSynthesizer:
             raise ValueError(f"conditioning must be one of {CONDITIONINGS}, got {self.conditioning!r}")
         if self.K < 2:
             raise ValueError("K must be at least 2")
+        if self.settings.likelihood_power != 1.0:
+            raise ValueError(
+                f"likelihood_power {self.settings.likelihood_power} samples the power posterior, a diagnostic that "
+                "must not feed a release: run it with run_gibbs (bench/dpmpm.py --powers), not the synthesizer"
+            )
 
     # -- fitting ------------------------------------------------------------------------------------
 

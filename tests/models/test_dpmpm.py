@@ -564,6 +564,8 @@ def test_power_posterior_matches_enumeration():
     assert np.allclose(occupied, tempered, atol=0.006), (occupied, tempered)
     with pytest.raises(ValueError, match="likelihood_power"):
         GibbsSettings(likelihood_power=0.0)
+    with pytest.raises(ValueError, match="must not feed a release"):
+        DPMPMSynthesizer(settings=GibbsSettings(likelihood_power=0.5))
 
 
 def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
