@@ -63,7 +63,8 @@ quantities only: ``alpha``, the marginal probabilities of the levels of every sy
 number of occupied components, and the probabilities of those levels given each pattern with at least
 :data:`PATTERN_MONITOR_RECORDS` records (what the synthesis draws from). On the CE-like data the last are
 the slowest: the posterior has regimes with 11, 12 or 13 large components (groupings of the patterns) that a
-chain changes about once every 20,000 iterations, so the gate fails there unless the chains are very long.
+chain changes about once every 20,000 iterations, so the gate fails there unless the chains are very long. The
+real VLSS 1997 individuals (commune synthesized) show the same more clearly (``bench/dpmpm.py --gate ... --vlss``).
 """
 
 from __future__ import annotations
