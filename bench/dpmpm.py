@@ -206,6 +206,8 @@ def vlss_data():
 
     from bayessdc.models.dpmpm import prepare_categorical
 
+    if not VLSS.exists():
+        raise SystemExit(f"--vlss needs {VLSS.resolve()} (../shared/data beside the repository; see its README)")
     d = pd.read_csv(VLSS)
     age = np.exp(d["age"]).round()  # the file holds log age
     frame = pd.DataFrame(
