@@ -474,6 +474,27 @@ def test_recovers_a_latent_class_model_from_large_cells():
     assert 0.5 * np.abs(joint - empirical).sum() < 0.01
 
 
+def _occupied_by_enumeration(data, K: int, alpha: float, power: float = 1.0) -> np.ndarray:
+    """Posterior of the number of occupied components by summing over all K^n allocations (sticks and theta
+    integrated out, flat Dirichlet priors; the likelihood to ``power``: ``Gamma(1 + power c)`` terms)."""
+    import itertools
+
+    from scipy.special import betaln, gammaln
+
+    probability = np.zeros(K + 1)
+    for z in itertools.product(range(K), repeat=data.n_records):
+        z = np.array(z)
+        n_k = np.bincount(z, minlength=K)
+        tail = n_k[::-1].cumsum()[::-1] - n_k  # records in later components
+        log_w = sum(betaln(1 + n_k[k], alpha + tail[k]) - betaln(1, alpha) for k in range(K - 1))
+        for j, d in enumerate(data.n_levels):
+            for k in range(K):
+                c = np.bincount(data.codes[z == k, j], minlength=d)
+                log_w += gammaln(d) - gammaln(d + power * c.sum()) + gammaln(1.0 + power * c).sum()
+        probability[len(np.unique(z))] += np.exp(log_w)
+    return probability / probability.sum()
+
+
 @pytest.mark.parametrize(
     ("exchange_moves", "label_swaps", "split_merge_moves", "pattern_moves"),
     [(0, True, 0, 0), (2, True, 0, 0), (3, False, 0, 0), (0, False, 20, 0), (0, False, 0, 3)],
@@ -487,28 +508,13 @@ def test_number_of_occupied_components_matches_the_exact_posterior_by_enumeratio
     ratio moves these probabilities by 0.08-0.35; dropping the 1 / E of choosing the empty component from the
     split-merge ratio moves them by up to 0.18 (K = 4). The pattern exchanges are the level exchange on the
     cells of one value of ``a``."""
-    import itertools
-
-    from scipy.special import betaln, gammaln
 
     from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
 
     frame = pd.DataFrame({"a": [0, 0, 0, 1, 1, 0, 1], "b": [0, 0, 1, 1, 1, 1, 2]})
     data = prepare_categorical(frame, ["b"], ["a"])
-    K, alpha = 3, 1.0
-    codes, n_levels = data.codes, data.n_levels
-    probability = np.zeros(K + 1)
-    for z in itertools.product(range(K), repeat=len(codes)):
-        z = np.array(z)
-        n_k = np.bincount(z, minlength=K)
-        tail = n_k[::-1].cumsum()[::-1] - n_k  # records in later components
-        log_w = sum(betaln(1 + n_k[k], alpha + tail[k]) - betaln(1, alpha) for k in range(K - 1))
-        for j, d in enumerate(n_levels):
-            for k in range(K):
-                c = np.bincount(codes[z == k, j], minlength=d)
-                log_w += gammaln(d) - gammaln(d + c.sum()) + gammaln(1.0 + c).sum()
-        probability[len(np.unique(z))] += np.exp(log_w)
-    probability /= probability.sum()
+    K = 3
+    probability = _occupied_by_enumeration(data, K, alpha=1.0)
     priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
     hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
     settings = GibbsSettings(
@@ -530,32 +536,14 @@ def test_power_posterior_matches_enumeration():
     """The sampler at ``likelihood_power`` 0.4 against the power posterior by enumeration (seven records, K = 3):
     theta integrated out of ``prod theta^(0.4 c)`` gives ``Gamma(1 + 0.4 c)`` terms. At power 1 the same sums
     give other probabilities (checked here too), so a sampler that ignored the power would fail."""
-    import itertools
-
-    from scipy.special import betaln, gammaln
 
     from bayessdc.models.dpmpm import model_hyperparameters, run_gibbs
 
     frame = pd.DataFrame({"a": [0, 0, 0, 1, 1, 0, 1], "b": [0, 0, 1, 1, 1, 1, 2]})
     data = prepare_categorical(frame, ["b"], ["a"])
-    K, alpha = 3, 1.0
-
-    def exact(power):
-        probability = np.zeros(K + 1)
-        for z in itertools.product(range(K), repeat=data.n_records):
-            z = np.array(z)
-            n_k = np.bincount(z, minlength=K)
-            tail = n_k[::-1].cumsum()[::-1] - n_k
-            log_w = sum(betaln(1 + n_k[k], alpha + tail[k]) - betaln(1, alpha) for k in range(K - 1))
-            for j, d in enumerate(data.n_levels):
-                for k in range(K):
-                    c = np.bincount(data.codes[z == k, j], minlength=d)
-                    log_w += gammaln(d) - gammaln(d + power * c.sum()) + gammaln(1.0 + power * c).sum()
-            probability[len(np.unique(z))] += np.exp(log_w)
-        return probability / probability.sum()
-
-    tempered = exact(0.4)
-    assert np.abs(tempered - exact(1.0)).max() > 0.05
+    K = 3
+    tempered = _occupied_by_enumeration(data, K, alpha=1.0, power=0.4)
+    assert np.abs(tempered - _occupied_by_enumeration(data, K, alpha=1.0)).max() > 0.05
     hyper = model_hyperparameters(build_model(data, K=K, priors=DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)), data)
     # exchange moves are requested and must be skipped (their ratio is written for power 1)
     settings = GibbsSettings(draws=300_000, burn=1000, chains=2, thin=1, exchange_moves=2, likelihood_power=0.4)
