@@ -36,6 +36,13 @@ and to the cluster locations; not a way forward on its own.
 Low-rank mass matrix (2026-11-23, ``--low-rank --chains 2 --draws 300 --tune 300``): stopped after 21 minutes
 of sampling, unfinished, where the diagonal mass matrix needs about 5-7 minutes with the same settings; not pursued.
 
+Leading sticks centred (2026-11-24, a trial not kept): the first 10 sticks sampled as ``v_k ~ Beta(1, alpha)``
+with the leading components, the trailing ones through ``U_k``, on the reasoning that a non-centred stick
+pinned by the data must move with every change of alpha. Same settings as the probe below (2 chains x (300 +
+300)): sampling 1,194 s against 427 s, mean tree depth 7.8, max r_hat 2.32, min ESS 2.6 (alpha ESS 98, occupied
+35 of 600); one chain took 3 minutes, the other 20. Worse on every figure, as was centring every stick
+(2026-11-22); the code was reverted.
+
 Where the mixing is slow (2026-11-23, the default settings with 2 chains x (300 + 300), 427 s): ESS of alpha 12,
 of the occupied count 9, of tau_lambda 35 (of 600). The slowest expected log rates are those of small non-zero
 counts (counts 1-13: ESS 5-6, r_hat 1.25-1.36), whose shrinkage depends on which components sit near them; the
