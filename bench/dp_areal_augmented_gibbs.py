@@ -4,6 +4,7 @@ Usage::
 
     python bench/dp_areal_augmented_gibbs.py 3000 1000 2            # sweeps, burn-in, chains on the CE-like data
     python bench/dp_areal_augmented_gibbs.py 2000 500 1 --simulated  # counts simulated from the model (tau 2)
+    python bench/dp_areal_augmented_gibbs.py                         # the same (what ``make bench`` runs)
     python bench/dp_areal_augmented_gibbs.py 2000 200 2 --init-from posterior.nc  # start at another sampler's draws
     python bench/dp_areal_augmented_gibbs.py 2000 200 2 --save-state state.npz    # keep the chains' last states
 
@@ -249,7 +250,11 @@ def main() -> None:
     import arviz as az
     import xarray as xr
 
-    sweeps, burn, chains = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    # sweeps, burn-in, chains; without them (``make bench``) the short simulated check of the docstring
+    positional = [a for a in sys.argv[1:4] if a.isdigit()]
+    sweeps, burn, chains = map(int, positional) if len(positional) == 3 else (2000, 500, 1)
+    if len(positional) != 3 and "--simulated" not in sys.argv:
+        sys.argv.append("--simulated")
     simulated = "--simulated" in sys.argv
     K = 20 if simulated else 50
     inits = [None] * chains
