@@ -30,14 +30,14 @@ two posterior standard deviations, so the gate now monitors them (patterns with 
     4 chains x 100,000 iterations (thin 50), seeds 1 and 6, with pattern exchanges
                                            r_hat 1.28 and 1.53; 20-25% of the conditionals above 1.01
 
-The regimes reach the release: on the VLSS individuals a chain in another regime reported an expected match
-risk and attribute disclosures 0.6 per-dataset sd (8.5% of the inherent min-max range) away from the other
-chains (``bench/regime_effect.py``).
-
 The real VLSS 1997 individuals (n = 27,765, commune with 194 levels synthesized; ``--vlss``) show the same, more
 clearly: ``--gate 2 4000 1000 4 --seed 0 --vlss`` r_hat 1.83 on the pattern conditionals (44% above 1.01, 16 s);
 ``--gate 4 40000 5000 40 --seed 1 --vlss`` 1.39 (11% above 1.01, min ESS 8.5, 199 s) while each chain's ESS of
 alpha is 760-1,100: every chain mixes within its configuration and the chains disagree.
+
+The regimes reach the release: on the VLSS individuals a chain in another regime reported an expected match
+risk and attribute disclosures 0.6 per-dataset sd (8.5% of the inherent min-max range) away from the other
+chains (``bench/regime_effect.py``).
 
 The gate will not pass on these data at any run length a user would choose until a sampler crosses the
 regimes faster. Parallel tempering over the likelihood does not look like that sampler: on the power posterior
