@@ -24,6 +24,7 @@ from .dpmpm import (
     _fmt,
     check_ordered_logits,
     check_release_columns,
+    gate_verdict,
     parse_ordered_logit,
     write_categorical_outputs,
     write_categorical_release,
@@ -338,6 +339,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     ident = result.risk["identification"][1]
     rows = [
         ("records", result.n_records),
+        ("convergence gate", gate_verdict(result.diagnostics)),
         ("max r_hat", result.diagnostics["max_r_hat"]),
         ("min bulk ESS", result.diagnostics["min_ess_bulk"]),
         ("divergences", result.diagnostics["divergences"]),

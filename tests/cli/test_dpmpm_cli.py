@@ -139,3 +139,11 @@ def test_missing_values_are_refused_unless_asked(tmp_path, capsys):
     argv = ["dpmpm", "--data", str(tmp_path / "t.csv"), "--synthesize", "county", "--keep", "gender,age"]
     assert main([*argv, "--out", str(tmp_path / "o"), *FAST]) == 2
     assert "missing value" in capsys.readouterr().err
+
+
+def test_demo_table_says_when_the_gate_failed():
+    """An unconverged demo run is named as such in the table, not left to the r_hat figure."""
+    from bayessdc.cli.dpmpm import gate_verdict
+
+    assert gate_verdict({"passed": True}) == "passed"
+    assert gate_verdict({"passed": False}).startswith("FAILED")
