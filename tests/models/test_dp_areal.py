@@ -200,8 +200,9 @@ def test_parameter_recovery_on_counts_simulated_from_the_model(fitted):
     configuration of the components mixes slowly (issue 5). Measured over seeds 0-5 (2026-11-24, 2 x (500 +
     1,000) draws): max r_hat 1.004-1.019, divergences 2-19 of 2,000 (0.1-0.95%). With 2 x 500 draws the max
     r_hat ranged 1.015-1.050, so the former bound of 1.03 at 500 draws held for some seeds and package
-    versions only (seed 3 gave 1.035 after a fresh install). A sampler or likelihood gone wrong shows far
-    more than either bound.
+    versions only (seed 3 gave 1.035 after a fresh install). These bounds catch a sampler that is far off;
+    the likelihood's accuracy, whose old quadrature error gave about 0.5% divergences here, is tested
+    directly (``test_quadrature_stays_exact_far_from_the_counts``).
     """
     frame, truth, data, synthesizer, idata = fitted
     report = synthesizer.check(idata, data)
