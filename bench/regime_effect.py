@@ -199,7 +199,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("synthesizer", nargs="?", default="dpmpm", choices=("dpmpm", "dp-areal"))
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--draws", type=int, default=40000)
+    parser.add_argument(
+        "--draws", type=int, default=None, help="kept iterations per chain (default: DPMPM 40,000; DP-areal NUTS 300)"
+    )
     parser.add_argument("--burn", type=int, default=5000, help="DPMPM burn-in iterations")
     parser.add_argument("--thin", type=int, default=40, help="DPMPM thinning")
     parser.add_argument("--tune", type=int, default=300, help="DP-areal NUTS warm-up")
@@ -208,6 +210,8 @@ def main() -> None:
     parser.add_argument("--vlss", action="store_true", help="the VLSS 1997 individuals (../shared/data), commune")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
+    if args.draws is None:
+        args.draws = 40000 if args.synthesizer == "dpmpm" else 300
 
     frame, label, keep, known_sets = dataset(args.vlss)
     synthesizer, idata, data, original, seconds = fit(args, frame, label, keep)
