@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
+from tests.release_digest import release_digest
 from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
 
 SYNTHESIZE = "enrolled,grade,education,marital"
@@ -123,3 +124,12 @@ def test_bad_input_fails_before_fitting_with_a_clear_message(run, tmp_path, caps
     assert main([*_args(folder, **options), "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
+PINNED_RELEASE = "dd69ef4ce2d47113"
+
+
+def test_release_is_the_one_pinned_before_the_restructuring(run):
+    digest = release_digest(run[0] / "out")
+    assert digest == PINNED_RELEASE, f"release digest {digest}"

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
+from tests.release_digest import release_digest
 from bayessdc.models.dp_areal import simulate_areal
 
 # The same table and K as tests/models/test_dp_areal.py, so one compiled model serves both.
@@ -76,3 +77,12 @@ def test_bad_input_exits_2_before_sampling(tmp_path, capsys):
     assert main([*base, "--synthesize", "county", "--keep", "gender,age", "--known", "gender,zip"]) == 2
     assert "'zip'" in capsys.readouterr().err
     assert not (tmp_path / "out" / "release").exists()
+
+
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
+PINNED_RELEASE = "82064bad808cd210"
+
+
+def test_release_is_the_one_pinned_before_the_restructuring(run):
+    digest = release_digest(run[0] / "out")
+    assert digest == PINNED_RELEASE, f"release digest {digest}"

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
+from tests.release_digest import release_digest
 from bayessdc.models.dpmpm import simulate_latent_class
 
 FAST = ["--draws", "1500", "--burn", "300", "--thin", "3", "--K", "10", "--repetitions", "10", "--quiet"]
@@ -147,3 +148,12 @@ def test_demo_table_says_when_the_gate_failed():
 
     assert gate_verdict({"passed": True}) == "passed"
     assert gate_verdict({"passed": False}).startswith("FAILED")
+
+
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
+PINNED_RELEASE = "9e5f1758d3d2d060"
+
+
+def test_release_is_the_one_pinned_before_the_restructuring(run):
+    digest = release_digest(run[0] / "out")
+    assert digest == PINNED_RELEASE, f"release digest {digest}"

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
+from tests.release_digest import release_digest
 from bayessdc.models.flows import simulate_group
 
 FAST = ["--draws", "400", "--tune", "400", "--chains", "4", "--risk-draws", "400", "--quiet"]
@@ -181,3 +182,12 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
         assert abs(cell["true_probability_exact"] - cell["true_probability_importance_sampling"]) < 0.3
     risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
     assert risk["exact_check"]["max_abs_difference_true_probability"] is not None
+
+
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
+PINNED_RELEASE = "1f14abc2c8689231"
+
+
+def test_release_is_the_one_pinned_before_the_restructuring(run):
+    digest = release_digest(run[0] / "out")
+    assert digest == PINNED_RELEASE, f"release digest {digest}"

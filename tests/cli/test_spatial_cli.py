@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
+from tests.release_digest import release_digest
 from bayessdc.models.spatial import simulate_spatial
 
 FAST = ["--draws", "2000", "--tune", "1000", "--chains", "4", "--quiet"]
@@ -136,3 +137,12 @@ def test_bad_approximation_options(tmp_path, capsys):
     assert "--neighbours" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(_args(tmp_path, "--approximation", "hsgp"))
+
+
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
+PINNED_RELEASE = "8fe770de6a8f65b9"
+
+
+def test_release_is_the_one_pinned_before_the_restructuring(run):
+    digest = release_digest(run[0] / "out")
+    assert digest == PINNED_RELEASE, f"release digest {digest}"
