@@ -2,8 +2,8 @@
 
 Usage::
 
-    python bench/dp_areal.py                              # the default fit: 4 chains, identified parametrisation
-    python bench/dp_areal.py --parametrization noncentred # the equations with every coefficient sampled
+    python bench/dp_areal.py                              # the default fit: 4 chains, identified parameterization
+    python bench/dp_areal.py --parameterization noncentred # the equations with every coefficient sampled
     python bench/dp_areal.py --draws 500 --tune 500 --chains 2
 
 Data: the bundled CE-like simulator (n = 6,208 records, 40 patterns of gender x income x age, 133 counties),
@@ -18,7 +18,7 @@ post-processing time, the same-run cost of one gradient of the likelihood writte
 (log rates integrated by the same quadrature, autodiff) as a baseline, and the peak memory.
 
 Measured here (2026-11-22, second session, ``python bench/dp_areal.py``, defaults: 4 chains x (1,000 + 1,000),
-target_accept 0.9, identified parametrisation with the first 10 components centred; load average 1.8 at the
+target_accept 0.9, identified parameterization with the first 10 components centred; load average 1.8 at the
 start, the bench alone on the machine afterwards): compile 51 s; sampling 2,455 s (41 min, 471,840 leapfrog steps
 after warm-up, mean tree depth 6.3); post-processing 26 s; synthesis of m = 20 datasets 0.26 s; peak memory
 1.22 GB. **0 divergent transitions** (556 before the quadrature fix). NOT converged: max r_hat 1.15 and min
@@ -97,7 +97,7 @@ def compiled_gradient_seconds(data, K: int, repeats: int = 50) -> float:
     """Seconds per value + gradient of the compiled likelihood kernel alone."""
     from scipy import special
 
-    from bayessdc.models.dp_areal import HALF_WIDTH, _mixture_kernel
+    from bayessdc.models.dp_areal import HALF_WIDTH, mixture_value_and_grad
 
     rng = np.random.default_rng(0)
     args = (
@@ -112,10 +112,10 @@ def compiled_gradient_seconds(data, K: int, repeats: int = 50) -> float:
         HALF_WIDTH,
         4,
     )
-    _mixture_kernel(*args)
+    mixture_value_and_grad(*args)
     start = time.perf_counter()
     for _ in range(repeats):
-        _mixture_kernel(*args)
+        mixture_value_and_grad(*args)
     return (time.perf_counter() - start) / repeats
 
 
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--target-accept", type=float, default=0.9)
     parser.add_argument("--centred-components", type=int, default=None)
-    parser.add_argument("--parametrization", default="identified")
+    parser.add_argument("--parameterization", default="identified")
     parser.add_argument(
         "--labels", default="marginal", choices=("marginal", "explicit"), help="explicit: NUTS within Gibbs (PyMC)"
     )
@@ -149,7 +149,7 @@ def main() -> None:
         "cells": data.n_patterns * data.n_labels,
         "distinct_pairs": data.n_distinct,
         "K": args.K,
-        "parametrization": args.parametrization,
+        "parameterization": args.parameterization,
         "label_sampling": args.labels,
         "centred_components": args.centred_components,
         "low_rank_mass_matrix": args.low_rank,
@@ -170,7 +170,7 @@ def main() -> None:
     synthesizer = DPArealSynthesizer(
         K=args.K,
         settings=settings,
-        parametrization=args.parametrization,
+        parameterization=args.parameterization,
         centred_components=args.centred_components,
         labels=args.labels,
     )

@@ -199,7 +199,7 @@ def run_chain(
 
         # tau | z, w with the log rates integrated out, then x | z, w, tau
         def log_density(log_tau, location=location, z=z):
-            value = A._allocated_kernel(
+            value = A.given_labels_value_and_grad(
                 np.ascontiguousarray(location), np.exp(log_tau), z, cell, distinct_count,
                 data.distinct_pattern, log_fact, 16, A.HALF_WIDTH, 4,
             )[0]  # fmt: skip

@@ -7,9 +7,10 @@ parameterizations with nutpie), 4 chains x (1,000 warm-up + 1,000). Prints compi
 convergence on the identified quantities, ESS per second and the ratios to Stan and to PyMC's sampler.
 
 Part ``national``: a simulated national table (about 3,000 counties in 51 states, 2,601 state pairs,
-about 300,000 sensitive cells) through the whole pipeline, ``run_flow_job`` with default settings; total
-wall time, peak memory, fitting against risk time, compiled models, convergence. ``--states 15`` measures
-a smaller national-like table and extrapolates to the national size (labelled as an extrapolation).
+about 300,000 sensitive cells) through the whole pipeline, ``bsd.synthesize(table, bsd.Flows(...))`` with
+default settings; total wall time, peak memory, fitting against risk time, compiled models, convergence.
+``--states 15`` measures a smaller national-like table and extrapolates to the national size (labelled as an
+extrapolation).
 
 Usage (from the repository root)::
 
@@ -23,7 +24,6 @@ numpyro is not a dependency of bayessdc: ``.venv/bin/pip install numpyro`` to in
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -177,7 +177,7 @@ def _pair_row(
 def part_pair(args: argparse.Namespace) -> None:
     import importlib.util
 
-    from bayessdc.models.flows import COMPILED_MODELS, _padded_size, simulate_group
+    from bayessdc.models.flows import COMPILED_MODELS, padded_size, simulate_group
 
     _rule("Part 1: one state pair")
     group, _ = simulate_group(args.origins, args.destinations, args.cells, seed=args.seed)
@@ -193,7 +193,7 @@ def part_pair(args: argparse.Namespace) -> None:
     )
     print(
         f"padding of the cached models: {len(group.origins)} origins + {len(group.destinations)} destinations "
-        f"-> {_padded_size(len(group.origins) + len(group.destinations))} effects"
+        f"-> {padded_size(len(group.origins) + len(group.destinations))} effects"
     )
     print("convergence on the identified quantities (FlowSynthesizer.convergence_quantities: every cell's")
     print("log lambda, phi_beta, phi_gamma); compile = nutpie compile_pymc_model (COMPILED_MODELS), or the part of")
@@ -360,16 +360,17 @@ def _describe_table(table: Any, title: str) -> Any:
 
 
 def _shape_keys(sizes: Any) -> set[int]:
-    from bayessdc.models.flows import _padded_size
+    from bayessdc.models.flows import padded_size
 
-    return {_padded_size(int(o) + int(d)) for o, d in zip(sizes["origins"], sizes["destinations"], strict=True)}
+    return {padded_size(int(o) + int(d)) for o, d in zip(sizes["origins"], sizes["destinations"], strict=True)}
 
 
 def part_national(args: argparse.Namespace) -> None:
     import pandas as pd
 
+    import bayessdc as bsd
     from bayessdc.models.flows import COMPILED_MODELS, simulate_flow_table
-    from bayessdc.models.sampling import ConvergenceError
+    from bayessdc.synthesis.runner import GroupResult
 
     _rule(f"Part 2: national-scale run ({args.states} states)")
     start = time.perf_counter()
@@ -380,7 +381,10 @@ def part_national(args: argparse.Namespace) -> None:
     )
     sizes = _describe_table(table, "realised table")
     workers = args.workers or os.cpu_count() or 1
-    print(f"run_flow_job: default sampler settings (nutpie low-rank, 4 x (1,000 + 1,000)), m = 5, {workers} workers")
+    print(
+        "bsd.synthesize(table, bsd.Flows()): default sampler settings (nutpie low-rank, 4 x (1,000 + 1,000)), "
+        f"m = 5, {workers} workers"
+    )
     print(f"  (local dask cluster of threads: COMPILED_MODELS is shared in-process); load average: {_load()}")
     base = Path(tempfile.mkdtemp(prefix="bayessdc-bench-flows-", dir=args.tmpdir))
     out = base / "out"
@@ -389,34 +393,41 @@ def part_national(args: argparse.Namespace) -> None:
     rss_self_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     load_start = os.getloadavg()
     wall_start, clock_start = time.perf_counter(), time.time()
-    result, failure = None, None
-    from bayessdc.cli.flows import run_flow_job
-
+    release, failure = None, None
     with _RssSampler() as rss:
         try:
-            result = run_flow_job(
+            release = bsd.synthesize(
                 table,
-                out,
-                workers=workers,
+                bsd.Flows(workers=workers),
+                m=5,
+                seed=args.seed,
+                out=out,
                 allow_unconverged=not args.strict,
                 progress=not args.quiet,
             )
-        except ConvergenceError as err:
+        except bsd.ConvergenceError as err:
             failure = err
     wall = time.perf_counter() - wall_start
     load_end = os.getloadavg()
     rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
+    risk = release.risk() if release is not None else None
+    # Each group's gate verdict comes from the Release (from the group runner's store when the gate stopped the
+    # run and there is no Release). The per-group timings (fit, risk, attempts) are not in the Release: they
+    # are read from the group runner's store through its own loader; a group was stored when its marker was.
+    convergence = release.diagnostics.summary["groups"] if release is not None else {}
+    store = out / "private" / "groups"
     records = []
     last_finished = clock_start
-    for path in sorted((out / "private" / "groups").glob("*.json")):
-        payload = json.loads(path.read_text())
-        summary, conv = payload["summary"], payload["convergence"]
-        last_finished = max(last_finished, path.stat().st_mtime)
+    for marker in sorted(store.glob("*.json")):
+        name = marker.name[: -len(".json")]
+        stored = GroupResult.load(store, name)
+        summary, conv = stored.summary, convergence.get(name, stored.convergence)
+        last_finished = max(last_finished, marker.stat().st_mtime)
         records.append(
             {
-                "name": path.name[: -len(".json")],
+                "name": name,
                 "fit": summary.get("fit_seconds", 0.0),
                 "assess": summary.get("assess_seconds", 0.0),
                 "sampling": summary.get("sampling_seconds") or 0.0,
@@ -438,7 +449,7 @@ def part_national(args: argparse.Namespace) -> None:
 
     _rule(f"Part 2 results, {args.states} states (figures taken under load: 2 cores shared with other engineers)")
     rows = [
-        ["total wall time of run_flow_job", f"{wall:,.1f} s ({wall / 60:.1f} min)"],
+        ["total wall time of bsd.synthesize", f"{wall:,.1f} s ({wall / 60:.1f} min)"],
         ["  groups phase (start to last group stored)", f"{runner_wall:,.1f} s"],
         ["  assembly and writing after the groups", f"{wall - runner_wall:,.1f} s"],
         ["fitting, summed over groups (fit_seconds)", f"{fit_total:,.1f} s"],
@@ -447,14 +458,14 @@ def part_national(args: argparse.Namespace) -> None:
         ["risk, summed over groups (assess_seconds)", f"{assess_total:,.1f} s"],
         ["risk step, wall (sum / workers)", f"{assess_total / workers:,.1f} s"],
         [
-            "  per-group mean reported by run_flow_job",
-            _fmt((result.risk or {}).get("per_group_seconds"), 3) + " s" if result else "n/a",
+            "  per-group mean reported in release.risk()",
+            _fmt(risk.get("per_group_seconds"), 3) + " s" if risk else "n/a",
         ],
         ["groups converged / extended / not converged", f"{converged} / {extended} / {len(groups) - converged}"],
         ["  fit attempts per group (max)", str(int(groups["attempts"].max()))],
-        ["R_all", _fmt(result.risk["R_all"], 4) if result else "n/a (run stopped at the convergence gate)"],
-        ["R_unq", _fmt(result.risk.get("R_unq"), 4) if result and result.risk.get("R_unq") is not None else "n/a"],
-        ["cells with k-hat > 0.7", str(result.risk["khat_over_0_7"]) if result else "n/a"],
+        ["R_all", _fmt(risk["R_all"], 4) if risk else "n/a (run stopped at the convergence gate)"],
+        ["R_unq", _fmt(risk.get("R_unq"), 4) if risk and risk.get("R_unq") is not None else "n/a"],
+        ["cells with k-hat > 0.7", str(risk["khat_over_0_7"]) if risk else "n/a"],
         ["peak RSS during the run (psutil, sampled every 0.5 s)", f"{rss.peak / 2**20:,.0f} MiB"],
         ["ru_maxrss self (process high-water mark) / children", f"{rss_self:,.0f} / {rss_children:,.0f} MiB"],
         ["  ru_maxrss self before the run", f"{rss_self_before / 1024:,.0f} MiB"],
@@ -462,9 +473,9 @@ def part_national(args: argparse.Namespace) -> None:
     ]
     _table(["figure", "value"], rows)
     if failure is not None:
-        print(f"run_flow_job stopped at the convergence gate: {failure}")
+        print(f"bsd.synthesize stopped at the convergence gate: {failure}")
     print(
-        "peak memory: the psutil figure is the resident set of this process during run_flow_job (dask workers are "
+        "peak memory: the psutil figure is the resident set of this process during bsd.synthesize (dask workers are "
         "threads of this process); ru_maxrss is the process's high-water mark since it started (includes part 1 "
         "when --part all)"
     )

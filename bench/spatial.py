@@ -9,7 +9,7 @@ under 2 minutes; N = 20,000 in under 15.
 * Exact GP (``--approximation exact``, and ``auto`` up to 3,000 records): NUTS (nutpie), 4 chains x (1,000
   warm-up + 2,000 draws); compilation is timed apart (once per process).
 * NNGP (``--approximation nngp``, and ``auto`` beyond 3,000 records): 15 neighbours, the grid posterior of
-  :mod:`bayessdc.models.spatial_nngp`, 8,000 independent draws (no MCMC, so no warm-up and no
+  :mod:`bayessdc.models.spatial.nngp`, 8,000 independent draws (no MCMC, so no warm-up and no
   divergences; r_hat and ESS are those of independent draws). Beyond 3,000 records the simulated ``w``
   comes from an NNGP with 30 neighbours (the exact simulator factors an N x N matrix).
 

@@ -13,12 +13,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from bayessdc import InputError, __version__
+
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "demo")
 
 
-class UserError(Exception):
-    """An error in the user's input or options: printed without a traceback, exit status 2."""
+#: An error in the user's input or options: printed without a traceback, exit status 2.
+UserError = InputError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"bayessdc {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"bayessdc.cli.{name}").add_parser(subparsers)

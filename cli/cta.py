@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from . import UserError
-
 OBJECTIVE_CHOICES = ("l1", "relative", "weighted", "variance", "compromise")
 
 
@@ -21,34 +19,61 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             "(every cell and total) and DIR/quality.json."
         ),
     )
-    parser.add_argument("--table", required=True, type=pathlib.Path,
-                        help="CSV or Parquet file: one row per cell (long form) or per contribution")
-    parser.add_argument("--dims", required=True,
-                        help="dimension columns, comma separated; 'a>b' is a hierarchy (a above b)")
+    parser.add_argument(
+        "--table",
+        required=True,
+        type=pathlib.Path,
+        help="CSV or Parquet file: one row per cell (long form) or per contribution",
+    )
+    parser.add_argument(
+        "--dims", required=True, help="dimension columns, comma separated; 'a>b' is a hierarchy (a above b)"
+    )
     parser.add_argument("--value", required=True, help="column of cell values (contributions)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--protection", metavar="COL", help="column of protection levels (long form)")
-    source.add_argument("--rule", action="append", metavar="RULE",
-                        help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)")
-    parser.add_argument("--contributor", metavar="COL",
-                        help="the input is microdata: this column identifies contributors; cells are sums")
-    parser.add_argument("--kind", choices=("magnitude", "count"), default="magnitude",
-                        help="count tables get integer adjustments and the threshold rule on counts")
-    parser.add_argument("--objective", choices=OBJECTIVE_CHOICES, default="l1",
-                        help="l1: min sum|y|; relative: min sum|y|/value; weighted: min sum cost*|y|; "
-                             "variance: keep the variance; compromise: min |L(y)| (slope, correlation)")
-    parser.add_argument("--preserve-mean", action="store_true",
-                        help="net adjustment of the sensitive cells zero")
+    source.add_argument(
+        "--rule", action="append", metavar="RULE", help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)"
+    )
+    parser.add_argument(
+        "--contributor",
+        metavar="COL",
+        help="the input is microdata: this column identifies contributors; cells are sums",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=("magnitude", "count"),
+        default="magnitude",
+        help="count tables get integer adjustments and the threshold rule on counts",
+    )
+    parser.add_argument(
+        "--objective",
+        choices=OBJECTIVE_CHOICES,
+        default="l1",
+        help="l1: min sum|y|; relative: min sum|y|/value; weighted: min sum cost*|y|; "
+        "variance: keep the variance; compromise: min |L(y)| (slope, correlation)",
+    )
+    parser.add_argument("--preserve-mean", action="store_true", help="net adjustment of the sensitive cells zero")
     parser.add_argument("--zero-l", action="store_true", help="constrain L(y) = Cov(a, y)/Var(a) to zero")
     parser.add_argument("--integer", action="store_true", help="integer adjustments")
-    parser.add_argument("--method", choices=("milp", "heuristic"), default="milp",
-                        help="milp: solver picks directions; heuristic: directions first, then an LP")
-    parser.add_argument("--capacity", type=float, default=0.2,
-                        help="capacity of non-sensitive cells as a fraction of their value (default 0.2)")
+    parser.add_argument(
+        "--method",
+        choices=("milp", "heuristic"),
+        default="milp",
+        help="milp: solver picks directions; heuristic: directions first, then an LP",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        default=0.2,
+        help="capacity of non-sensitive cells as a fraction of their value (default 0.2)",
+    )
     parser.add_argument("--capacity-column", metavar="COL", help="column of absolute capacities")
     parser.add_argument("--cost", metavar="COL", help="column of costs for --objective weighted")
-    parser.add_argument("--widen", type=float, help="upper bounds q = widen * p (default 1, or 1.5 with "
-                                                    "mean/L constraints and statistical objectives)")
+    parser.add_argument(
+        "--widen",
+        type=float,
+        help="upper bounds q = widen * p (default 1, or 1.5 with mean/L constraints and statistical objectives)",
+    )
     parser.add_argument("--total-label", default="Total", help="label of a total (default Total)")
     parser.add_argument("--solver", default="HIGHS", help="cvxpy solver (default HIGHS)")
     parser.add_argument("--time-limit", type=float, help="solver time limit in seconds")
@@ -60,43 +85,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc cta``; returns the exit status."""
-    from bayessdc import cta
+    import bayessdc as bsd
 
-    data = cta.read_data(args.table)
-    if args.contributor is not None:
-        if args.protection is not None:
-            raise UserError("--protection applies to long-form tables; with --contributor use --rule")
-        table = cta.table_from_microdata(data, args.dims, args.value, args.contributor,
-                                         total_label=args.total_label, kind=args.kind)
-    else:
-        table = cta.table_from_long(data, args.dims, args.value, total_label=args.total_label, kind=args.kind,
-                                    protection=args.protection, capacity=args.capacity_column, cost=args.cost)
-    if args.rule:
-        protection = cta.protection_from_rules(table, args.rule)
-    elif args.protection is not None:
-        protection = cta.protection_from_table(table)
-    else:
-        raise UserError("say which cells are sensitive: --protection COL or --rule RULE")
-    if args.cost is not None and "cost" not in table.cells:
-        raise UserError("--cost applies to long-form tables")
-    if args.capacity_column is not None and "capacity" not in table.cells:
-        raise UserError("--capacity-column applies to long-form tables")
-    result = cta.adjust_table(
-        table, protection, objective=args.objective, method=args.method, capacity=args.capacity,
-        widen=args.widen, preserve_mean=args.preserve_mean, zero_l=args.zero_l,
-        integer=True if args.integer else None, solver=args.solver, time_limit=args.time_limit,
-        mip_gap=args.mip_gap,
-    )
-    report = cta.quality_report(result)
-    paths = cta.write_outputs(result, args.out, report)
-    checks = report["checks"]
+    result = bsd.adjust(
+        args.table, args.dims, args.value, rule=args.rule, protection=args.protection, contributor=args.contributor,
+        kind=args.kind, objective=args.objective, preserve_mean=args.preserve_mean, zero_l=args.zero_l,
+        integer=True if args.integer else None, method=args.method, capacity=args.capacity,
+        capacity_column=args.capacity_column, cost=args.cost, widen=args.widen, total_label=args.total_label,
+        solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap,
+    )  # fmt: skip
+    paths = result.save(args.out)
+    report, checks = result.quality, result.quality["checks"]
     print(
         f"{checks['n_sensitive']} sensitive of {checks['n_cells']} cells; status {result.status}; "
         f"total |adjustment| {report['all_cells']['total_absolute_adjustment']:g}; "
         f"protection met: {checks['protection_met']}; totals add up: {checks['totals_add_up']}\n"
         f"wrote {paths['adjusted']} and {paths['quality']}"
     )
-    return 0 if checks["protection_met"] and checks["totals_add_up"] else 1
+    return 0 if result.passed else 1
 
 
 def demo(out: pathlib.Path, seed: int) -> list[dict]:
@@ -114,12 +120,12 @@ def demo(out: pathlib.Path, seed: int) -> list[dict]:
     list of dict
         Rows ``{"synthesizer": "cta", "measure": name, "value": number}``.
     """
+    import bayessdc as bsd
     from bayessdc import cta
 
-    table = cta.table_from_long(cta.cox_4x9_frame(), "row,column", "value", protection="protection")
-    result = cta.adjust_table(table, objective="l1", integer=True)
-    report = cta.quality_report(result)
-    cta.write_outputs(result, pathlib.Path(out) / "cta", report)
+    adjustment = bsd.adjust(cta.cox_4x9_frame(), "row,column", "value", protection="protection", integer=True)
+    adjustment.save(pathlib.Path(out) / "cta")
+    report = adjustment.quality
     figures = {
         "total_absolute_adjustment": report["all_cells"]["total_absolute_adjustment"],
         "sensitive_correlation": report["sensitive_cells"]["correlation"],
@@ -128,6 +134,6 @@ def demo(out: pathlib.Path, seed: int) -> list[dict]:
         "all_cells_correlation": report["all_cells"]["correlation"],
         "protection_met": float(report["checks"]["protection_met"]),
         "totals_add_up": float(report["checks"]["totals_add_up"]),
-        "solve_seconds": result.solve_seconds,
+        "solve_seconds": adjustment.solution.solve_seconds,
     }
     return [{"synthesizer": "cta", "measure": name, "value": value} for name, value in figures.items()]

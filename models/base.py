@@ -1,17 +1,28 @@
 """The contract between a synthesizer and the generic layers.
 
-A synthesizer declares its model and supplies two hooks; nothing else in ``synthesis/`` or ``risk/``
-knows anything about it:
+Everything ``synthesis/``, ``risk/`` and the pipeline call on a synthesizer is declared here, in three
+protocols, so that no generic module needs to know any one model:
 
-``posterior_predictive(posterior, data, rng)``
-    draws the sensitive values for each posterior draw in ``posterior`` (one synthetic dataset per draw);
-``candidate_log_prob(posterior, data)``
-    the log probability, under each posterior draw, that a sensitive item takes each candidate value
-    (the importance-sampling ingredient of the attribute-risk module).
+:class:`Synthesizer` (required of every posterior-based synthesizer)
+    ``name``, ``fit(data, seed) -> InferenceData``, ``convergence_quantities(idata, data)`` (what the
+    parameter gate monitors, one return type: ``dict[str, xarray.DataArray]`` with ``chain`` and ``draw``
+    dimensions), ``observed(data)``, ``posterior_predictive(posterior, data, rng)`` and ``describe()``.
+:class:`SupportsCandidateRisk` (optional: per-item importance-sampling attribute risk)
+    ``candidates(data)`` and ``candidate_log_prob(posterior, data)``, the log probability under each draw
+    that a sensitive item takes each candidate value; ``replace_value(data, item, value)`` for the refit
+    check of the importance-sampling approximation. A synthesizer whose items have no finite candidate set
+    (a continuous response) does not offer it.
+:class:`SupportsReleaseRisk` (optional: attribute risk that also conditions on the released datasets)
+    ``release_log_prob(posterior, data, synthetic)``, and ``data.take(rows)`` on its data object to assess
+    a chunk of records.
 
 Posterior draws travel as an :class:`xarray.Dataset` with one ``sample`` dimension (chains and draws
-stacked); sensitive values as :class:`xarray.DataArray` objects with dimensions ``item`` (one sensitive
-value of the data), ``sample``/``synthetic`` and ``candidate``.
+stacked, :func:`stack_draws`); sensitive values as :class:`xarray.DataArray` objects with dimensions
+``item`` (one sensitive value of the data), ``sample``/``synthetic`` and ``candidate``.
+
+``idata.attrs`` of every fit follow one schema (:data:`FIT_ATTRS`): the ``sampler_backend`` (a NUTS
+backend or the name of an exact sampler), the ``sampler_settings``, the ``sampler_seed`` and the
+``sampling_seconds``; a synthesizer may add its own keys beside them.
 """
 
 from __future__ import annotations
@@ -22,18 +33,36 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-__all__ = ["Synthesizer", "sample_candidates", "stack_draws"]
+__all__ = [
+    "FIT_ATTRS",
+    "SupportsCandidateRisk",
+    "SupportsReleaseRisk",
+    "Synthesizer",
+    "sample_candidates",
+    "stack_draws",
+]
+
+#: The keys every fit's ``idata.attrs`` carries (values JSON-safe: netCDF keeps them).
+FIT_ATTRS: tuple[str, ...] = ("sampler_backend", "sampler_settings", "sampler_seed", "sampling_seconds")
 
 
 @runtime_checkable
 class Synthesizer(Protocol):
-    """What the generic synthesis and risk layers need from a synthesizer."""
+    """What the pipeline, the synthesis layer and the group runner need from a synthesizer."""
 
     #: Short name used in outputs and the CLI.
     name: str
 
     def fit(self, data: Any, seed: int) -> az.InferenceData:
-        """Sample the posterior for ``data``."""
+        """Sample the posterior for ``data`` (same seed, same draws)."""
+
+    def convergence_quantities(self, idata: az.InferenceData, data: Any) -> dict[str, xr.DataArray]:
+        """The quantities the parameter gate monitors, each with ``chain`` and ``draw`` dimensions.
+
+        Only quantities that do not depend on how a model is labelled (mixture components) or split
+        (effects identified only through the prior) belong here: what the likelihood identifies, and what
+        synthesis uses.
+        """
 
     def observed(self, data: Any) -> xr.DataArray:
         """The confidential values of the sensitive items, dimension ``item``."""
@@ -41,14 +70,28 @@ class Synthesizer(Protocol):
     def posterior_predictive(self, posterior: xr.Dataset, data: Any, rng: np.random.Generator) -> xr.DataArray:
         """Synthetic values of every sensitive item for each draw: dimensions ``(sample, item)``."""
 
+    def describe(self) -> dict[str, Any]:
+        """Public description of the model (structure, priors, settings; never estimates)."""
+
+
+@runtime_checkable
+class SupportsCandidateRisk(Protocol):
+    """Optional: per-item attribute risk by importance sampling over a finite set of candidate values."""
+
     def candidates(self, data: Any) -> xr.DataArray:
         """The values a sensitive item can take, dimension ``candidate``."""
 
     def candidate_log_prob(self, posterior: xr.Dataset, data: Any) -> xr.DataArray:
         """log p(item = candidate | draw): dimensions ``(sample, item, candidate)``."""
 
-    def describe(self) -> dict[str, Any]:
-        """Public description of the model (structure, priors, settings; never estimates)."""
+
+@runtime_checkable
+class SupportsReleaseRisk(Protocol):
+    """Optional: attribute risk that conditions on the released synthetic datasets too."""
+
+    def release_log_prob(self, posterior: xr.Dataset, data: Any, synthetic: xr.DataArray) -> xr.DataArray:
+        """log p(released values of each record | draw, record's true value = candidate):
+        dimensions ``(sample, item, candidate)``."""
 
 
 def stack_draws(posterior: xr.Dataset) -> xr.Dataset:

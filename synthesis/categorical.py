@@ -251,7 +251,7 @@ def combined_estimate(estimates: Any, variances: Any, level: float = 0.95) -> Co
     ``estimates`` and ``variances`` of shape ``(m,)`` or ``(m, q)``; scalars come back for one estimand.
     """
     q = np.asarray(estimates, dtype=float)
-    table = combine_partially_synthetic(q, np.asarray(variances, dtype=float), alpha=1 - level)
+    table = combine_partially_synthetic(q, np.asarray(variances, dtype=float), level=level)
     squeeze = (lambda x: float(x[0])) if q.ndim == 1 else (lambda x: x)
     return CombinedEstimate(
         q_bar=squeeze(table["estimate"].to_numpy()),

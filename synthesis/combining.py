@@ -24,7 +24,7 @@ from scipy import stats
 __all__ = ["combine_partially_synthetic"]
 
 
-def combine_partially_synthetic(estimates: Any, variances: Any, alpha: float = 0.05) -> pd.DataFrame:
+def combine_partially_synthetic(estimates: Any, variances: Any, level: float = 0.95) -> pd.DataFrame:
     """Combine estimates from ``m`` partially synthetic datasets (Reiter 2003).
 
     Parameters
@@ -34,8 +34,8 @@ def combine_partially_synthetic(estimates: Any, variances: Any, alpha: float = 0
         (a DataFrame's column names become the row labels of the result).
     variances
         Their estimated variances (squared standard errors), same shape.
-    alpha
-        The intervals have coverage ``1 - alpha``.
+    level
+        Coverage of the intervals (the project's one confidence argument, as in every other interval).
 
     Returns
     -------
@@ -55,15 +55,15 @@ def combine_partially_synthetic(estimates: Any, variances: Any, alpha: float = 0
         raise ValueError("the combining rules need at least m = 2 synthetic datasets")
     if (u < 0).any():
         raise ValueError("variances must be non-negative")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
     q_bar = q.mean(axis=0)
     b_m = q.var(axis=0, ddof=1)
     u_bar = u.mean(axis=0)
     total = u_bar + b_m / m
     with np.errstate(divide="ignore"):
         df = np.where(b_m > 0, (m - 1) * (1 + m * u_bar / np.where(b_m > 0, b_m, 1.0)) ** 2, np.inf)
-    half = stats.t.ppf(1 - alpha / 2, df) * np.sqrt(total)  # df = inf gives the normal quantile
+    half = stats.t.ppf(0.5 + level / 2, df) * np.sqrt(total)  # df = inf gives the normal quantile
     return pd.DataFrame(
         {
             "estimate": q_bar,

@@ -8,15 +8,17 @@ so that the datasets are close to independent.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from bayessdc.models.base import Synthesizer, stack_draws
 
-__all__ = ["choose_draws", "draw_synthetic", "group_seed"]
+__all__ = ["choose_draws", "draw_synthetic", "group_seed", "stack_datasets"]
 
 
 def group_seed(seed: int, name: str) -> np.random.SeedSequence:
@@ -94,3 +96,19 @@ def draw_synthetic(
         .assign_coords(synthetic=np.arange(1, m + 1), posterior_draw=("synthetic", positions))
         .rename("synthetic_values")
     )
+
+
+def stack_datasets(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The m synthetic datasets as one table: a first column ``synthetic`` = 1..m, then each dataset's rows.
+
+    Every synthesizer releases this one shape, so utility, risk and reports loop over ``synthetic`` without
+    knowing the model.
+    """
+    stacked = []
+    for k, frame in enumerate(frames, start=1):
+        frame = frame.reset_index(drop=True)
+        if "synthetic" in frame.columns:
+            raise ValueError("a synthetic dataset already has a column named 'synthetic'")
+        frame.insert(0, "synthetic", k)
+        stacked.append(frame)
+    return pd.concat(stacked, ignore_index=True)

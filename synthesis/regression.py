@@ -42,7 +42,7 @@ def regression_utility(
     predictors: Sequence[str],
     *,
     dataset: str = "synthetic",
-    alpha: float = 0.05,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """The regression table: original-data OLS beside the combined synthetic-data OLS, with CI overlap.
 
@@ -56,8 +56,8 @@ def regression_utility(
         The analyst's regression (an intercept is added).
     dataset
         Name of the column that numbers the synthetic datasets.
-    alpha
-        Intervals of coverage ``1 - alpha`` (t intervals with the OLS residual df for the original data).
+    level
+        Coverage of the intervals (t intervals with the OLS residual df for the original data).
 
     Returns
     -------
@@ -70,13 +70,13 @@ def regression_utility(
     X = sm.add_constant(original[list(predictors)].to_numpy(dtype=float), has_constant="add")
     fit = sm.OLS(original[response].to_numpy(dtype=float), X).fit()
     names = ["intercept", *predictors]
-    ci = np.asarray(fit.conf_int(alpha))
+    ci = np.asarray(fit.conf_int(1 - level))
     estimates, variances = [], []
     for _, frame in synthetic.groupby(dataset, sort=True):
         q, u = ols_fit(frame, response, predictors)
         estimates.append(q)
         variances.append(u)
-    combined = combine_partially_synthetic(pd.DataFrame(estimates), pd.DataFrame(variances), alpha=alpha)
+    combined = combine_partially_synthetic(pd.DataFrame(estimates), pd.DataFrame(variances), level=level)
     table = pd.DataFrame(
         {"original": fit.params, "original_lower": ci[:, 0], "original_upper": ci[:, 1]}, index=names
     ).join(combined)

@@ -1,11 +1,15 @@
-"""The group runner: fit, check, synthesize and assess independent groups, resumably.
+"""The part runner: independent parts of a fit run as picklable tasks, fanned out over dask, resumably.
 
-Independent groups (the state pairs of the flow model, the strata of any model) are processed by one
-picklable task per group. Tasks fan out over dask.distributed: a local cluster of threads by default
-(threads share the compiled models of the process, and the samplers release the GIL), or an existing
-cluster given by its scheduler address (the output folder must then be on a file system every worker sees).
-Each finished group is stored at once under ``private/groups/``; a rerun into the same folder loads the
-finished groups instead of refitting them.
+Independent parts (the state pairs of the flow model, the chains of an exact sampler, the strata of any
+model) are processed by one picklable ``task(name, part)`` each (:func:`run_parts`). Tasks fan out over
+dask.distributed: a local cluster of threads by default (threads share the compiled models of the process,
+and the samplers release the GIL), or an existing cluster given by its scheduler address. A store
+(:class:`PartStore`) keeps each finished part as soon as it arrives; a rerun into the same folder loads the
+finished parts instead of recomputing them.
+
+:func:`run_groups` is the flow model's use of it: each group is fitted, checked, synthesized and assessed by
+a :class:`GroupTask`, which stores its result under ``private/groups/`` itself (on a cluster, the output
+folder must then be on a file system every worker sees).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -28,7 +34,17 @@ from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 from .datasets import draw_synthetic, group_seed
 from .output import atomic_path, write_json
 
-__all__ = ["GroupResult", "GroupTask", "print_progress", "run_groups"]
+__all__ = [
+    "GroupResult",
+    "GroupTask",
+    "InferenceDataStore",
+    "PartStore",
+    "print_progress",
+    "run_groups",
+    "run_parts",
+]
+
+R = TypeVar("R")
 
 #: ``assess(synthesizer, idata, data, synthetic, rng) -> (per-item table, summary dict)``.
 Assessor = Callable[..., tuple[pd.DataFrame, dict[str, Any]]]
@@ -121,6 +137,16 @@ class GroupTask:
     max_extensions: int = 2
     extension_factor: int = 4
 
+    def share_cores(self, workers: int) -> GroupTask:
+        """This task with its sampler given an equal share of the cores, when ``workers`` groups run at once."""
+        synthesizer = self.synthesizer
+        settings = getattr(synthesizer, "settings", None)
+        if settings is None or not dataclasses.is_dataclass(synthesizer):
+            return self
+        cores = max(1, (os.cpu_count() or 1) // workers)
+        shared = dataclasses.replace(synthesizer, settings=dataclasses.replace(settings, cores=cores))
+        return dataclasses.replace(self, synthesizer=shared)
+
     def _check(self, synthesizer: Any, idata: Any, data: Any) -> Any:
         if hasattr(synthesizer, "convergence_quantities"):
             monitored = synthesizer.convergence_quantities(idata, data)
@@ -181,6 +207,129 @@ def print_progress(done: int, total: int, result: GroupResult, skipped: bool) ->
     )
 
 
+class PartStore(Protocol):
+    """Where finished parts are kept: :func:`run_parts` loads those it finds and saves the others as they finish."""
+
+    def load(self, name: str) -> Any | None:
+        """The stored result of part ``name``, or ``None`` when it has not finished."""
+
+    def save(self, name: str, result: Any) -> None:
+        """Keep the result of part ``name`` (called in the client process, as each part arrives)."""
+
+
+@dataclass(frozen=True)
+class InferenceDataStore:
+    """Keeps each part's ``InferenceData`` as ``<folder>/<name>.nc`` (written atomically: a file is a finished part).
+
+    Parameters
+    ----------
+    folder
+        Where the parts are kept (created when the first one is saved).
+    """
+
+    folder: Path
+
+    def load(self, name: str) -> Any | None:
+        """The stored posterior of part ``name`` read into memory, or ``None``."""
+        import arviz as az
+
+        path = Path(self.folder) / f"{name}.nc"
+        if not path.exists():
+            return None
+        with az.rc_context({"data.load": "eager"}):
+            return az.from_netcdf(str(path), engine="h5netcdf")
+
+    def save(self, name: str, result: Any) -> None:
+        """Write ``<folder>/<name>.nc``."""
+        with atomic_path(Path(self.folder) / f"{name}.nc") as tmp:
+            result.to_netcdf(str(tmp), engine="h5netcdf")
+
+
+def run_parts(
+    task: Callable[[str, Any], R],
+    parts: Sequence[tuple[str, Any]],
+    *,
+    store: PartStore | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int, str, R, bool], None] | None = None,
+) -> list[R]:
+    """Run ``task(name, part)`` on every part not stored yet and return all results, in the order of ``parts``.
+
+    Parameters
+    ----------
+    task
+        A picklable callable. When the parts run at once on a local cluster and the task has a method
+        ``share_cores(workers)``, that method's result (the task with its share of the cores) runs instead.
+    parts
+        ``(name, part)`` pairs with unique names.
+    store
+        Finished parts from earlier runs (loaded, not recomputed); each new result is saved there as soon
+        as it arrives. ``None``: nothing is stored.
+    scheduler
+        ``None`` for a local dask cluster of threads, ``"synchronous"`` to run in this thread (debugging,
+        tests), or the address of a running dask scheduler (``tcp://host:8786``), whose workers must be
+        able to import bayessdc.
+    workers
+        Parts processed at once on the local cluster (default: the number of cores; with one worker or one
+        part the tasks run in this thread).
+    progress
+        Called after each part as ``progress(done, total, name, result, resumed)``; ``None`` for silence.
+
+    Returns
+    -------
+    list
+        The results of ``task``, one per part.
+    """
+    names = [name for name, _ in parts]
+    if len(set(names)) != len(names):
+        raise ValueError("part names must be unique")
+    results: dict[str, Any] = {}
+    total = len(parts)
+
+    def finished(name: str, result: Any, resumed: bool) -> None:
+        results[name] = result
+        if store is not None and not resumed:
+            store.save(name, result)
+        if progress:
+            progress(len(results), total, name, result, resumed)
+
+    for name in names:
+        stored = store.load(name) if store is not None else None
+        if stored is not None:
+            finished(name, stored, True)
+    pending = [(name, part) for name, part in parts if name not in results]
+    workers = workers or os.cpu_count() or 1
+    if scheduler == "synchronous" or (scheduler is None and (workers == 1 or len(pending) == 1)):
+        for name, part in pending:
+            finished(name, task(name, part), False)
+    elif pending:
+        share = getattr(task, "share_cores", None)
+        for name, result in _run_on_dask(share(workers) if share else task, pending, scheduler, workers):
+            finished(name, result, False)
+    return [results[name] for name in names]
+
+
+def _run_on_dask(
+    task: Callable[[str, Any], Any], pending: Sequence[tuple[str, Any]], scheduler: str | None, workers: int
+) -> Iterator[tuple[str, Any]]:
+    """``(name, result)`` of every pending part as it finishes, on a local cluster or at ``scheduler``."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None)
+    else:
+        cluster = nullcontext(scheduler)
+    run = uuid.uuid4().hex[:12]  # task keys unique to this run: a shared scheduler may serve several runs
+    with cluster as address, Client(address) as client:
+        futures = client.map(
+            task, *zip(*pending, strict=True), key=[f"part-{name}-{run}" for name, _ in pending], pure=False
+        )
+        names = {future.key: name for future, (name, _) in zip(futures, pending, strict=True)}
+        for future, result in as_completed(futures, with_results=True):
+            yield names[future.key], result
+
+
 def run_groups(
     task: GroupTask,
     groups: Sequence[tuple[str, Any]],
@@ -191,6 +340,9 @@ def run_groups(
 ) -> list[GroupResult]:
     """Run ``task`` on every group not finished yet and return all results, in the order of ``groups``.
 
+    The flow model's use of :func:`run_parts`: the task stores each group's result (and posterior) under
+    its folder itself; finished groups found there are loaded, not refitted.
+
     Parameters
     ----------
     task
@@ -199,7 +351,8 @@ def run_groups(
         ``(name, data)`` pairs with unique names.
     scheduler
         ``None`` for a local dask cluster of threads, ``"synchronous"`` to run in this thread (debugging,
-        tests), or the address of a running dask scheduler (``tcp://host:8786``).
+        tests), or the address of a running dask scheduler (``tcp://host:8786``; the output folder must be
+        on a file system every worker sees).
     workers
         Groups processed at once on the local cluster (default: the number of cores). When several run
         at once, each sampler gets an equal share of the cores.
@@ -210,60 +363,21 @@ def run_groups(
     -------
     list of GroupResult
     """
-    names = [name for name, _ in groups]
-    if len(set(names)) != len(names):
+    if len({name for name, _ in groups}) != len(groups):
         raise ValueError("group names must be unique")
     task.folder.mkdir(parents=True, exist_ok=True)
-    results: dict[str, GroupResult] = {}
-    total = len(groups)
-    for name in names:
-        stored = GroupResult.load(task.folder, name)
-        if stored is not None:
-            results[name] = stored
-            if progress:
-                progress(len(results), total, stored, True)
-    pending = [(name, data) for name, data in groups if name not in results]
-    if pending:
-        workers = workers or os.cpu_count() or 1
-        if scheduler == "synchronous" or (scheduler is None and (workers == 1 or len(pending) == 1)):
-            for name, data in pending:
-                results[name] = task(name, data)
-                if progress:
-                    progress(len(results), total, results[name], False)
-        else:
-            for result in _run_on_dask(_share_cores(task, workers), pending, scheduler, workers):
-                results[result.name] = result
-                if progress:
-                    progress(len(results), total, result, False)
-    return [results[name] for name in names]
+    each = (lambda done, total, name, result, resumed: progress(done, total, result, resumed)) if progress else None
+    return run_parts(task, groups, store=_GroupStore(task.folder), scheduler=scheduler, workers=workers, progress=each)
 
 
-def _share_cores(task: GroupTask, workers: int) -> GroupTask:
-    synthesizer = task.synthesizer
-    settings = getattr(synthesizer, "settings", None)
-    if settings is None or not dataclasses.is_dataclass(synthesizer):
-        return task
-    cores = max(1, (os.cpu_count() or 1) // workers)
-    shared = dataclasses.replace(synthesizer, settings=dataclasses.replace(settings, cores=cores))
-    return dataclasses.replace(task, synthesizer=shared)
+@dataclass(frozen=True)
+class _GroupStore:
+    """The groups' results as :class:`GroupResult` stores them (the task saves them, in the worker)."""
 
+    folder: Path
 
-def _run_on_dask(
-    task: GroupTask, pending: Iterable[tuple[str, Any]], scheduler: str | None, workers: int
-) -> Iterable[GroupResult]:
-    from dask.distributed import Client, LocalCluster, as_completed
+    def load(self, name: str) -> GroupResult | None:
+        return GroupResult.load(self.folder, name)
 
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None)
-        client = Client(cluster)
-    else:
-        client = Client(scheduler)
-    try:
-        futures = [client.submit(task, name, data, key=f"group-{name}", pure=False) for name, data in pending]
-        for future in as_completed(futures):
-            yield future.result()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    def save(self, name: str, result: GroupResult) -> None:
+        """Nothing: :class:`GroupTask` has stored the result beside the group's posterior."""

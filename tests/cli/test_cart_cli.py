@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
-from tests.release_digest import release_digest
 from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
+from tests.release_digest import release_digest
 
 SYNTHESIZE = "enrolled,grade,education,marital"
 KEEP = "age,sex,relationship"

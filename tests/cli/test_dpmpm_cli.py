@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from bayessdc.cli import main
-from tests.release_digest import release_digest
 from bayessdc.models.dpmpm import simulate_latent_class
+from tests.release_digest import release_digest
 
 FAST = ["--draws", "1500", "--burn", "300", "--thin", "3", "--K", "10", "--repetitions", "10", "--quiet"]
 

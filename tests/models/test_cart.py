@@ -9,7 +9,7 @@ from bayessdc.models.cart import (
     acs_example_rules,
     simulate_acs_persons,
 )
-from bayessdc.models.rules import (
+from bayessdc.models.cart.rules import (
     ColumnBound,
     ColumnSchema,
     Condition,

@@ -1,3 +1,5 @@
+import os
+
 import arviz as az
 import numpy as np
 import pytest
@@ -55,3 +57,38 @@ def test_derived_quantities_are_monitored_instead_of_parameters():
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError):
         SamplerSettings(**kwargs)
+
+
+_GRADIENT_SCRIPT = """
+import sys
+import numpy as np
+import bayessdc.models.sampling  # noqa: F401 - sets PyTensor's floating-point flags
+from bayessdc.models.flows import build_model, simulate_group
+
+group, _ = simulate_group(8, 9, 40, seed=3)
+model = build_model(group)
+point = model.initial_point()
+rng = np.random.default_rng(0)
+point = {k: v + rng.normal(size=np.shape(v)) for k, v in point.items()}
+gradient = model.compile_dlogp(mode="NUMBA")(point)
+sys.stdout.write(np.asarray(gradient, dtype=float).tobytes().hex())
+"""
+
+
+def test_compiled_gradient_is_bitwise_the_same_from_a_cold_and_a_warm_cache(tmp_path):
+    """Same seed, same release: a gradient compiled afresh equals the one loaded from PyTensor's cache.
+
+    With numba fast-math (PyTensor's default) the two differed in the last bit on the flow model, and NUTS
+    released different counts on a fresh machine and on one that had run the model before.
+    """
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path / 'pytensor'}"}
+    cold, warm = (
+        subprocess.run(
+            [sys.executable, "-c", _GRADIENT_SCRIPT], env=env, check=True, capture_output=True, text=True
+        ).stdout
+        for _ in range(2)
+    )
+    assert cold and cold == warm

@@ -22,7 +22,7 @@ from bayessdc.models.spatial import (
     simulate_spatial,
     smoothing_diagonal,
 )
-from bayessdc.models.spatial_nngp import (
+from bayessdc.models.spatial.nngp import (
     integrated_log_likelihood,
     nearest_earlier_neighbours,
     neighbour_basis,

@@ -34,7 +34,7 @@ def test_reiter_rules_worked_by_hand():
 
 
 def test_identical_estimates_give_infinite_df_and_normal_interval():
-    table = combine_partially_synthetic(np.full((4, 1), 5.0), np.full((4, 1), 0.25), alpha=0.1)
+    table = combine_partially_synthetic(np.full((4, 1), 5.0), np.full((4, 1), 0.25), level=0.9)
     row = table.iloc[0]
     assert row["between_variance"] == 0 and math.isinf(row["df"])
     assert row["total_variance"] == pytest.approx(0.25)

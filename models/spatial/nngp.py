@@ -56,7 +56,9 @@ __all__ = [
     "NeighbourBasis",
     "NeighbourGeometry",
     "NNGPGrid",
+    "draw_latent_nngp",
     "draw_nngp_posterior",
+    "draw_outliers_nngp",
     "fit_nngp_grid",
     "integrated_log_likelihood",
     "krige_nngp",
@@ -65,8 +67,7 @@ __all__ = [
     "neighbour_basis",
     "neighbour_geometry",
     "nngp_log_likelihood",
-    "draw_latent_nngp",
-    "draw_outliers_nngp",
+    "nngp_ordering",
     "vecchia_statistics",
 ]
 
@@ -78,7 +79,7 @@ DROP = 20.0
 # Ordering and neighbour sets
 
 
-def _ordering(coords: np.ndarray) -> np.ndarray:
+def nngp_ordering(coords: np.ndarray) -> np.ndarray:
     """Positions sorted by the first coordinate, ties by the second (the ordering of Finley et al. 2019)."""
     return np.lexsort((coords[:, 1], coords[:, 0]))
 
@@ -105,7 +106,7 @@ def nearest_earlier_neighbours(coords: np.ndarray, m: int, include: np.ndarray |
     n_all = len(coords)
     include = np.ones(n_all, bool) if include is None else np.asarray(include, bool)
     positions = np.flatnonzero(include)
-    order = positions[_ordering(coords[positions])]
+    order = positions[nngp_ordering(coords[positions])]
     points = coords[order]
     n = len(order)
     out = np.full((n_all, m), -1, dtype=np.int64)
@@ -277,7 +278,7 @@ def integrated_log_likelihood(
     of :func:`vecchia_statistics` (``O(p^3)`` per value of ``sigma^2``).
 
     With ``Sigma = sigma^2 K~``, ``M = I/s^2 + G/sigma^2`` and ``r~ = r/sigma^2`` (matrix determinant lemma and
-    Woodbury, as in :func:`bayessdc.models.spatial.build_model`):
+    Woodbury, as in :func:`bayessdc.models.spatial.marginal.build_model`):
     ``-1/2 [N log 2 pi + N log sigma^2 + log det K~ + p log s^2 + log det M + q/sigma^2 - r~' M^-1 r~]``.
     """
     sigma_sq = np.atleast_1d(np.asarray(sigma_sq, float))
@@ -636,7 +637,7 @@ def draw_outliers_nngp(
     Outlier ``k`` is conditioned on its ``m`` nearest locations among the non-outliers and the outliers drawn
     before it: ``w_k ~ N(b'w_N(k), sigma^2 (1 - r' R_N(k)^-1 r))``. Returns shape ``(S, n_out)``.
     """
-    order = _ordering(coords_out)
+    order = nngp_ordering(coords_out)
     points = coords_in.copy()
     values = w_in.copy()
     out = np.empty((w_in.shape[0], len(coords_out)))

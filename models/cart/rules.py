@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..validation import describe_rows
+
 __all__ = [
     "AllowedCombinations",
     "ColumnBound",
@@ -429,14 +431,6 @@ def rule_violations(
         if not ok.all():
             out[rule.name] = np.flatnonzero(~ok)
     return out
-
-
-def describe_rows(positions: np.ndarray, limit: int = 10) -> str:
-    """``"data rows 3, 17 (2 rows)"`` for 0-based positions (shown 1-based, as in a spreadsheet)."""
-    shown = ", ".join(str(int(p) + 1) for p in positions[:limit])
-    more = ", ..." if len(positions) > limit else ""
-    plural = "s" if len(positions) > 1 else ""
-    return f"data row{plural} {shown}{more} ({len(positions)} row{plural})"
 
 
 def frame_of_rules(rules: Sequence[Rule]) -> pd.DataFrame:

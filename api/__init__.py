@@ -1,0 +1,83 @@
+"""bayessdc: Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment.
+
+The public face, in a few verbs for every synthesizer::
+
+    import bayessdc as bsd
+    release = bsd.synthesize(frame, bsd.DPMPM(K=40), synthesize=["county"], keep=["gender", "age"], m=20, seed=1)
+    release.synthetic        # all m datasets, a column `synthetic` = 1..m
+    release.diagnostics      # the posterior of every fit and the gate's verdict
+    release.risk(); release.utility(); release.save("out/")
+
+Synthesizers: :class:`Flows` (Hawala, Reiter & Wang), :class:`Spatial` (Quick, Holan & Wikle),
+:class:`DPMPM` and :class:`DPAreal` (Hu & Savitsky), :class:`CART` (Rodriguez, Freiman, Reiter & Lauger);
+:func:`adjust` for controlled tabular adjustment (Cox). The layers below (``bayessdc.models``,
+``bayessdc.synthesis``, ``bayessdc.risk``, ``bayessdc.cta``) stay importable for their details.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from . import examples
+from .errors import InputError, NotApplicableError
+
+try:
+    __version__ = version("bayessdc")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+    __version__ = "0+unknown"
+
+#: Public name -> module that defines it. Loaded on first use, so that ``import bayessdc`` and
+#: ``bayessdc --help`` do not pay for PyMC until a synthesizer is asked for.
+_LAZY = {
+    "ConvergenceError": "bayessdc.models.sampling",
+    "SamplerSettings": "bayessdc.models.sampling",
+    "RunMismatchError": "bayessdc.synthesis.output",
+    "read_table": "bayessdc.io",
+    "Recipe": "bayessdc.pipeline",
+    "synthesize": "bayessdc.pipeline",
+    "Flows": "bayessdc.pipeline.flows",
+    "Spatial": "bayessdc.pipeline.spatial",
+    "DPMPM": "bayessdc.pipeline.categorical",
+    "DPAreal": "bayessdc.pipeline.categorical",
+    "CART": "bayessdc.pipeline.cart",
+    "adjust": "bayessdc.pipeline.cta",
+    "Adjustment": "bayessdc.pipeline.cta",
+    "Diagnostics": "bayessdc.release",
+    "Release": "bayessdc.release",
+}
+
+__all__ = [
+    "CART",
+    "DPAreal",
+    "DPMPM",
+    "Adjustment",
+    "Spatial",
+    "adjust",
+    "examples",
+    "ConvergenceError",
+    "Diagnostics",
+    "Flows",
+    "InputError",
+    "NotApplicableError",
+    "Recipe",
+    "Release",
+    "RunMismatchError",
+    "SamplerSettings",
+    "__version__",
+    "read_table",
+    "synthesize",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bayessdc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,61 @@
+"""The bundled examples: small tables simulated as each paper describes its data, for trying every verb.
+
+Nothing is downloaded: each example is drawn from a simulator in ``bayessdc.models`` (or, for CTA, is the
+paper's own table), so the same seed gives the same table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["acs_persons", "acs_rules", "ce_like", "cox_table", "flow_table", "spatial_homes"]
+
+
+def flow_table(n_states: int = 3, counties_per_state: float = 12.0, seed: int = 0) -> pd.DataFrame:
+    """A county-to-county flow table simulated from the truncated-Poisson model (Hawala, Reiter & Wang).
+
+    Columns ``origin, destination, origin_group, destination_group, count``; the demo's example.
+    """
+    from bayessdc.models.flows import simulate_flow_table
+
+    return simulate_flow_table(n_states=n_states, counties_per_state=counties_per_state, scale=0.01, seed=seed)
+
+
+def ce_like(n: int = 6208, n_counties: int = 133, seed: int = 0) -> pd.DataFrame:
+    """Consumer-Expenditure-like records: ``gender, income, age, county`` (Hu & Savitsky, Section 5)."""
+    from bayessdc.models.dpmpm import simulate_ce_like
+
+    return simulate_ce_like(n=n, n_counties=n_counties, seed=seed)
+
+
+def spatial_homes(n: int = 120, seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Geocoded records with a spatial response and one planted outlier (Quick, Holan & Wikle, Section 4).
+
+    Returns the table (``x, y, response, d1, d2``) and the simulation's truth.
+    """
+    from bayessdc.models.spatial import simulate_spatial
+
+    return simulate_spatial(n, seed=seed, outlier_latent=-4.0)
+
+
+def acs_persons(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """ACS-like person records (``age, sex, relationship, enrolled, grade, education, marital``)."""
+    from bayessdc.models.cart import simulate_acs_persons
+
+    return simulate_acs_persons(n, seed=seed)
+
+
+def acs_rules() -> list[dict[str, Any]]:
+    """The logical rules the ACS-like persons satisfy (for ``bsd.CART(rules=...)``)."""
+    from bayessdc.models.cart import acs_example_rules
+
+    return acs_example_rules()
+
+
+def cox_table() -> pd.DataFrame:
+    """Cox's 4 x 9 magnitude table with the protection of its seven sensitive cells (long format)."""
+    from bayessdc.cta import cox_4x9_frame
+
+    return cox_4x9_frame()

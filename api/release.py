@@ -1,0 +1,241 @@
+"""The Release object: m synthetic datasets and the figures a review board reads, in memory.
+
+:func:`bayessdc.synthesize` returns a :class:`Release`; :meth:`Release.save` writes the two-part output
+folder (``release/`` may be published, ``private/`` never). Nothing confidential is reachable from the
+public parts: ``synthetic`` and ``description`` are what ``release/`` receives; everything else (the
+diagnostics with the posterior, risk, utility, per-record tables) is written to ``private/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import arviz as az
+import pandas as pd
+
+from bayessdc.synthesis.output import OutputFolder
+
+from .errors import NotApplicableError
+
+__all__ = ["Diagnostics", "Measures", "PosteriorFiles", "Release"]
+
+
+class PosteriorFiles(Mapping[str, az.InferenceData]):
+    """Posteriors stored one netCDF file per fit, opened when asked for (a national flow run has thousands).
+
+    Parameters
+    ----------
+    folder
+        Where the files are.
+    names
+        The fits' names; fit ``name`` is in ``<folder>/<name>.posterior.nc``.
+    """
+
+    def __init__(self, folder: Path, names: list[str]) -> None:
+        self.folder = Path(folder)
+        self.names = list(names)
+
+    def path(self, name: str) -> Path:
+        """The file of fit ``name``."""
+        return self.folder / f"{name}.posterior.nc"
+
+    def __getitem__(self, name: str) -> az.InferenceData:
+        if name not in self.names:
+            raise KeyError(name)
+        return az.from_netcdf(self.path(name), engine="h5netcdf")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass
+class Diagnostics:
+    """The posterior of every fit and the gate's verdict.
+
+    Attributes
+    ----------
+    posteriors
+        ArviZ InferenceData per fit (one fit ``"all"``, or one per group such as a flow state pair).
+    summary
+        The figures written to ``private/diagnostics.json`` (r_hat, ESS, divergences, the gate's criteria
+        and verdict, per-fit details).
+    passed
+        Whether the gate passed.
+    allow_unconverged
+        Whether the release was written although the gate failed.
+    """
+
+    posteriors: Mapping[str, az.InferenceData]
+    summary: dict[str, Any]
+    passed: bool
+    allow_unconverged: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """The gate's verdict in words."""
+        if self.passed:
+            return "passed"
+        if self.allow_unconverged:
+            return "FAILED (released because --allow-unconverged / allow_unconverged=True was given)"
+        return "FAILED"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.summary[key]
+
+
+class Measures:
+    """Risk and utility of a release recomputed with other options (the confidential data stays in memory).
+
+    A synthesizer's pipeline subclasses it when its measures take options (for example the intruder's
+    knowledge sets); the base class takes none.
+    """
+
+    risk_options: tuple[str, ...] = ()
+    utility_options: tuple[str, ...] = ()
+
+    def risk(self, **options: Any) -> dict[str, Any]:
+        """Risk figures with ``options``."""
+        raise NotImplementedError
+
+    def utility(self, **options: Any) -> dict[str, Any]:
+        """Utility figures with ``options``."""
+        raise NotImplementedError
+
+
+@dataclass
+class Release:
+    """m synthetic datasets with their diagnostics, risk and utility.
+
+    Attributes
+    ----------
+    synthesizer
+        The synthesizer's short name (``flows``, ``spatial``, ``dpmpm``, ``dp_areal``, ``cart``).
+    synthetic
+        All m datasets, a first column ``synthetic`` = 1..m (what ``release/synthetic.parquet`` holds).
+    description
+        The public description of the model (``release/model.json``): structure, priors, settings, m, seed;
+        never an estimate.
+    diagnostics
+        The posterior per fit and the gate's verdict.
+    identity
+        What defines the run (input fingerprint, settings, seed): an output folder holding another run is
+        refused.
+    m, seed
+        Number of datasets and the run's seed.
+    seconds
+        Wall time of the run.
+    facts
+        Figures a summary or report shows besides risk and utility (records, cells, groups, ...).
+    private_json, private_tables, private_files
+        Further private outputs: JSON payloads, tables (Parquet) and writers ``write(path)`` of other files,
+        by file name under ``private/``.
+    """
+
+    synthesizer: str
+    synthetic: pd.DataFrame
+    description: dict[str, Any]
+    diagnostics: Diagnostics
+    identity: dict[str, Any]
+    m: int
+    seed: int
+    seconds: float = 0.0
+    facts: dict[str, Any] = field(default_factory=dict)
+    risk_figures: dict[str, Any] | None = None
+    utility_figures: dict[str, Any] | None = None
+    private_json: dict[str, dict[str, Any]] = field(default_factory=dict)
+    private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    private_files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
+    measures: Measures | None = field(default=None, repr=False)
+    no_risk_hint: str = ""
+    #: Keeps a temporary working folder (stored posteriors) alive as long as the release.
+    scratch: Any = field(default=None, repr=False)
+
+    # -- the verbs ----------------------------------------------------------------------------------
+
+    def risk(self, **options: Any) -> dict[str, Any]:
+        """Disclosure-risk figures; with ``options`` (for example ``known=[["gender", "county"]]``) recomputed.
+
+        Raises
+        ------
+        NotApplicableError
+            When the synthesizer has no such measure or takes no such option (the message names the
+            alternative).
+        """
+        return self._measure("risk", self.risk_figures, options)
+
+    def utility(self, **options: Any) -> dict[str, Any]:
+        """Utility figures; with ``options`` recomputed (see :meth:`risk`)."""
+        return self._measure("utility", self.utility_figures, options)
+
+    def _measure(self, kind: str, stored: dict[str, Any] | None, options: dict[str, Any]) -> dict[str, Any]:
+        if stored is None and not options:
+            raise NotApplicableError(f"a {self.synthesizer} release has no {kind} figures. {self.no_risk_hint}".strip())
+        if not options:
+            return stored
+        allowed = getattr(self.measures, f"{kind}_options", ()) if self.measures is not None else ()
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            takes = f"takes {', '.join(allowed)}" if allowed else "takes no options"
+            raise NotApplicableError(
+                f"{self.synthesizer} {kind}() {takes}; got {', '.join(unknown)}. The figures computed with the "
+                f"run's own options are {kind}() without arguments."
+            )
+        return getattr(self.measures, kind)(**options)
+
+    def save(self, out: str | os.PathLike[str], written: set[str] | frozenset[str] = frozenset()) -> Path:
+        """Write ``out/release`` (synthetic data and model description) and ``out/private`` (the rest).
+
+        A folder holding another run is refused (:class:`bayessdc.synthesis.output.RunMismatchError`); the
+        same run's folder is completed. ``release/`` is written last.
+
+        Parameters
+        ----------
+        out
+            The output folder.
+        written
+            Names of ``private_files`` already written to this folder during the run (not written again).
+
+        Returns
+        -------
+        pathlib.Path
+            ``out``.
+        """
+        folder = OutputFolder(out, self.identity)
+        self.write_private(folder, skip=written)
+        folder.write_release_json("model.json", self.description)
+        folder.write_release_table("synthetic.parquet", self.synthetic)
+        return Path(out)
+
+    def write_private(self, folder: OutputFolder, skip: set[str] | frozenset[str] = frozenset()) -> None:
+        """Write everything of ``private/`` into ``folder`` (the posteriors, diagnostics, risk, utility)."""
+        posteriors = self.diagnostics.posteriors
+        if isinstance(posteriors, PosteriorFiles):
+            target = folder.private / "groups"
+            if posteriors.folder.resolve() != target.resolve():
+                shutil.copytree(posteriors.folder, target, dirs_exist_ok=True)
+        folder.write_private_json("diagnostics.json", self.diagnostics.summary)
+        for name, write in self.private_files.items():
+            if name not in skip:
+                folder.write_private_file(name, write)
+        for name, table in self.private_tables.items():
+            folder.write_private_table(name, table)
+        if self.risk_figures is not None:
+            folder.write_private_json("risk.json", self.risk_figures)
+        if self.utility_figures is not None:
+            folder.write_private_json("utility.json", self.utility_figures)
+        for name, payload in self.private_json.items():
+            folder.write_private_json(name, payload)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Release {self.synthesizer}: m = {self.m} synthetic datasets of {len(self.synthetic) // max(self.m, 1)} "
+            f"rows, gate {self.diagnostics.verdict}>"
+        )

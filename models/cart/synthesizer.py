@@ -1,0 +1,304 @@
+"""The CART synthesizer (Rodriguez, Freiman, Reiter & Lauger): the tree sequence, synthesis, description.
+
+Column-partially synthetic data (Section 5): the user keeps some variables as observed predictors and
+names the variables to synthesize, in order. Following the conditional workflow of Section 2,
+
+1. each synthesized variable ``X_j`` gets one tree, fitted once on the confidential data, with the kept
+   variables and the variables synthesized before it (``X_i, ..., X_{j-1}``) as predictors
+   (:mod:`bayessdc.models.cart.tree`);
+2. synthetic data are generated sequentially (step 4 of Section 2): for each record, the leaf is found from
+   its kept values and its *synthetic* values of the earlier variables, and the synthetic value is one draw
+   from a Bayesian bootstrap of the leaf's observed values (:mod:`bayessdc.models.cart.bootstrap`).
+
+Logical rules (the paper's "strict logical requirements" of school enrolment, grade and attainment with
+age; :mod:`bayessdc.models.cart.rules`) are never violated: when the value of ``X_j`` is drawn, every rule
+whose columns are all kept or synthesized up to ``X_j`` restricts the draw to the leaf's values that are
+admissible given the record's already-fixed values. A record whose leaf holds no admissible value draws from
+the nearest ancestor node holding one; such fallbacks are counted.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import draw_column
+from .data import check_rules_hold, encode_columns, validate_columns
+from .rules import ColumnSchema, Rule, parse_rules, rule_violations
+from .tree import ColumnTree, design_matrix, fit_column_tree
+
+__all__ = ["CartSynthesizer"]
+
+
+@dataclass
+class CartSynthesizer:
+    """Sequential CART synthesizer with a Bayesian bootstrap in the leaves (Rodriguez et al., Sections 2-5).
+
+    Parameters
+    ----------
+    synthesize
+        The variables to synthesize, in the order of synthesis.
+    keep
+        Variables kept as observed; they are predictors of every tree and pass through unchanged.
+    rules
+        Logical rules (:mod:`bayessdc.models.cart.rules` objects or their plain form) never violated by the
+        synthetic data.
+    min_samples_leaf
+        Smallest number of confidential records in a leaf (default 5, as Reiter 2005 and synthpop): the
+        bootstrap of a leaf of one record would copy it.
+    ccp_alpha
+        Minimal cost-complexity pruning parameter of scikit-learn (default 0: no pruning beyond the leaf
+        size; raise it, e.g. 1e-4, for smaller trees and coarser, more protective leaves).
+    max_depth
+        Largest depth of a tree (default none).
+    categorical
+        Numeric columns to treat as categorical (columns of non-numeric type always are).
+    name
+        Short name used in outputs.
+
+    Notes
+    -----
+    :meth:`fit` validates the input and fits the trees; :meth:`synthesize` returns the ``m`` synthetic
+    datasets in the long layout of ``release/synthetic.parquet`` (a ``synthetic`` column 1..m). Columns of
+    the data that are neither kept nor synthesized are not released.
+    """
+
+    synthesize: Sequence[str]
+    keep: Sequence[str] = ()
+    rules: Sequence[Rule | Mapping[str, Any]] = ()
+    min_samples_leaf: int = 5
+    ccp_alpha: float = 0.0
+    max_depth: int | None = None
+    categorical: Sequence[str] = ()
+    name: str = "cart"
+    #: Per synthesized column, fallbacks of the last :meth:`synthesize` (records drawn from an ancestor node
+    #: and, of those, from the root, i.e. the whole column), and the number of draws.
+    fallbacks: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.synthesize = [str(c) for c in self.synthesize]
+        self.keep = [str(c) for c in self.keep]
+        self.categorical = [str(c) for c in self.categorical]
+        self.rules = parse_rules(list(self.rules))
+        if self.min_samples_leaf < 1:
+            raise ValueError(f"min_samples_leaf must be at least 1, got {self.min_samples_leaf}")
+        if self.ccp_alpha < 0:
+            raise ValueError(f"ccp_alpha must be non-negative, got {self.ccp_alpha}")
+        if self.max_depth is not None and self.max_depth < 1:
+            raise ValueError(f"max_depth must be at least 1, got {self.max_depth}")
+        self._trees: list[ColumnTree] = []
+        self._schema: dict[str, ColumnSchema] = {}
+        self._codes: dict[str, np.ndarray] = {}
+        self._data: pd.DataFrame | None = None
+        self._seed: int | None = None
+        self.fit_seconds: float | None = None
+
+    # -- input -------------------------------------------------------------------------------------------
+
+    # -- input -------------------------------------------------------------------------------------------
+
+    def validate(self, data: pd.DataFrame) -> pd.DataFrame:
+        """Check ``data`` before any fitting; return the released columns (:func:`validate_columns`).
+
+        Raises
+        ------
+        CartDataError
+            Unknown or repeated columns, a column both kept and synthesized, missing values (the rows are named).
+        """
+        return validate_columns(data, self.synthesize, self.keep, self.categorical)
+
+    # -- fitting (Section 2, steps 1-3) ---------------------------------------------------------------------
+
+    def fit(self, data: pd.DataFrame, seed: int = 0) -> CartSynthesizer:
+        """Validate ``data`` and fit one tree per synthesized column, in order.
+
+        Parameters
+        ----------
+        data
+            The confidential records (one row per person).
+        seed
+            Seed of the whole run: tree fitting (tie-breaking among equally good splits) and, in
+            :meth:`synthesize`, the bootstrap weights and draws.
+
+        Returns
+        -------
+        CartSynthesizer
+            ``self``, fitted.
+        """
+        start = time.perf_counter()
+        frame = self.validate(data)
+        schema, codes = encode_columns(frame, self.categorical)
+        rules = list(self.rules)
+        check_rules_hold(rules, codes, schema)
+        self._schema, self._codes, self._data, self._seed = schema, codes, frame, int(seed)
+        tree_seed = np.random.SeedSequence([int(seed), 0x0CA27]).generate_state(1)[0]
+        self._trees = []
+        for j, column in enumerate(self.synthesize):
+            predictors = [*self.keep, *self.synthesize[:j]]
+            known = set(predictors) | {column}
+            # A rule is enforced when its last column is drawn: the rules on this column whose other columns
+            # are all fixed by now.
+            step_rules = [r for r in rules if column in r.columns and r.columns <= known]
+            tree = fit_column_tree(
+                column,
+                predictors,
+                step_rules,
+                schema,
+                codes,
+                min_samples_leaf=self.min_samples_leaf,
+                ccp_alpha=self.ccp_alpha,
+                max_depth=self.max_depth,
+                seed=int(tree_seed),
+            )
+            self._trees.append(tree)
+        self.fit_seconds = time.perf_counter() - start
+        return self
+
+    # -- synthesis (Section 2, step 4) ---------------------------------------------------------------------
+
+    def synthesize_dataset(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """One synthetic dataset: encoded values of every kept and synthesized column.
+
+        The kept columns are the confidential values; each synthesized column is drawn in order, each record
+        in the leaf its kept and earlier synthetic values lead to, from a fresh Bayesian bootstrap of every
+        leaf's observed values restricted to the values the rules admit for that record
+        (:func:`bayessdc.models.cart.bootstrap.draw_column`).
+        """
+        self._check_fitted()
+        n = len(self._data)
+        values = {c: self._codes[c] for c in self.keep}
+        for fitted in self._trees:
+            spec = self._schema[fitted.column]
+            design = design_matrix(fitted.predictors, values, n, self._schema)
+            nodes = fitted.tree.apply(design).astype(np.int64)
+            stats = self.fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
+            chosen = draw_column(fitted, nodes, values, self._schema, rng, stats)
+            code = fitted.pair_code[chosen]
+            values[fitted.column] = code if spec.categorical else spec.levels.astype(float)[code]
+        return values
+
+    def synthesize_datasets(self, m: int, seed: int | None = None) -> pd.DataFrame:
+        """The ``m`` synthetic datasets as one long table with a ``synthetic`` column 1..m.
+
+        Parameters
+        ----------
+        m
+            Number of synthetic datasets.
+        seed
+            Seed of the bootstrap draws (default: the seed given to :meth:`fit`). Dataset ``k`` depends only
+            on the seed and ``k``: the first 5 of ``m = 100`` datasets are the ``m = 5`` datasets.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``synthetic`` then the kept and synthesized columns in the data's order; categorical
+            columns as pandas categoricals over the observed values, numeric ones with their original type.
+        """
+        self._check_fitted()
+        if m < 1:
+            raise ValueError(f"m must be at least 1, got {m}")
+        seed = self._seed if seed is None else int(seed)
+        self.fallbacks = {}
+        frames = []
+        for k in range(1, m + 1):
+            rng = np.random.default_rng(_dataset_seed(seed, k))
+            values = self.synthesize_dataset(rng)
+            frames.append(self._decode_dataset(values, k))
+        return pd.concat(frames, ignore_index=True)
+
+    def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int) -> pd.DataFrame:
+        columns: dict[str, Any] = {"synthetic": np.full(len(self._data), k, dtype=np.int64)}
+        for column in self._data.columns:
+            spec = self._schema[column]
+            if spec.categorical:
+                columns[column] = pd.Categorical.from_codes(values[column], categories=spec.levels)
+            elif column in self.keep:
+                columns[column] = self._data[column].to_numpy()
+            else:
+                columns[column] = values[column].astype(spec.levels.dtype)
+        return pd.DataFrame(columns)
+
+    # -- description --------------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """Public description: order, predictors, tree settings, encoding, rules; no estimates, no data."""
+        kinds = {}
+        for column in self.synthesize:
+            spec = self._schema.get(column)
+            kinds[column] = None if spec is None else ("classification" if spec.categorical else "regression")
+        return {
+            "synthesizer": self.name,
+            "paper": "Rodriguez, Freiman, Reiter & Lauger, Preserving privacy in person-level data for the ACS",
+            "kind": "column-partially synthetic (Section 5): kept columns released unchanged",
+            "synthesized_in_order": list(self.synthesize),
+            "kept": list(self.keep),
+            "predictors": {c: [*self.keep, *self.synthesize[:j]] for j, c in enumerate(self.synthesize)},
+            "trees": kinds,
+            "tree_settings": {
+                "min_samples_leaf": self.min_samples_leaf,
+                "ccp_alpha": self.ccp_alpha,
+                "max_depth": self.max_depth,
+                "criterion": {"classification": "gini", "regression": "squared_error"},
+                "implementation": "scikit-learn DecisionTreeClassifier / DecisionTreeRegressor",
+            },
+            "predictor_encoding": "one-hot for categorical predictors, numbers for numeric ones",
+            "leaf_draw": "Bayesian bootstrap: Dirichlet(1,...,1) weights over the leaf's observed values, "
+            "one bootstrap per leaf per synthetic dataset, one draw per record; leaves found from synthetic "
+            "values of earlier columns",
+            "rules": [r.to_dict() for r in self.rules],
+            "rule_enforcement": "draws restricted to the values admissible given the record's fixed values; "
+            "a leaf without one falls back to the nearest ancestor node holding one",
+        }
+
+    def tree_summary(self) -> dict[str, Any]:
+        """Private figures of the fitted trees (leaves, depth) and the fallbacks of the last synthesis."""
+        self._check_fitted()
+        return {
+            fitted.column: {
+                "leaves": fitted.n_leaves,
+                "depth": int(fitted.tree.get_depth()),
+                "rules_enforced": [r.name for r in fitted.rules],
+                "fallbacks": self.fallbacks.get(fitted.column, {}),
+            }
+            for fitted in self._trees
+        }
+
+    def rule_violation_counts(self, frame: pd.DataFrame) -> dict[str, int]:
+        """Number of rows of ``frame`` (released layout, e.g. all synthetic datasets) violating each rule.
+
+        Values of a categorical column that the confidential data never take are refused with a ValueError.
+        """
+        self._check_fitted()
+        encoded = {}
+        for column, spec in self._schema.items():
+            if spec.categorical:
+                codes = pd.Categorical(np.asarray(frame[column], dtype=object), categories=spec.levels).codes
+                if (codes < 0).any():
+                    raise ValueError(f"column {column!r} holds values the fitted data never take")
+                encoded[column] = codes.astype(np.int64)
+            else:
+                encoded[column] = frame[column].to_numpy(dtype=float)
+        violated = rule_violations(self.rules, encoded, self._schema)
+        return {rule.name: len(violated.get(rule.name, ())) for rule in self.rules}
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The released columns of the fitted data (confidential; for utility measures)."""
+        self._check_fitted()
+        return self._data
+
+    def _check_fitted(self) -> None:
+        if self._data is None:
+            raise RuntimeError("fit the synthesizer first")
+
+
+def _dataset_seed(seed: int, k: int) -> np.random.SeedSequence:
+    """Seed of synthetic dataset ``k``: depends only on the run's seed and ``k`` (the scheme of
+    ``bayessdc.synthesis.datasets.group_seed``, kept here because models/ does not import synthesis/)."""
+    return np.random.SeedSequence([int(seed), zlib.crc32(f"cart-synthetic-{k}".encode())])

@@ -1,0 +1,164 @@
+"""One CART per synthesized column (Rodriguez et al., Section 2, steps 1-3) and its leaves' observed values.
+
+Each synthesized variable ``X_j`` gets one tree, fitted once on the confidential data, with the kept
+variables and the variables synthesized before it as predictors: a classification tree for a categorical
+variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn's CART).
+
+Encoding of categorical predictors: one-hot. A CART split on a one-hot column separates one category from
+the rest, so no order is imposed on unordered categories (an ordinal code would let a split group
+"Divorced" with "Married" only because their codes are adjacent); several splits build any grouping.
+Numeric predictors enter as numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from .rules import ColumnSchema, Rule
+
+__all__ = ["ColumnTree", "design_matrix", "fit_column_tree"]
+
+
+@dataclass
+class ColumnTree:
+    """The fitted tree of one synthesized column and its leaves' observed values.
+
+    The leaves are ranked in depth-first order so that the leaves of any subtree are consecutive; the
+    distinct (leaf, value) pairs are stored in that order, so the observed values of node ``a`` are the pairs
+    ``pair_start[a] .. pair_end[a] - 1``.
+    """
+
+    column: str
+    predictors: list[str]
+    tree: Any
+    parent: np.ndarray
+    pair_start: np.ndarray
+    pair_end: np.ndarray
+    pair_code: np.ndarray
+    pair_count: np.ndarray
+    rules: list[Rule]
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of leaves of the tree."""
+        return int(self.tree.get_n_leaves())
+
+
+def design_matrix(
+    columns: Sequence[str], values: Mapping[str, np.ndarray], n: int, schema: Mapping[str, ColumnSchema]
+) -> np.ndarray:
+    """Predictor matrix: one-hot columns for categorical predictors, numbers for numeric ones.
+
+    Parameters
+    ----------
+    columns
+        The predictors, in order.
+    values
+        Encoded values of each predictor (codes or floats), ``n`` per column.
+    n
+        Number of records.
+    schema
+        The encoding of every column.
+    """
+    width = sum(len(schema[c].levels) if schema[c].categorical else 1 for c in columns)
+    design = np.zeros((n, max(width, 1)), dtype=np.float32)  # no predictors: one constant column, one leaf
+    offset = 0
+    rows = np.arange(n)
+    for column in columns:
+        spec = schema[column]
+        if spec.categorical:
+            design[rows, offset + values[column]] = 1.0
+            offset += len(spec.levels)
+        else:
+            design[:, offset] = values[column]
+            offset += 1
+    return design
+
+
+def fit_column_tree(
+    column: str,
+    predictors: list[str],
+    rules: list[Rule],
+    schema: Mapping[str, ColumnSchema],
+    codes: Mapping[str, np.ndarray],
+    *,
+    min_samples_leaf: int,
+    ccp_alpha: float,
+    max_depth: int | None,
+    seed: int,
+) -> ColumnTree:
+    """Fit the tree of ``column`` on the confidential values and index its leaves' observed values.
+
+    Parameters
+    ----------
+    column
+        The synthesized column.
+    predictors
+        The kept columns and the columns synthesized before ``column``.
+    rules
+        The rules enforced when ``column`` is drawn (stored with the tree).
+    schema, codes
+        The encoding and the encoded confidential values of every column.
+    min_samples_leaf, ccp_alpha, max_depth
+        scikit-learn's tree settings.
+    seed
+        ``random_state`` of the tree (tie-breaking among equally good splits).
+    """
+    spec = schema[column]
+    n = len(codes[column])
+    design = design_matrix(predictors, codes, n, schema)
+    settings = {
+        "min_samples_leaf": min_samples_leaf,
+        "ccp_alpha": ccp_alpha,
+        "max_depth": max_depth,
+        "random_state": seed,
+    }
+    if spec.categorical:
+        target_codes = codes[column]
+        tree = DecisionTreeClassifier(**settings).fit(design, target_codes)
+    else:
+        target_codes = np.searchsorted(spec.levels.astype(float), codes[column])
+        tree = DecisionTreeRegressor(**settings).fit(design, codes[column])
+    left, right = tree.tree_.children_left, tree.tree_.children_right
+    n_nodes = len(left)
+    is_leaf = left == -1  # sklearn.tree._tree.TREE_LEAF
+    parent = np.full(n_nodes, -1, dtype=np.int64)
+    parent[left[~is_leaf]] = np.flatnonzero(~is_leaf)
+    parent[right[~is_leaf]] = np.flatnonzero(~is_leaf)
+    # Depth-first order: the leaves under any node get consecutive ranks.
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if not is_leaf[node]:
+            stack.extend((right[node], left[node]))
+    leaf_rank = np.full(n_nodes, -1, dtype=np.int64)
+    leaves = [node for node in order if is_leaf[node]]
+    leaf_rank[leaves] = np.arange(len(leaves))
+    first, last = leaf_rank.copy(), leaf_rank.copy()
+    for node in reversed(order):
+        if not is_leaf[node]:
+            first[node] = first[left[node]]
+            last[node] = last[right[node]]
+    n_levels = len(spec.levels)
+    key = leaf_rank[tree.apply(design)] * n_levels + target_codes
+    pairs, counts = np.unique(key, return_counts=True)
+    pair_leaf = pairs // n_levels
+    leaf_start = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="left")
+    leaf_end = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="right")
+    return ColumnTree(
+        column=column,
+        predictors=predictors,
+        tree=tree,
+        parent=parent,
+        pair_start=leaf_start[first],
+        pair_end=leaf_end[last],
+        pair_code=(pairs % n_levels).astype(np.int64),
+        pair_count=counts.astype(float),
+        rules=rules,
+    )

@@ -1,0 +1,259 @@
+"""Categorical records coded as integers, with the cells (distinct value combinations) they occupy.
+
+The input of the two categorical synthesizers of Hu & Savitsky (``../shared/papers/003_f28306c144335c50.txt``
+in the development tree): the DPMPM (:mod:`bayessdc.models.dpmpm`, Section 2.1) models the records through
+their cells, the DP-areal model (:mod:`bayessdc.models.dp_areal`, Section 2.2) through the label counts of
+every pattern of the kept variables. :func:`prepare_categorical` checks a table and codes it, refusing bad
+input before any sampling with a message that names the column at fault and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["MISSING_LEVEL", "CategoricalData", "CategoricalDataError", "distinct_cells", "prepare_categorical"]
+
+#: The level that stands for a missing value under ``prepare_categorical(..., missing="level")``.
+MISSING_LEVEL = "<missing>"
+
+
+class CategoricalDataError(ValueError):
+    """The table cannot be modelled as given (the message names the column at fault and what to do)."""
+
+
+@dataclass(frozen=True)
+class CategoricalData:
+    """Categorical records coded as integers, with the cells (distinct value combinations) they occupy.
+
+    Attributes
+    ----------
+    variables
+        Modelled columns: the kept ones first, then the synthesized ones.
+    keep, synthesize
+        Columns released unchanged and columns replaced by synthetic values.
+    levels
+        The labels of every variable's levels, in code order.
+    codes
+        ``(n, p)`` level codes of every record.
+    cell_codes, cell_counts, record_cell
+        Distinct rows of ``codes``, how many records each holds, and each record's cell.
+    """
+
+    variables: tuple[str, ...]
+    keep: tuple[str, ...]
+    synthesize: tuple[str, ...]
+    levels: dict[str, np.ndarray]
+    codes: np.ndarray
+    cell_codes: np.ndarray
+    cell_counts: np.ndarray
+    record_cell: np.ndarray
+
+    @property
+    def n_records(self) -> int:
+        """Number of records."""
+        return int(self.codes.shape[0])
+
+    @property
+    def n_levels(self) -> np.ndarray:
+        """Number of levels of every variable, in the order of ``variables``."""
+        return np.array([len(self.levels[v]) for v in self.variables], dtype=np.int64)
+
+    @property
+    def keep_index(self) -> np.ndarray:
+        """Positions of the kept variables in ``variables``."""
+        return np.array([self.variables.index(v) for v in self.keep], dtype=np.int64)
+
+    @property
+    def synthesize_index(self) -> np.ndarray:
+        """Positions of the synthesized variables in ``variables``."""
+        return np.array([self.variables.index(v) for v in self.synthesize], dtype=np.int64)
+
+    @property
+    def synthesized_shape(self) -> tuple[int, ...]:
+        """Numbers of levels of the synthesized variables (their joint code is a ravelled index)."""
+        return tuple(len(self.levels[v]) for v in self.synthesize)
+
+    def joint_code(self, codes: np.ndarray | None = None) -> np.ndarray:
+        """Joint code of the synthesized variables (ravelled multi-index) of every record."""
+        codes = self.codes if codes is None else codes
+        return np.ravel_multi_index(tuple(codes[:, j] for j in self.synthesize_index), self.synthesized_shape)
+
+    def frame(self, codes: np.ndarray | None = None) -> pd.DataFrame:
+        """The records as labels (``codes`` replaces the stored codes, same shape)."""
+        codes = self.codes if codes is None else codes
+        return pd.DataFrame({v: self.levels[v][codes[:, j]] for j, v in enumerate(self.variables)})
+
+    @cached_property
+    def cell_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Records grouped by cell: ``(order, start)``; cell ``c`` holds ``order[start[c]:start[c + 1]]``."""
+        order = np.argsort(self.record_cell, kind="stable")
+        start = np.concatenate([[0], np.cumsum(self.cell_counts)]).astype(np.int64)
+        return order.astype(np.int64), start
+
+    def take(self, rows: np.ndarray | Sequence[int]) -> CategoricalData:
+        """The same variables and levels restricted to ``rows`` (for per-record risk in chunks)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return _with_cells(self.variables, self.keep, self.synthesize, self.levels, self.codes[rows])
+
+
+def distinct_cells(codes: np.ndarray, n_levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of ``codes`` in lexicographic order, each record's row and the counts (``np.unique``).
+
+    The rows are combined into one integer (their ravelled multi-index) when that fits, and counted with
+    ``bincount`` when the table of all combinations is not much larger than the data: O(n) instead of a
+    sort of the rows, which took seconds at a million records.
+
+    Parameters
+    ----------
+    codes
+        ``(n, p)`` level codes.
+    n_levels
+        Number of levels of every column of ``codes``.
+
+    Returns
+    -------
+    cell_codes, record_cell, cell_counts
+        The distinct rows ``(C, p)``, the row of every record ``(n,)`` and the records of every row ``(C,)``.
+    """
+    n_levels = [max(int(d), 1) for d in n_levels]
+    size = 1.0
+    for d in n_levels:
+        size *= d
+    if codes.shape[0] == 0 or size >= 2.0**62:
+        cell_codes, record_cell, cell_counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return cell_codes, record_cell.ravel(), cell_counts
+    combined = np.ravel_multi_index(tuple(codes.T), n_levels)
+    if size <= 4 * codes.shape[0] + 1_000_000:
+        counts = np.bincount(combined, minlength=int(size))
+        occupied = np.flatnonzero(counts)
+        position = np.zeros(int(size), dtype=np.int64)
+        position[occupied] = np.arange(len(occupied))
+        record_cell, cell_counts = position[combined], counts[occupied]
+    else:
+        occupied, record_cell, cell_counts = np.unique(combined, return_inverse=True, return_counts=True)
+    cell_codes = np.column_stack(np.unravel_index(occupied, n_levels))
+    return cell_codes, record_cell.ravel(), cell_counts
+
+
+def _with_cells(
+    variables: Sequence[str],
+    keep: Sequence[str],
+    synthesize: Sequence[str],
+    levels: dict[str, np.ndarray],
+    codes: np.ndarray,
+) -> CategoricalData:
+    """The records ``codes`` of ``variables`` with their cells (:func:`distinct_cells`)."""
+    cell_codes, record_cell, cell_counts = distinct_cells(codes, [len(levels[v]) for v in variables])
+    return CategoricalData(
+        variables=tuple(variables),
+        keep=tuple(keep),
+        synthesize=tuple(synthesize),
+        levels=dict(levels),
+        codes=np.ascontiguousarray(codes, dtype=np.int64),
+        cell_codes=np.ascontiguousarray(cell_codes, dtype=np.int64),
+        cell_counts=cell_counts.astype(np.int64),
+        record_cell=record_cell.ravel().astype(np.int64),
+    )
+
+
+def prepare_categorical(
+    frame: pd.DataFrame,
+    synthesize: Sequence[str],
+    keep: Sequence[str],
+    *,
+    max_levels: int = 500,
+    missing: Literal["refuse", "level"] = "refuse",
+) -> CategoricalData:
+    """Check a table and code it for the categorical models, refusing bad input before any sampling.
+
+    Parameters
+    ----------
+    frame
+        One row per record.
+    synthesize
+        Columns to replace by synthetic values (at least one).
+    keep
+        Columns released unchanged; they are modelled and condition the synthesis.
+    max_levels
+        Largest number of distinct values a column may have.
+    missing
+        ``"refuse"`` (default) stops at a missing value; ``"level"`` treats missing values as a level
+        of their own (``"<missing>"``).
+
+    Returns
+    -------
+    CategoricalData
+
+    Raises
+    ------
+    CategoricalDataError
+        No column to synthesize, a column both synthesized and kept or named twice, an unknown column,
+        a column with too many levels or with non-integer numbers (continuous: bin it first), missing
+        values (unless ``missing="level"``), an empty table.
+    """
+    synthesize, keep = list(synthesize), list(keep)
+    if not synthesize:
+        raise CategoricalDataError("no column to synthesize: give at least one with --synthesize")
+    both = sorted(set(synthesize) & set(keep))
+    if both:
+        raise CategoricalDataError(
+            f"column(s) {', '.join(map(repr, both))} are both synthesized and kept: a column is either replaced "
+            "by synthetic values (--synthesize) or released unchanged (--keep), not both"
+        )
+    for name, cols in (("--synthesize", synthesize), ("--keep", keep)):
+        twice = sorted({c for c in cols if cols.count(c) > 1})
+        if twice:
+            raise CategoricalDataError(f"column(s) {', '.join(map(repr, twice))} named twice in {name}")
+    unknown = [c for c in synthesize + keep if c not in frame.columns]
+    if unknown:
+        raise CategoricalDataError(
+            f"unknown column(s) {', '.join(map(repr, unknown))}; the table has "
+            f"{', '.join(repr(str(c)) for c in frame.columns)}"
+        )
+    if len(frame) == 0:
+        raise CategoricalDataError("the table has no records")
+    if missing not in ("refuse", "level"):
+        raise ValueError("missing must be 'refuse' or 'level'")
+    variables = keep + synthesize
+    levels: dict[str, np.ndarray] = {}
+    codes = np.empty((len(frame), len(variables)), dtype=np.int64)
+    for j, col in enumerate(variables):
+        values = frame[col]
+        is_missing = values.isna().to_numpy()
+        if is_missing.any():
+            if missing == "refuse":
+                rows = np.flatnonzero(is_missing)[:5] + 1
+                raise CategoricalDataError(
+                    f"column {col!r} has {int(is_missing.sum())} missing value(s) (data rows "
+                    f"{', '.join(map(str, rows))}{' ...' if is_missing.sum() > 5 else ''}); remove or impute them, "
+                    "or treat missing as a level of its own (--missing level)"
+                )
+            values = values.astype(object).where(~is_missing, MISSING_LEVEL)
+        if pd.api.types.is_float_dtype(values.dtype):
+            finite = values.to_numpy(dtype=float)
+            if not np.all(finite == np.round(finite)):
+                raise CategoricalDataError(
+                    f"column {col!r} holds non-integer numbers ({values.nunique()} distinct values): it looks "
+                    "continuous; the DPMPM models categorical data, so bin it first (for example into quantile "
+                    "groups) and pass the binned column"
+                )
+        uniques = pd.unique(values)
+        if len(uniques) > max_levels:
+            kind = "numeric" if pd.api.types.is_numeric_dtype(values.dtype) else "categorical"
+            raise CategoricalDataError(
+                f"column {col!r} ({kind}) has {len(uniques)} distinct values, more than {max_levels}: "
+                "bin it into fewer categories first (or raise --max-levels if it really is a label)"
+            )
+        try:
+            ordered = np.sort(np.asarray(uniques))
+        except TypeError:
+            ordered = np.asarray(sorted(uniques, key=str), dtype=object)
+        levels[col] = ordered
+        codes[:, j] = pd.Index(ordered).get_indexer(values)
+    return _with_cells(variables, keep, synthesize, levels, codes)

@@ -1,0 +1,304 @@
+"""The DP-areal synthesizer: fits the model with NUTS and synthesizes the label of every record (eq. 13-14).
+
+Synthesis (eq. 13-14): for each record of pattern ``b``, a label drawn with probabilities
+``lambda_i^(b) / sum_i lambda_i^(b)`` from one posterior draw, the log rates drawn exactly given the draw's
+parameters (:func:`bayessdc.models.dp_areal.conditionals.draw_labels_and_log_rates`).
+
+Label switching: component labels are not identified. The convergence gate monitors label-invariant
+quantities only (:meth:`DPArealSynthesizer.convergence_quantities`): ``alpha``, ``tau_lambda``, the expected
+number of occupied components, and the posterior mean of every distinct cell's log rate given the parameters
+(Rao-Blackwellised, ``expected_log_rate``), which determines the synthesis probabilities.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..sampling import (
+    CompiledModelCache,
+    ConvergenceCriteria,
+    ConvergenceReport,
+    SamplerSettings,
+    check_convergence,
+    resolve_backend,
+    sample_model,
+)
+from .conditionals import draw_labels_and_log_rates, label_gibbs_step
+from .data import ArealData
+from .marginal import PARAMETERIZATIONS, build_model, leading_components
+from .model import DPArealPriors
+from .quadrature import cell_posterior
+
+__all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
+
+#: Compiled nutpie models, keyed by the shapes of the data (one compilation serves every refit).
+COMPILED_MODELS = CompiledModelCache()
+
+
+@dataclass
+class DPArealSynthesizer:
+    """Fits the DP-areal model with NUTS and synthesizes the label of every record (eq. 13-14).
+
+    Parameters
+    ----------
+    K
+        Truncation level (50 in Section 2.3).
+    priors
+        Hyperparameters of eq. (9)-(12).
+    settings
+        NUTS settings (nutpie by default).
+    parameterization
+        See :func:`bayessdc.models.dp_areal.marginal.build_model` (``"identified"`` by default: the
+        fewest gradients per effective draw of the ones tried, see ``bench/dp_areal.py``).
+    quadrature_nodes
+        Grid points per log-rate integral.
+    centred_components
+        Leading components sampled centred under the ``"identified"`` parameterization (default
+        ``min(10, K // 2)``, :func:`bayessdc.models.dp_areal.marginal.leading_components`).
+    criteria
+        The convergence gate, applied to label-invariant quantities (:meth:`convergence_quantities`).
+    labels
+        ``"marginal"`` (default): NUTS on the model with the labels summed out. ``"explicit"``: the labels are
+        model variables (:func:`bayessdc.models.dp_areal.marginal.build_model`) drawn exactly by a
+        Gibbs step (:func:`bayessdc.models.dp_areal.conditionals.label_gibbs_step`) between NUTS steps of
+        everything else, with PyMC's sampler. Measured on the CE-like data
+        (``bench/dp_areal.py --labels explicit``) it mixes worse per second than the default; see there.
+    """
+
+    K: int = 50
+    priors: DPArealPriors = field(default_factory=DPArealPriors)
+    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
+    parameterization: str = "identified"
+    quadrature_nodes: int = 16
+    centred_components: int | None = None
+    criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
+    labels: str = "marginal"
+    name: str = "dp-areal"
+
+    def __post_init__(self) -> None:
+        if self.K < 2:
+            raise ValueError("K must be at least 2")
+        if self.labels not in ("marginal", "explicit"):
+            raise ValueError(f"labels must be 'marginal' or 'explicit', got {self.labels!r}")
+        if self.parameterization not in PARAMETERIZATIONS:
+            raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {self.parameterization!r}")
+
+    # -- fitting ------------------------------------------------------------------------------------
+
+    def fit(self, data: ArealData, seed: int) -> az.InferenceData:
+        """Sample the posterior; returns InferenceData with ``chain`` and ``draw`` dimensions.
+
+        The posterior holds ``alpha``, ``rho`` (component), ``location`` (component, pattern), the precisions,
+        and two label-invariant summaries computed exactly from every draw: ``expected_log_rate``
+        (distinct pair: ``E[log lambda | c, parameters]``) and ``occupied`` (the expected number of components
+        holding at least one cell, the paper's check that ``K`` is large enough).
+        """
+        model = build_model(
+            data,
+            self.K,
+            self.priors,
+            parameterization=self.parameterization,
+            quadrature_nodes=self.quadrature_nodes,
+            centred_components=self.centred_components,
+            labels=self.labels,
+        )
+        settings, steps = self.settings, None
+        if self.labels == "explicit":
+            if settings.backend == "auto":
+                settings = replace(settings, backend="pymc")
+            nodes = self.quadrature_nodes
+
+            def steps(model: Any) -> list[Any]:
+                return [label_gibbs_step(model, data, nodes=nodes)]
+
+        backend = resolve_backend(settings.backend)
+        compiled = None
+        if backend == "nutpie":
+            key = (
+                "dp-areal",
+                self.K,
+                self.parameterization,
+                self.centred_components,
+                self.quadrature_nodes,
+                str(asdict(self.priors)),
+                data.counts.tobytes(),
+                data.design.tobytes(),
+            )
+            compiled = COMPILED_MODELS.get(key, lambda: model)
+        keep = ["alpha", "stick", "rho", "location", "tau_lambda", "tau_theta", "tau_phi", "tau_mu"]
+        idata = sample_model(model, settings, seed, compiled=compiled, var_names=keep, steps=steps)
+        start = time.perf_counter()
+        self._add_summaries(idata, data)
+        idata.attrs.update(
+            {
+                "parameterization": self.parameterization,
+                "labels": self.labels,
+                # the number actually centred (netCDF attributes cannot hold None)
+                "centred_components": leading_components(self.K, self.centred_components)
+                if self.parameterization == "identified"
+                else 0,
+                "quadrature_nodes": self.quadrature_nodes,
+                "summary_seconds": time.perf_counter() - start,
+                "n_distinct_pairs": data.n_distinct,
+            }
+        )
+        return idata
+
+    def _add_summaries(self, idata: az.InferenceData, data: ArealData) -> None:
+        posterior = idata.posterior
+        location = posterior["location"].transpose("chain", "draw", "component", "pattern").to_numpy()
+        rho = posterior["rho"].transpose("chain", "draw", "component").to_numpy()
+        tau = posterior["tau_lambda"].to_numpy()
+        chains, draws = tau.shape
+        expected = np.empty((chains, draws, data.n_distinct))
+        occupied = np.empty((chains, draws))
+        weight = data.distinct_weight.astype(float)
+        for c in range(chains):
+            for d in range(draws):
+                log_resp, mean = cell_posterior(location[c, d], rho[c, d], tau[c, d], data, nodes=self.quadrature_nodes)
+                resp = np.exp(log_resp)
+                expected[c, d] = (resp * mean).sum(axis=0)
+                # P(component k holds no cell) = prod_d (1 - r_kd)^{n_d}.
+                log_empty = (weight * np.log1p(-np.minimum(resp, 1.0 - 1e-300))).sum(axis=1)
+                occupied[c, d] = float((1.0 - np.exp(log_empty)).sum())
+        posterior["expected_log_rate"] = (("chain", "draw", "distinct"), expected)
+        posterior["occupied"] = (("chain", "draw"), occupied)
+        idata.posterior = posterior.assign_coords(distinct=np.arange(data.n_distinct))
+
+    def convergence_quantities(self, idata: az.InferenceData, data: ArealData | None = None) -> dict[str, xr.DataArray]:
+        """The label-invariant quantities the gate monitors, each with ``chain`` and ``draw`` dimensions.
+
+        ``alpha``, ``tau_lambda``, ``occupied`` and ``expected_log_rate`` of the posterior (see :meth:`fit`);
+        ``data`` is not needed (the summaries were computed by :meth:`fit`).
+        """
+        posterior = idata.posterior
+        return {name: posterior[name] for name in ("alpha", "tau_lambda", "occupied", "expected_log_rate")}
+
+    def check(self, idata: az.InferenceData, data: ArealData | None = None) -> ConvergenceReport:
+        """Apply the convergence gate to the label-invariant quantities (:meth:`convergence_quantities`)."""
+        return check_convergence(idata, self.criteria, var_names=[], derived=self.convergence_quantities(idata, data))
+
+    # -- the contract hooks -------------------------------------------------------------------------
+
+    def observed(self, data: ArealData) -> xr.DataArray:
+        """Label code of every record (dimension ``item``)."""
+        return xr.DataArray(data.records.joint_code(), dims="item", name="observed")
+
+    def candidates(self, data: ArealData) -> xr.DataArray:
+        """Every label code."""
+        values = np.arange(data.n_labels)
+        return xr.DataArray(values, dims="candidate", coords={"candidate": values})
+
+    def label_probabilities(self, posterior: xr.Dataset, data: ArealData, rng: np.random.Generator) -> np.ndarray:
+        """eq. (13): ``p_i^(b) = lambda_i^(b) / sum_i lambda_i^(b)`` for each draw, log rates drawn exactly.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(sample, B, G)`` probabilities.
+        """
+        location = posterior["location"].transpose("sample", "component", "pattern").to_numpy()
+        rho = posterior["rho"].transpose("sample", "component").to_numpy()
+        tau = posterior["tau_lambda"].to_numpy()
+        out = np.empty((location.shape[0], data.n_patterns, data.n_labels))
+        for s in range(location.shape[0]):
+            _, log_rates = draw_labels_and_log_rates(
+                location[s], rho[s], tau[s], data, rng, nodes=self.quadrature_nodes
+            )
+            rates = np.exp(log_rates - log_rates.max(axis=1, keepdims=True))
+            out[s] = rates / rates.sum(axis=1, keepdims=True)
+        return out
+
+    def candidate_log_prob(self, posterior: xr.Dataset, data: ArealData) -> xr.DataArray:
+        """Not defined for this model: the release depends on the label counts of the patterns, not on a
+        per-record likelihood, so the per-record importance-sampling attribute risk does not apply (the
+        identification and attribute-disclosure measures of :mod:`bayessdc.risk.identification` do)."""
+        raise NotImplementedError(
+            "the DP-areal model has no per-record likelihood of the label; use the identification and attribute "
+            "disclosure measures (bayessdc.risk.identification)"
+        )
+
+    def posterior_predictive(self, posterior: xr.Dataset, data: ArealData, rng: np.random.Generator) -> xr.DataArray:
+        """Synthetic label codes of every record, one dataset per posterior draw: dims ``(sample, item)``.
+
+        eq. (14): each record of pattern ``b`` gets a label drawn from ``p^(b)`` of the draw; kept values
+        never change.
+        """
+        probs = self.label_probabilities(posterior, data, rng)
+        cumulative = np.cumsum(probs, axis=2)
+        cumulative[..., -1] = 1.0
+        pattern = data.pattern_of_record
+        out = np.empty((probs.shape[0], data.records.n_records), dtype=np.int64)
+        for s in range(probs.shape[0]):
+            u = rng.random(pattern.size)
+            rows = cumulative[s][pattern]  # (n, G)
+            out[s] = np.minimum((rows < u[:, None]).sum(axis=1), data.n_labels - 1)
+        return xr.DataArray(
+            out, dims=("sample", "item"), coords={"sample": posterior["sample"].to_numpy()}, name="synthetic"
+        )
+
+    def release_frame(self, data: ArealData, joint: xr.DataArray) -> pd.DataFrame:
+        """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m)."""
+        values = joint.transpose("synthetic", "item").to_numpy()
+        records = data.records
+        column = records.synthesize_index[0]
+        frames = []
+        for k in range(values.shape[0]):
+            codes = records.codes.copy()
+            codes[:, column] = values[k]
+            frames.append(records.frame(codes).assign(synthetic=k + 1))
+        return pd.concat(frames, ignore_index=True)[["synthetic", *records.variables]]
+
+    def describe(self) -> dict[str, Any]:
+        """The public description of the model written to ``release/model.json`` (no estimates)."""
+        p = self.priors
+        return {
+            "synthesizer": self.name,
+            "paper": "Hu & Savitsky, Bayesian Data Synthesis and Disclosure Risk Quantification (Section 2.2)",
+            "model": {
+                "counts": "c_i^(b) ~ Poisson(lambda_i^(b)) for every label i and pattern b, zeros included (eq. 7)",
+                "log_rates": "log lambda_i^(b) ~ Normal(mu + theta*_z + phi*_z' X^(b), 1 / tau_lambda) (eq. 8)",
+                "clusters": f"z_i^(b) ~ Categorical(rho), truncated stick breaking with K = {self.K} (eq. 9)",
+                "K": self.K,
+                "priors": {
+                    "stick": "Beta(1, alpha)",
+                    "alpha": f"Gamma(shape {p.a_alpha:g}, rate {p.b_alpha:g})",
+                    "theta*_k": "Normal(0, 1 / tau_theta) (eq. 10)",
+                    "phi*_k": "MVN(mu_phi, diag(sigma) Omega diag(sigma)) (eq. 11)",
+                    "mu_phi": "MVN(0, I / tau_phi)",
+                    "Omega": f"LKJ({p.lkj_eta:g})",
+                    "sigma": f"half-t({p.sigma_nu:g}, 0, {p.sigma_scale:g})",
+                    "mu": "Normal(0, 1 / tau_mu) (eq. 12)",
+                    "precisions": {
+                        name: f"Gamma(shape {getattr(p, name)[0]:g}, rate {getattr(p, name)[1]:g})"
+                        for name in ("tau_theta", "tau_phi", "tau_mu", "tau_lambda")
+                    },
+                },
+            },
+            "computation": {
+                "sampler": (
+                    "NUTS (nutpie) with the labels z summed out"
+                    if self.labels == "marginal"
+                    else "NUTS (PyMC) within Gibbs: the labels z drawn exactly from their full conditional "
+                    "between NUTS steps of the other parameters"
+                )
+                + " and each log rate integrated out by an adaptive trapezoid rule on a Laplace-scaled grid "
+                f"({self.quadrature_nodes} nodes); labels and log rates then drawn exactly from their conditional "
+                "posterior for each draw used",
+                "parameterization": self.parameterization,
+                "labels": self.labels,
+                "centred_components": self.centred_components,
+                "settings": self.settings.to_dict(),
+            },
+            "synthesis": {
+                "label": "p_i^(b) = lambda_i^(b) / sum_i lambda_i^(b), one label per record of pattern b (eq. 13-14)",
+                "datasets": "each synthetic dataset uses one posterior draw, draws spaced far apart",
+            },
+        }

@@ -1,0 +1,596 @@
+"""The DPMPM's blocked Gibbs sampler on the cell counts, compiled with numba: the sampler behind ``fit``.
+
+It samples the posterior of eq. (1)-(6) in the form of :mod:`bayessdc.models.dpmpm.marginal` (records
+aggregated into cells), with the priors read back from the declared model
+(:func:`bayessdc.models.dpmpm.marginal.model_hyperparameters`). The blocked Gibbs sampler of Ishwaran & James
+(2001) allocates the ``n_cell`` records of a cell to components with one multinomial draw: records of one
+cell are exchangeable, so the multinomial draw of the allocation counts is the same conditional as drawing
+each record's ``z_i`` separately. The theta and stick updates need only the counts per (component, variable,
+level), sums over cells of those allocation counts. The alternative, NUTS on the marginalised PyMC model,
+was measured on the CE-like data (``bench/dpmpm.py --nuts``) and was two to three orders of magnitude
+slower in ESS per second (:data:`SAMPLER_DECISION`).
+
+Cost per iteration. The multinomial is drawn by conditional binomials, largest component first, until a few
+records are left, then one categorical draw for each of those (:func:`bayessdc.models.exact_draws.multinomial`);
+the binomials are exact and O(1) in ``n`` (:func:`bayessdc.models.exact_draws.binomial`: inversion or BTPE;
+numba's own ``np.random.binomial`` is an inversion costing O(n p), which made the allocation step grow with the
+records). Nothing in an iteration grows with ``n`` then, only with the number of occupied cells and how many
+components share each cell's records: on the CE-like simulator 1,993 cells at n = 6,208 (mostly 1-3 records,
+one draw each) against 4,919 at n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and
+all 40 components occupied at n = 1,000,000. Figures in ``bench/dpmpm.py``.
+
+Three additions to the textbook sweep, all exact (:mod:`bayessdc.models.dpmpm.moves`): (i) ``alpha`` is drawn
+given the allocations with the sticks integrated out (slice sampling), then the sticks given ``alpha``, a joint
+draw of ``(alpha, beta) | z`` (about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 -
+beta_k))`` given the sticks, which stays selectable: ``GibbsSettings(alpha_update="conditional")``);
+(ii) label-swap Metropolis moves (Papaspiliopoulos & Roberts 2008) let large components move to the front of
+the stick order. Without them ``alpha`` and the number of occupied components mix very slowly, and a chain
+started with every component occupied stays near 30-40 occupied components on the CE-like data for thousands
+of iterations where the posterior puts 13-22; (iii) level-exchange Metropolis moves: all records with one level
+of a synthesized variable swap two components, sticks and theta integrated out. The allocation step moves
+records one cell at a time, so a large level whose records can sit in a component of their own or share one
+(for example one of the largest counties) switched between the two configurations only rarely: its marginal
+probability mixed at 2-12 ESS/s in two of six chains on the CE-like data. The exchange moves it in one step
+(no chain stuck in six). Two further exact moves are selectable, off by default because they did not help on
+the CE-like data: pattern exchanges (the same exchange for all records of one pattern of the kept variables)
+and split-merge moves (Jain & Neal 2004 with a sequentially allocated launch). All moves are validated against
+the exact posterior of small problems by enumeration in the tests. The sticks are drawn in logs: clipping
+``1 - beta`` away from 0 biased ``alpha`` upwards (caught by the flat-likelihood prior check in the tests).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from ..categorical import CategoricalData
+from ..exact_draws import multinomial
+from .moves import level_exchange, slice_log_alpha, split_merge, swap_log_ratio
+
+__all__ = ["ALPHA_UPDATES", "SAMPLER_DECISION", "SMALL_CELL", "GibbsSettings", "run_gibbs"]
+
+#: Measured choice of sampler (see ``bench/dpmpm.py --nuts``); recorded in every posterior's attributes.
+SAMPLER_DECISION = (
+    "blocked Gibbs on cell counts (numba), chosen by measurement on the CE-like data (n = 6,208, K = 40, "
+    "bench/dpmpm.py --nuts): NUTS (nutpie) on the marginalised model needed 251 s to compile and 0.85 s per draw "
+    "(mean tree depth 7.4, up to 10), giving 0.6 ESS/s for alpha and 0.6-1.2 ESS/s for the largest counties' "
+    "probabilities; the Gibbs sampler runs 0.5-0.65 s per 1,000 iterations with 175-220 ESS/s for alpha and "
+    "526-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
+)
+
+
+#: Updates of alpha: ``"collapsed"`` draws alpha given the allocations with the sticks integrated out (slice
+#: sampling), ``"conditional"`` the textbook Gamma(a + K - 1, b - sum log(1 - beta_k)) given the sticks.
+ALPHA_UPDATES: tuple[str, ...] = ("collapsed", "conditional")
+
+#: Cells (or groups) with at most this many records are allocated one record at a time; larger ones by
+#: conditional binomials, largest component first, until this many records are left
+#: (:func:`bayessdc.models.exact_draws.multinomial`).
+SMALL_CELL = 8
+
+
+@dataclass(frozen=True)
+class GibbsSettings:
+    """Settings of the blocked Gibbs sampler.
+
+    Parameters
+    ----------
+    draws
+        Iterations kept per chain after burn-in (before thinning).
+    burn
+        Burn-in iterations per chain.
+    chains
+        Independent chains (run at once in threads, or apart: ``DPMPMSynthesizer.fit(..., chains=[c])``; r_hat
+        needs at least 2).
+    thin
+        Keep every ``thin``-th iteration (bounds the memory of the stored ``theta``).
+    label_swaps
+        K label-swap Metropolis moves per iteration (Papaspiliopoulos & Roberts 2008). Without them the
+        sampler keeps the correct target but the stick order, alpha and the number of occupied components
+        mix very slowly (kept switchable for that comparison).
+    alpha_update
+        ``"collapsed"`` (default): alpha given the allocations with the sticks integrated out, by slice
+        sampling; ``"conditional"``: alpha given the sticks, Gamma(a_alpha + K - 1, b_alpha - sum log(1 -
+        beta_k)). Both exact; kept switchable for the measured comparison in ``bench/dpmpm.py``.
+    exchange_moves
+        Level-exchange Metropolis moves per iteration, in multiples of K (0: none): all records with one level
+        of a synthesized variable swap components ``i`` and ``j``
+        (:func:`bayessdc.models.dpmpm.moves.level_exchange`; the level drawn in proportion to its records), so a
+        large level can move between a component of its own and a shared one in one step. Measured on the
+        CE-like data (six seeds, one chain of 10,000 iterations each): without them the smallest ESS/s over the
+        county probabilities was 2 and 12 in two of the six chains (one of the largest counties stuck in one
+        configuration), 469-685 in the others; with K moves 120-595 in all six, for 10-25% more time per
+        iteration.
+    pattern_moves
+        Pattern-exchange Metropolis moves per iteration, in multiples of K (0: none, the default): the same
+        exchange for all records of one pattern of the kept variables, so the grouping of the patterns into
+        components can change in one step. On the CE-like data the posterior has regimes with 11, 12 or 13
+        large components (groupings of the 40 patterns). Four chains of 60,000 iterations changed regime 12
+        times without these moves and 9 times with them, at about 10% more time per iteration (2026-11-23).
+    split_merge_moves
+        Split-merge Metropolis-Hastings moves per iteration (:func:`bayessdc.models.dpmpm.moves.split_merge`;
+        Jain & Neal 2004 with a sequentially allocated launch, Dahl 2003), default off: on the CE-like data
+        10 of them per iteration made each iteration three to five times slower, and the regime changes did
+        not become more frequent.
+    launch_scans
+        Restricted Gibbs scans that build a split-merge move's launch state.
+    likelihood_power
+        Sample the power posterior, prior times likelihood to this power (1, the default: the posterior). A
+        diagnostic of the posterior's geometry, not for synthesis: the allocation uses ``theta^power`` and
+        theta is drawn from ``Dirichlet(a + power * counts)``; the exchange and split-merge moves, whose
+        ratios are written for power 1, are skipped below 1. On the CE-like data (``bench/dpmpm.py --powers``)
+        flattening the likelihood does not dissolve the regimes of the posterior, it merges components: at
+        0.97 the chain changes regime a few times more often than at 1, at 0.9 and below it sits in fewer,
+        equally stuck components; so parallel tempering is not the remedy for their slow mixing (2026-11-23).
+    """
+
+    draws: int = 4000
+    burn: int = 1000
+    chains: int = 2
+    thin: int = 4
+    label_swaps: bool = True
+    alpha_update: str = "collapsed"
+    exchange_moves: int = 1
+    pattern_moves: int = 0
+    split_merge_moves: int = 0
+    launch_scans: int = 2
+    likelihood_power: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("draws", "burn", "chains", "thin"):
+            value = getattr(self, name)
+            if not isinstance(value, int | np.integer) or value < (0 if name == "burn" else 1):
+                raise ValueError(f"Gibbs setting {name!r} must be a positive integer, got {value!r}")
+        if self.draws // self.thin < 1:
+            raise ValueError("draws / thin must leave at least one stored draw")
+        if not isinstance(self.exchange_moves, int | np.integer) or self.exchange_moves < 0:
+            raise ValueError(f"exchange_moves must be a non-negative integer, got {self.exchange_moves!r}")
+        if not isinstance(self.split_merge_moves, int | np.integer) or self.split_merge_moves < 0:
+            raise ValueError(f"split_merge_moves must be a non-negative integer, got {self.split_merge_moves!r}")
+        if not isinstance(self.pattern_moves, int | np.integer) or self.pattern_moves < 0:
+            raise ValueError(f"pattern_moves must be a non-negative integer, got {self.pattern_moves!r}")
+        if not isinstance(self.launch_scans, int | np.integer) or self.launch_scans < 0:
+            raise ValueError(f"launch_scans must be a non-negative integer, got {self.launch_scans!r}")
+        if not (isinstance(self.likelihood_power, int | float) and 0.0 < self.likelihood_power <= 1.0):
+            raise ValueError(f"likelihood_power must be in (0, 1], got {self.likelihood_power!r}")
+        if self.alpha_update not in ALPHA_UPDATES:
+            raise ValueError(f"alpha_update must be one of {ALPHA_UPDATES}, got {self.alpha_update!r}")
+
+    @property
+    def stored(self) -> int:
+        """Stored draws per chain."""
+        return self.draws // self.thin
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as a plain dictionary."""
+        return asdict(self)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gamma(shape: float) -> float:
+    """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
+    if shape == 1.0:
+        return -np.log(1.0 - np.random.random())  # noqa: NPY002 - numba's generator
+    return np.random.gamma(shape, 1.0)  # noqa: NPY002 - numba's generator
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_gamma_draw(shape: float) -> float:
+    """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
+    if shape < 1.0:
+        return np.log(np.random.gamma(shape + 1.0, 1.0)) + np.log(np.random.random()) / shape  # noqa: NPY002
+    return np.log(np.random.gamma(shape, 1.0))  # noqa: NPY002
+
+
+@numba.njit(cache=True, nogil=True)
+def _weighted_index(cdf: np.ndarray) -> int:
+    """An index drawn with probabilities proportional to the increments of the cumulative ``cdf``."""
+    u = np.random.random() * cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
+    lo, hi = 0, cdf.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if u < cdf[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _component_pair(K: int) -> tuple[int, int]:
+    """Two distinct components, uniformly."""
+    i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+    j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+    if j >= i:
+        j += 1
+    return i, j
+
+
+@numba.njit(cache=True, nogil=True)
+def _gibbs_chain(
+    cell_index: np.ndarray,  # (C, p) positions in the flat level axis
+    cell_counts: np.ndarray,  # (C,)
+    var_start: np.ndarray,  # (p + 1,) start of every variable's levels on the flat axis
+    concentration: np.ndarray,  # (K, L) Dirichlet parameters, flat level axis
+    a_alpha: float,
+    b_alpha: float,
+    beta_a: float,
+    burn: int,
+    draws: int,
+    thin: int,
+    seed: int,
+    swap_moves: int,
+    small_cell: int,
+    alpha_mode: int,
+    level_cells: np.ndarray,  # cells grouped by their level of the moved variables (flat level axis)
+    level_cell_start: np.ndarray,  # (L + 1,) cells of flat level l: level_cells[start[l]:start[l + 1]]
+    move_levels: np.ndarray,  # flat levels whose records the exchange moves act on
+    move_cdf: np.ndarray,  # cumulative proposal probabilities of those levels
+    pattern_cells: np.ndarray,  # cells grouped by their pattern (values of the kept variables)
+    pattern_start: np.ndarray,  # (patterns + 1,) cells of pattern g: pattern_cells[start[g]:start[g + 1]]
+    pattern_cdf: np.ndarray,  # cumulative proposal probabilities of the patterns (their records)
+    pattern_moves: int,
+    exchange_moves: int,
+    split_merge_moves: int,
+    launch_scans: int,
+    power: float,  # the likelihood's power (1: the posterior)
+):
+    # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
+    n_cells, p = cell_index.shape
+    K, L = concentration.shape
+    stored = draws // thin
+    alpha_out = np.empty(stored)
+    pi_out = np.empty((stored, K))
+    theta_out = np.empty((stored, K, L))
+    occupied_out = np.empty(stored, dtype=np.int64)
+
+    # Initial state: alpha = 1, equal weights, theta from its prior.
+    alpha = 1.0
+    pi = np.full(K, 1.0 / K)
+    theta = np.empty((K, L))
+    for k in range(K):
+        for j in range(p):
+            s = 0.0
+            for l in range(var_start[j], var_start[j + 1]):
+                theta[k, l] = np.random.gamma(concentration[k, l], 1.0)  # noqa: NPY002 - numba's generator, seeded per chain
+                s += theta[k, l]
+            for l in range(var_start[j], var_start[j + 1]):
+                theta[k, l] /= s
+    log_w = np.empty(K)
+    prob = np.empty(K)
+    cdf = np.empty(K)
+    drawn = np.zeros(K, dtype=np.int64)
+    scratch = np.empty(small_cell, dtype=np.float64)
+    # keep every cell's allocation between the steps
+    track = exchange_moves > 0 or split_merge_moves > 0 or pattern_moves > 0
+    allocation = np.zeros((n_cells if track else 0, K), dtype=np.int64)
+    last_choice = np.zeros((n_cells if track else 0, small_cell), dtype=np.int64)
+    cell_start = np.zeros(n_cells + 1, dtype=np.int64)
+    for c in range(n_cells):
+        cell_start[c + 1] = cell_start[c] + cell_counts[c]
+    order = np.empty(n_cells, dtype=np.int64)
+    launch = np.empty(n_cells, dtype=np.int64)
+    proposed = np.empty(n_cells, dtype=np.int64)
+    target = np.empty(max(1, cell_counts.max()), dtype=np.int64)
+    first_counts = np.zeros(L, dtype=np.int64)
+    second_counts = np.zeros(L, dtype=np.int64)
+    change = np.zeros(L, dtype=np.int64)
+    touched = np.zeros(L, dtype=np.int64)
+    seen = np.zeros(L, dtype=np.bool_)
+    total_concentration = np.zeros((K, p))
+    for k in range(K):
+        for j in range(p):
+            for l in range(var_start[j], var_start[j + 1]):
+                total_concentration[k, j] += concentration[k, l]
+    prefix = np.empty((p + 1, K))
+    previous = np.empty(p, dtype=np.int64)
+    n_k = np.zeros(K, dtype=np.int64)
+    counts = np.zeros((K, L), dtype=np.int64)
+    log_beta = np.empty(K)
+    log_one_minus = np.empty(K)
+    kept = 0
+    theta_t = np.empty((L, K))  # theta transposed: a level's values over components are contiguous
+    for it in range(burn + draws):
+        for k in range(K):
+            for l in range(L):
+                theta_t[l, k] = theta[k, l] if power == 1.0 else theta[k, l] ** power
+        n_k[:] = 0
+        counts[:, :] = 0
+        for k in range(K):
+            prefix[0, k] = pi[k]
+        # z | pi, theta, X: allocate each cell's records to components (eq. 1-2). Records of a cell are
+        # exchangeable, so their allocation counts are one Multinomial(n_c, p(z = k | cell)) draw; only the
+        # counts per (component, level) are kept, which is all the theta and stick updates need.
+        # prefix[j] = pi * prod_{i<j} theta^(i)[x_ci]: consecutive cells (sorted) share leading values,
+        # so only the products from the first differing variable on are recomputed.
+        for j in range(p):
+            previous[j] = -1
+        for c in range(n_cells):
+            n_c = cell_counts[c]
+            first = p
+            for j in range(p):
+                if cell_index[c, j] != previous[j]:
+                    first = j
+                    break
+            for j in range(first, p):
+                row = cell_index[c, j]
+                previous[j] = row
+                for k in range(K):
+                    prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
+            total = 0.0
+            best = 0
+            for k in range(K):
+                prob[k] = prefix[p, k]
+                total += prob[k]
+                cdf[k] = total
+                if prob[k] > prob[best]:
+                    best = k
+            if not (total > 1e-280 and total < np.inf):
+                # Underflow with many variables: redo this cell in logs.
+                top = -np.inf
+                for k in range(K):
+                    v = np.log(pi[k])
+                    for j in range(p):
+                        v += np.log(theta_t[cell_index[c, j], k])
+                    log_w[k] = v
+                    top = max(top, v)
+                total = 0.0
+                best = 0
+                for k in range(K):
+                    prob[k] = np.exp(log_w[k] - top)
+                    total += prob[k]
+                    cdf[k] = total
+                    if prob[k] > prob[best]:
+                        best = k
+            if n_c <= small_cell:
+                # A few records: one categorical draw each.
+                if track:
+                    for r in range(n_c):  # clear last iteration's entries of this cell (cheaper than K)
+                        allocation[c, last_choice[c, r]] = 0
+                for r in range(n_c):
+                    u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
+                    chosen = K - 1
+                    for k in range(K):
+                        if u < cdf[k]:
+                            chosen = k
+                            break
+                    n_k[chosen] += 1
+                    if track:
+                        allocation[c, chosen] += 1
+                        last_choice[c, r] = chosen
+                    for j in range(p):
+                        counts[chosen, cell_index[c, j]] += 1
+                continue
+            multinomial(n_c, prob, drawn, scratch, small_cell, best, total)
+            for k in range(K):
+                m = drawn[k]
+                if track:
+                    allocation[c, k] = m
+                if m > 0:
+                    n_k[k] += m
+                    for j in range(p):
+                        counts[k, cell_index[c, j]] += m
+        # Level-exchange moves (theta and the sticks integrated out; see level_exchange), right after the
+        # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
+        # from here until its draw below: the label swaps carry it along without using it.
+        for _ in range(exchange_moves if power == 1.0 else 0):
+            # a level drawn in proportion to its records (a fixed choice, the same from either state)
+            level = move_levels[_weighted_index(move_cdf)]
+            i, j = _component_pair(K)
+            if counts[i, level] == 0 and counts[j, level] == 0:
+                continue
+            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
+            level_exchange(
+                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
+            )  # fmt: skip
+        # Pattern-exchange moves: the same exchange for all records of one pattern (one combination of the
+        # kept variables), so whole patterns move between components and the grouping of the patterns into
+        # components can change without passing through splits and merges of large components.
+        for _ in range(pattern_moves if power == 1.0 else 0):
+            pattern = _weighted_index(pattern_cdf)
+            i, j = _component_pair(K)
+            cells = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
+            level_exchange(
+                -1, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
+            )  # fmt: skip
+        # Split-merge moves (sticks and theta integrated out; see split_merge): they open and close whole
+        # components in one step, which the allocation step does only one record at a time.
+        for _ in range(split_merge_moves if power == 1.0 else 0):
+            split_merge(
+                allocation, cell_index, cell_counts, cell_start, concentration, total_concentration, counts, n_k,
+                alpha, beta_a, last_choice, launch_scans, order, launch, proposed, target, first_counts,
+                second_counts,
+            )  # fmt: skip
+        # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
+        # theta together) with pi integrated out; see moves.log_allocation_prob. Without them the stick order, and
+        # with it alpha, mixes only as fast as large components change places, which they almost never do.
+        for move in range(swap_moves):
+            j = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+            if move % 2 == 0:
+                l = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+                if l >= j:
+                    l += 1
+            else:
+                l = j + 1 if j < K - 1 else j - 1
+            if n_k[j] == n_k[l]:
+                continue
+            log_ratio = swap_log_ratio(n_k, j, l, alpha, beta_a)
+            if np.log(np.random.random()) < log_ratio:  # noqa: NPY002 - numba's generator, seeded per chain
+                n_k[j], n_k[l] = n_k[l], n_k[j]
+                for col in range(L):
+                    counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
+                    theta[j, col], theta[l, col] = theta[l, col], theta[j, col]
+        if alpha_mode == 0:
+            # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
+            # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
+            # as alpha | beta (measured: bench/dpmpm.py --configs collapsed,1 conditional,1).
+            alpha = slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
+        # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
+        # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
+        tail = 0
+        for k in range(K - 1, -1, -1):
+            if k < K - 1:
+                log_x = _log_gamma_draw(beta_a + n_k[k])
+                log_y = _log_gamma_draw(alpha + tail)
+                top = max(log_x, log_y)
+                norm = top + np.log(np.exp(log_x - top) + np.exp(log_y - top))
+                log_beta[k] = log_x - norm
+                log_one_minus[k] = log_y - norm
+            tail += n_k[k]
+        if alpha_mode == 1:
+            # alpha | beta (eq. 4-5): Gamma(a_alpha + K - 1, rate b_alpha - sum_{k<K} log(1 - beta_k)).
+            rate = b_alpha
+            for k in range(K - 1):
+                rate -= log_one_minus[k]
+            alpha = np.random.gamma(a_alpha + K - 1, 1.0 / rate)  # noqa: NPY002 - numba's generator, seeded per chain
+        # pi by eq. (3), in logs.
+        running = 0.0
+        for k in range(K):
+            if k < K - 1:
+                pi[k] = max(np.exp(log_beta[k] + running), 1e-300)
+                running += log_one_minus[k]
+            else:
+                pi[k] = max(np.exp(running), 1e-300)
+        # theta_k^(j) | z, X (eq. 6): Dirichlet(a + counts) (a + power * counts under a power of the likelihood).
+        for k in range(K):
+            for j in range(p):
+                s = 0.0
+                for l in range(var_start[j], var_start[j + 1]):
+                    g = _gamma(concentration[k, l] + power * counts[k, l])
+                    theta[k, l] = g
+                    s += g
+                for l in range(var_start[j], var_start[j + 1]):
+                    theta[k, l] = max(theta[k, l] / s, 1e-300)
+        if it >= burn and (it - burn) % thin == thin - 1 and kept < stored:
+            alpha_out[kept] = alpha
+            pi_out[kept] = pi
+            theta_out[kept] = theta
+            occ = 0
+            for k in range(K):
+                if n_k[k] > 0:
+                    occ += 1
+            occupied_out[kept] = occ
+            kept += 1
+    return alpha_out, pi_out, theta_out, occupied_out
+
+
+def run_gibbs(
+    data: CategoricalData,
+    hyperparameters: dict[str, Any],
+    settings: GibbsSettings,
+    seed: int,
+    cores: int | None = None,
+    chains: Sequence[int] | None = None,
+) -> dict[str, np.ndarray]:
+    """Run the blocked Gibbs sampler; arrays with leading ``(chain, draw)`` axes.
+
+    Parameters
+    ----------
+    data
+        Coded records and cells.
+    hyperparameters
+        From :func:`bayessdc.models.dpmpm.marginal.model_hyperparameters`.
+    settings
+        Iterations, chains and thinning.
+    seed
+        Seed of the run: chain ``c`` uses a seed derived from ``(seed, c)``.
+    cores
+        Chains run at once in threads (default: as many as there are cores and chains).
+    chains
+        Which of the ``settings.chains`` chains to run (default: all), in this order. Chain ``c`` gives the
+        same draws whether it runs alone or with the others, so chains can be fitted apart (for example on
+        the workers of a dask cluster) and stacked.
+
+    Returns
+    -------
+    dict
+        ``alpha`` (chain, draw), ``pi`` (chain, draw, component), ``theta`` (chain, draw, component,
+        flat level), ``occupied`` (chain, draw) and ``var_start`` (offsets of the variables on the flat
+        level axis).
+    """
+    n_levels = data.n_levels
+    var_start = np.concatenate([[0], np.cumsum(n_levels)]).astype(np.int64)
+    cell_index = np.ascontiguousarray(data.cell_codes + var_start[:-1][None, :])
+    concentration = np.ascontiguousarray(np.concatenate(hyperparameters["theta_concentration"], axis=1))
+    seeds = np.random.SeedSequence([int(seed), 7]).generate_state(settings.chains)
+    chosen = list(range(settings.chains)) if chains is None else [int(c) for c in chains]
+    if not chosen or any(not 0 <= c < settings.chains for c in chosen):
+        raise ValueError(f"chains must be chosen from 0..{settings.chains - 1}, got {chains!r}")
+    # cells grouped by their level of every synthesized variable, for the level-exchange moves
+    move_levels = np.concatenate(
+        [np.arange(var_start[j], var_start[j + 1]) for j in data.synthesize_index] or [np.zeros(0, np.int64)]
+    ).astype(np.int64)
+    flat = cell_index[:, data.synthesize_index]  # (C, J)
+    owner = np.repeat(np.arange(len(cell_index)), flat.shape[1])
+    order = np.argsort(flat.ravel(), kind="stable")
+    level_cells = np.ascontiguousarray(owner[order]).astype(np.int64)
+    level_cell_start = np.concatenate([[0], np.cumsum(np.bincount(flat.ravel(), minlength=int(var_start[-1])))])
+    level_cell_start = level_cell_start.astype(np.int64)
+    exchanges = settings.exchange_moves * hyperparameters["K"] if len(move_levels) else 0
+    level_records = np.zeros(int(var_start[-1]))
+    for j in data.synthesize_index:
+        np.add.at(level_records, cell_index[:, j], data.cell_counts)
+    # levels proposed in proportion to their records: the large levels are the slowly mixing ones
+    move_cdf = np.cumsum(level_records[move_levels]) if len(move_levels) else np.ones(1)
+    # cells grouped by pattern (their values of the kept variables), for the pattern-exchange moves
+    if len(data.keep_index):
+        _, pattern_of = np.unique(data.cell_codes[:, data.keep_index], axis=0, return_inverse=True)
+        pattern_of = pattern_of.ravel()
+    else:
+        pattern_of = np.zeros(len(cell_index), dtype=np.int64)
+    pattern_cells = np.argsort(pattern_of, kind="stable").astype(np.int64)
+    pattern_start = np.concatenate([[0], np.cumsum(np.bincount(pattern_of))]).astype(np.int64)
+    pattern_cdf = np.cumsum(np.bincount(pattern_of, weights=data.cell_counts)).astype(np.float64)
+    pattern_moves = settings.pattern_moves * hyperparameters["K"] if len(data.keep_index) else 0
+
+    def one_chain(chain: int) -> tuple[np.ndarray, ...]:
+        return _gibbs_chain(
+            cell_index,
+            data.cell_counts,
+            var_start,
+            concentration,
+            float(hyperparameters["a_alpha"]),
+            float(hyperparameters["b_alpha"]),
+            float(hyperparameters["beta_a"]),
+            settings.burn,
+            settings.draws,
+            settings.thin,
+            int(seeds[chain] % (2**31 - 1)),
+            hyperparameters["K"] if settings.label_swaps else 0,
+            SMALL_CELL,
+            ALPHA_UPDATES.index(settings.alpha_update),
+            level_cells,
+            level_cell_start,
+            move_levels,
+            move_cdf,
+            pattern_cells,
+            pattern_start,
+            pattern_cdf,
+            pattern_moves,
+            exchanges,
+            settings.split_merge_moves,
+            settings.launch_scans,
+            float(settings.likelihood_power),
+        )
+
+    # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
+    # seeded inside each chain, so the draws do not depend on the number of threads).
+    workers = max(1, min(len(chosen), cores if cores is not None else (os.cpu_count() or 1)))
+    if workers == 1:
+        runs = [one_chain(c) for c in chosen]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            runs = list(pool.map(one_chain, chosen))
+    out = {key: [run[i] for run in runs] for i, key in enumerate(("alpha", "pi", "theta", "occupied"))}
+    result = {key: np.stack(values) for key, values in out.items()}
+    result["var_start"] = var_start
+    return result

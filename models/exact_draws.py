@@ -1,0 +1,244 @@
+"""Exact binomial and multinomial draws in compiled code, from numba's generator.
+
+numba's own ``np.random.binomial`` (legacy API) is an inversion whose cost grows with ``n p`` and which,
+when ``(1 - p)^n`` underflows, splits ``n`` by ``n >>= 2`` and silently drops up to three trials. The
+draws below are exact and cost O(1) in ``n``: inversion when ``n min(p, 1 - p) <= 30``, BTPE
+(Kachitvichyanukul & Schmeiser 1988, as in numpy) otherwise, with its final acceptance test done with
+exact log-factorials instead of Stirling's series. :func:`multinomial` draws by conditional binomials,
+largest probability first, then single categorical draws for the last few trials.
+
+They draw from numba's random state (the legacy numpy API inside compiled code: one state per thread,
+shared by every compiled function), so a caller seeds it with ``np.random.seed`` inside its own compiled
+code. Used by the DPMPM's Gibbs sampler and synthesis (:mod:`bayessdc.models.dpmpm`); tested against the
+binomial and multinomial distributions in ``tests/models/test_exact_draws.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["binomial", "draw_binomials", "draw_multinomials", "multinomial"]
+
+
+_RECIPROCALS = 1.0 / np.maximum(np.arange(256), 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_inversion(n: int, p: float) -> int:
+    """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
+    q = 1.0 - p
+    ratio = p / q
+    qn = np.exp(n * np.log1p(-p))
+    bound = min(float(n), n * p + 10.0 * np.sqrt(n * p * q + 1.0))
+    x = 0
+    px = qn
+    u = np.random.random()  # noqa: NPY002 - numba's generator
+    while u > px:
+        x += 1
+        if x > bound:  # beyond 10 sd (or rounding): start again
+            x = 0
+            px = qn
+            u = np.random.random()  # noqa: NPY002 - numba's generator
+        else:
+            u -= px
+            # P(x) / P(x - 1) = (n - x + 1) / x * p / q, with 1 / x from a table (a division per step was
+            # most of the cost)
+            px *= (n - x + 1) * ratio * (_RECIPROCALS[x] if x < _RECIPROCALS.shape[0] else 1.0 / x)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_btpe(n: int, r: float) -> int:
+    """Binomial(n, r) by BTPE for ``r <= 0.5`` and ``n r > 30``; exact log-factorials in the last test."""
+    q = 1.0 - r
+    fm = n * r + r
+    m = int(np.floor(fm))
+    nrq = n * r * q
+    p1 = np.floor(2.195 * np.sqrt(nrq) - 4.6 * q) + 0.5
+    xm = m + 0.5
+    xl = xm - p1
+    xr = xm + p1
+    c = 0.134 + 20.5 / (15.3 + m)
+    a = (fm - xl) / (fm - xl * r)
+    laml = a * (1.0 + a / 2.0)
+    a = (xr - fm) / (xr * q)
+    lamr = a * (1.0 + a / 2.0)
+    p2 = p1 * (1.0 + 2.0 * c)
+    p3 = p2 + c / laml
+    p4 = p3 + c / lamr
+    log_fm = np.nan  # log m! (n - m)!, computed when first needed
+    while True:
+        u = np.random.random() * p4  # noqa: NPY002 - numba's generator
+        v = np.random.random()  # noqa: NPY002 - numba's generator
+        if u <= p1:  # triangular region: accepted at once
+            return int(np.floor(xm - p1 * v + u))
+        if u <= p2:  # parallelograms
+            x = xl + (u - p1) / c
+            v = v * c + 1.0 - abs(m - x + 0.5) / p1
+            if v > 1.0:
+                continue
+            y = int(np.floor(x))
+        elif u <= p3:  # left exponential tail
+            y = int(np.floor(xl + np.log(v) / laml))
+            if y < 0 or v == 0.0:
+                continue
+            v = v * (u - p2) * laml
+        else:  # right exponential tail
+            y = int(np.floor(xr - np.log(v) / lamr))
+            if y > n or v == 0.0:
+                continue
+            v = v * (u - p3) * lamr
+        k = abs(y - m)
+        if k <= 20 or k >= nrq / 2.0 - 1.0:
+            # f(y) / f(m) by the recursion of the probabilities
+            s = r / q
+            a = s * (n + 1)
+            f = 1.0
+            if m < y:
+                for i in range(m + 1, y + 1):
+                    f *= a / i - s
+            elif m > y:
+                for i in range(y + 1, m + 1):
+                    f /= a / i - s
+            if v <= f:
+                return y
+            continue
+        # squeeze on log f(y) / f(m), then the exact value
+        rho = (k / nrq) * ((k * (k / 3.0 + 0.625) + 0.16666666666666666) / nrq + 0.5)
+        t = -k * k / (2.0 * nrq)
+        log_v = np.log(v)
+        if log_v < t - rho:
+            return y
+        if log_v > t + rho:
+            continue
+        if np.isnan(log_fm):
+            log_fm = math.lgamma(m + 1.0) + math.lgamma(n - m + 1.0)
+        if log_v <= log_fm - math.lgamma(y + 1.0) - math.lgamma(n - y + 1.0) + (y - m) * np.log(r / q):
+            return y
+
+
+@numba.njit(cache=True, nogil=True)
+def binomial(n: int, p: float) -> int:
+    """An exact Binomial(n, p) draw from numba's generator, O(1) expected cost in ``n``."""
+    if n <= 0 or p <= 0.0:
+        return 0
+    if p >= 1.0:
+        return n
+    if p <= 0.5:
+        return _binomial_inversion(n, p) if n * p <= 30.0 else _binomial_btpe(n, p)
+    q = 1.0 - p
+    return n - (_binomial_inversion(n, q) if n * q <= 30.0 else _binomial_btpe(n, q))
+
+
+@numba.njit(cache=True, nogil=True)
+def multinomial(
+    n: int,
+    prob: np.ndarray,
+    out: np.ndarray,
+    scratch: np.ndarray,
+    small: int,
+    largest: int = -1,
+    total: float = 0.0,
+) -> None:
+    """``out`` = an exact Multinomial(n, prob / sum(prob)) draw (``prob`` non-negative, not normalised).
+
+    Conditional binomials, largest probability first, while more than ``small`` trials are left; the
+    remaining trials are then independent categorical draws over the components not yet drawn (given the
+    counts drawn so far, the rest is multinomial over the rest), by ``left`` sorted uniforms and one sweep.
+    Cost O(K) per binomial plus O(K + left^2) for the rest, independent of ``n`` when the probabilities are
+    concentrated. ``prob`` is overwritten: the entries of the components drawn by binomials are set to zero.
+    ``largest`` and ``total``, when given (``largest >= 0``), are the position of the largest probability
+    and the sum, known to the caller: the first scan is then skipped.
+    """
+    K = prob.shape[0]
+    for k in range(K):
+        out[k] = 0
+    left = n
+    fallback = -1
+    while left > small:
+        if largest >= 0:
+            best, rest = largest, total
+            largest = -1
+        else:
+            best = 0
+            rest = 0.0
+            for k in range(K):
+                rest += prob[k]
+                if prob[k] > prob[best]:
+                    best = k
+        top = prob[best]
+        if not (top > 0.0 and rest > 0.0):
+            break
+        q = top / rest
+        m = left if q >= 1.0 else binomial(left, q)
+        out[best] = m
+        left -= m
+        prob[best] = 0.0  # drawn: out of the rest
+        fallback = best
+    if left == 0:
+        return
+    rest = 0.0
+    last = -1
+    for k in range(K):
+        if prob[k] > 0.0:
+            rest += prob[k]
+            last = k
+    if last < 0:  # nothing left with positive probability (cannot happen with a positive total)
+        out[max(fallback, 0)] += left
+        return
+    if left <= scratch.shape[0]:
+        for i in range(left):
+            u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            h = i
+            while h > 0 and scratch[h - 1] > u:
+                scratch[h] = scratch[h - 1]
+                h -= 1
+            scratch[h] = u
+        i = 0
+        acc = 0.0
+        for k in range(last):
+            acc += prob[k]
+            while i < left and scratch[i] < acc:
+                out[k] += 1
+                i += 1
+            if i == left:
+                return
+        out[last] += left - i
+        return
+    for _ in range(left):
+        u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+        acc = 0.0
+        chosen = last
+        for k in range(last):
+            acc += prob[k]
+            if u < acc:
+                chosen = k
+                break
+        out[chosen] += 1
+
+
+@numba.njit(cache=True)
+def draw_binomials(n: np.ndarray, p: np.ndarray, seed: int) -> np.ndarray:
+    """Vectorised :func:`binomial`, seeded (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    out = np.empty(n.shape[0], dtype=np.int64)
+    for i in range(n.shape[0]):
+        out[i] = binomial(n[i], p[i])
+    return out
+
+
+@numba.njit(cache=True)
+def draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, seed: int) -> np.ndarray:
+    """``size`` draws of :func:`multinomial`, seeded (for tests)."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    K = prob.shape[0]
+    out = np.empty((size, K), dtype=np.int64)
+    scratch = np.empty(small, dtype=np.float64)
+    work = np.empty(K)
+    for i in range(size):
+        work[:] = prob
+        multinomial(n, work, out[i], scratch, small)
+    return out

@@ -1,0 +1,77 @@
+"""Truncated-Poisson synthesizer for small origin-destination counts.
+
+Hawala, Reiter & Wang, *Synthesizing truncated count data for confidentiality* (the paper behind this
+package; ``../shared/papers/000_a0ee0433da4e693a.txt`` in the development tree).
+
+Cells of a county-to-county flow table whose count ``n`` lies in ``lower..upper`` (1..9 in the paper) are
+sensitive. Their shifted counts ``y = n - lower`` (0..8) are modelled, one model per (origin group,
+destination group), for example per pair of states, by
+
+* eq. (1): ``y_ij | lambda_ij ~ Poisson(lambda_ij)`` truncated to ``0..upper-lower``,
+* Section 2.1: ``log lambda_ij = beta_i + gamma_j``, ``beta_i ~ N(mu_beta, phi_beta)``,
+  ``gamma_j ~ N(mu_gamma, phi_gamma)``, ``mu_beta, mu_gamma ~ N(0, 1/25)``,
+  ``phi_beta, phi_gamma ~ Gamma(0.01, 0.01)``, the second argument of ``N`` being a precision.
+
+Modules:
+
+* :mod:`~bayessdc.models.flows.model`: the model as the paper writes it (:func:`paper_model`) and eq. (1);
+* :mod:`~bayessdc.models.flows.marginal`: the equivalent form the sampler uses (``mu_beta - mu_gamma`` and the
+  precisions integrated out, effects padded to a size class), with the change of variables that links them;
+* :mod:`~bayessdc.models.flows.data`: column names, input checks, one :class:`FlowGroup` per group pair;
+* :mod:`~bayessdc.models.flows.simulate`: data from the model and a national example table;
+* :mod:`~bayessdc.models.flows.synthesizer`: :class:`FlowSynthesizer`, the contract of ``models/base.py``.
+"""
+
+from .data import FlowColumns, FlowDataError, FlowGroup, split_groups, validate_flows
+from .marginal import (
+    DESTINATION,
+    ORIGIN,
+    PARAMETERIZATIONS,
+    UNUSED,
+    build_model,
+    draw_precision,
+    effect_layout,
+    hierarchical_effect_logp,
+    padded_size,
+    unused_effect_logp,
+)
+from .model import (
+    PAPER_PRIORS,
+    FlowPriors,
+    log_factorials,
+    paper_model,
+    truncated_poisson_log_normaliser,
+    truncated_poisson_log_normaliser_numpy,
+    truncated_poisson_logp,
+)
+from .simulate import simulate_flow_table, simulate_group
+from .synthesizer import COMPILED_MODELS, FlowSynthesizer
+
+__all__ = [
+    "COMPILED_MODELS",
+    "DESTINATION",
+    "ORIGIN",
+    "PAPER_PRIORS",
+    "PARAMETERIZATIONS",
+    "UNUSED",
+    "FlowColumns",
+    "FlowDataError",
+    "FlowGroup",
+    "FlowPriors",
+    "FlowSynthesizer",
+    "build_model",
+    "draw_precision",
+    "effect_layout",
+    "hierarchical_effect_logp",
+    "log_factorials",
+    "padded_size",
+    "paper_model",
+    "simulate_flow_table",
+    "simulate_group",
+    "split_groups",
+    "truncated_poisson_log_normaliser",
+    "truncated_poisson_log_normaliser_numpy",
+    "truncated_poisson_logp",
+    "unused_effect_logp",
+    "validate_flows",
+]

@@ -1,0 +1,58 @@
+"""The exact binomial and multinomial draws in compiled code (``bayessdc.models.exact_draws``)."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bayessdc.models.exact_draws import draw_binomials, draw_multinomials
+
+
+@pytest.mark.parametrize(
+    "n, p",
+    [(7, 0.3), (40, 0.5), (200, 0.3), (200, 0.85), (5000, 0.4), (100_003, 0.01), (18_000, 0.9995), (1, 0.5)],
+)
+def test_binomial_draws_follow_the_binomial_distribution(n, p):
+    """Inversion (n min(p, 1-p) <= 30) and BTPE (above, every region of its envelope) against the pmf."""
+    size = 200_000
+    x = draw_binomials(np.full(size, n, dtype=np.int64), np.full(size, p), 17)
+    sd = np.sqrt(n * p * (1 - p))
+    assert abs(x.mean() - n * p) < 4 * sd / np.sqrt(size)
+    assert x.var() / sd**2 == pytest.approx(1.0, abs=0.02)
+    values, observed = np.unique(x, return_counts=True)
+    expected = stats.binom.pmf(values, n, p) * size
+    keep = expected > 10
+    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    assert observed[~keep].sum() < 10 + 4 * np.sqrt(expected[~keep].sum() + 1) + expected[~keep].sum()
+
+
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 60, 3000])
+def test_multinomial_draws_have_the_multinomial_mean_and_covariance(n):
+    """Conditional binomials largest-first, then single draws for the last few trials: exact, any n."""
+    weights = np.array([0.0, 3.0, 0.02, 1.0, 0.3, 0.3, 0.004, 2.0, 0.0, 0.5])  # not normalised, some zero
+    p = weights / weights.sum()
+    size = 100_000
+    x = draw_multinomials(n, weights, size, 8, 5)
+    assert np.all(x.sum(axis=1) == n) and np.all(x[:, weights == 0] == 0)
+    cov = n * (np.diag(p) - np.outer(p, p))
+    se = np.sqrt(np.maximum(np.diag(cov), 1e-12) / size)
+    assert np.all(np.abs(x.mean(axis=0) - n * p) < 4.5 * se)
+    # every covariance within 5 of its Monte Carlo standard errors (estimated from the products themselves)
+    centred = x - x.mean(axis=0)
+    products = centred[:, :, None] * centred[:, None, :]
+    se_cov = products.std(axis=0) / np.sqrt(size)
+    positive = np.ix_(weights > 0, weights > 0)
+    assert np.all(np.abs(products.mean(axis=0) - cov)[positive] < 5 * se_cov[positive] + 1e-12)
+
+
+def test_multinomial_draws_have_the_multinomial_distribution():
+    """Every outcome of Multinomial(12, p) over 3 components at its pmf (the tail path and the head path)."""
+    p = np.array([0.5, 0.3, 0.2])
+    size = 200_000
+    for small in (1, 4, 20):
+        x = draw_multinomials(12, p, size, small, 9)
+        outcomes, observed = np.unique(x, axis=0, return_counts=True)
+        expected = stats.multinomial.pmf(outcomes, 12, p) * size
+        keep = expected > 10
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small

@@ -1,0 +1,183 @@
+"""``bsd.synthesize`` with ``bsd.CART``: the release in memory is the command line's, and its measures."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayessdc as bsd
+from bayessdc.cli import main
+from bayessdc.models.cart import CartDataError, acs_example_rules, simulate_acs_persons
+from bayessdc.synthesis.output import to_jsonable
+
+SYNTHESIZE = ["education", "marital"]
+KEEP = ["age", "sex"]
+#: The example's rules on the columns used here.
+RULES = [
+    r
+    for r in acs_example_rules()
+    if r["name"]
+    in ("attainment bounded by age (under 18)", "no degree before age 19", "children under 15 never married")
+]
+M, BOOTSTRAP = 4, 100
+
+
+@pytest.fixture(scope="module")
+def persons(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cart_pipeline")
+    simulate_acs_persons(400, seed=2).to_csv(folder / "persons.csv", index=False)
+    (folder / "rules.json").write_text(json.dumps({"rules": RULES}))
+    return folder, bsd.read_table(folder / "persons.csv")
+
+
+@pytest.fixture(scope="module")
+def release(persons):
+    _, data = persons
+    recipe = bsd.CART(rules=RULES, bootstrap=BOOTSTRAP)
+    return bsd.synthesize(data, recipe, synthesize=SYNTHESIZE, keep=KEEP, m=M, seed=0, progress=False)
+
+
+def _json(payload):
+    return json.loads(json.dumps(to_jsonable(payload)))
+
+
+def test_api_release_equals_the_cli_release(persons, release, tmp_path):
+    folder, _ = persons
+    args = ["cart", "--quiet", "--data", str(folder / "persons.csv"), "--synthesize", ",".join(SYNTHESIZE)]
+    args += ["--keep", ",".join(KEEP), "--rules", str(folder / "rules.json"), "--m", str(M), "--seed", "0"]
+    assert main([*args, "--bootstrap", str(BOOTSTRAP), "--out", str(tmp_path / "cli")]) == 0
+    cli = tmp_path / "cli"
+    pd.testing.assert_frame_equal(release.synthetic, pd.read_parquet(cli / "release" / "synthetic.parquet"))
+    assert _json(release.description) == json.loads((cli / "release" / "model.json").read_text())
+    assert _json(release.utility()) == json.loads((cli / "private" / "utility.json").read_text())
+    cli_diagnostics = json.loads((cli / "private" / "diagnostics.json").read_text())
+    assert _json(release.diagnostics.summary)["trees"] == cli_diagnostics["trees"]
+
+    release.save(tmp_path / "api")  # the same files as the command line's
+    for part in ("release", "private"):
+        names = sorted(p.name for p in (tmp_path / "api" / part).iterdir())
+        assert names == sorted(p.name for p in (cli / part).iterdir())
+    for name in ("release/model.json", "private/run.json", "private/utility.json"):
+        assert (tmp_path / "api" / name).read_text() == (cli / name).read_text()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "api" / "release" / "synthetic.parquet"),
+        pd.read_parquet(cli / "release" / "synthetic.parquet"),
+    )
+
+
+def test_release_in_memory(persons, release):
+    _, data = persons
+    synthetic = release.synthetic
+    assert list(synthetic.columns) == ["synthetic", *[c for c in data.columns if c in KEEP + SYNTHESIZE]]
+    assert sorted(synthetic["synthetic"].unique()) == list(range(1, M + 1))
+    assert release.facts["records"] == len(data) and release.m == M
+    for _, frame in synthetic.groupby("synthetic"):
+        for column in KEEP:
+            assert np.array_equal(frame[column].astype(object).to_numpy(), data[column].astype(object).to_numpy())
+        young = frame["age"].to_numpy() <= 14  # a rule: never violated
+        assert (frame["marital"].astype(str).to_numpy()[young] == "never married").all()
+    assert release.description["synthesized_in_order"] == SYNTHESIZE and release.description["m"] == M
+
+
+def test_diagnostics_say_what_was_fitted_and_pass(persons, release):
+    _, data = persons
+    d = release.diagnostics
+    assert len(d.posteriors) == 0 and d.passed and d.verdict == "passed"
+    assert list(d["trees"]) == SYNTHESIZE
+    for tree in d["trees"].values():
+        assert tree["leaves"] >= 1 and tree["depth"] >= 0 and tree["fallbacks"]["draws"] == M * len(data)
+    assert d["n_records"] == len(data)
+    assert d["dropped_columns"] == [c for c in data.columns if c not in KEEP + SYNTHESIZE]
+    assert d["synthesis_seconds"] > 0
+
+
+def test_risk_is_not_applicable_and_names_the_alternatives(release):
+    with pytest.raises(bsd.NotApplicableError) as err:
+        release.risk()
+    message = str(err.value)
+    assert "release.utility()" in message and "release.risk(known=" in message
+    with pytest.raises(bsd.NotApplicableError, match="takes known, repetitions"):
+        release.risk(alpha=0.1)
+    with pytest.raises(bsd.InputError, match="kept or categorical synthesized columns"):
+        release.risk(known=[["age", "income"]])
+
+
+def _by_hand(original, frame, known):
+    """Expected match risk, true and false match rates (eq. 15-17), counted record by record."""
+    true_keys = [tuple(row) for row in original[known].astype(str).to_numpy()]
+    released_keys = [tuple(row) for row in frame[known].astype(str).to_numpy()]
+    counts = pd.Series(released_keys).value_counts().to_dict()
+    expected = true_unique = false_unique = 0
+    for mine, released in zip(true_keys, released_keys, strict=True):
+        c, t = counts.get(mine, 0), mine == released
+        expected += t / c if t else 0.0
+        true_unique += c == 1 and t
+        false_unique += c == 1 and not t
+    unique = true_unique + false_unique
+    return expected, true_unique / len(original), (false_unique / unique if unique else np.nan)
+
+
+def test_identification_risk_is_counted_as_by_hand(persons, release):
+    _, data = persons
+    known_sets = [["age", "sex", "marital"], ["sex", "education", "marital"]]
+    figures = release.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
+    assert figures["synthesized"] == SYNTHESIZE and figures["pattern"] == KEEP
+    for known, entry in zip(known_sets, figures["identification"], strict=True):
+        assert entry["known"] == known
+        hand = [
+            _by_hand(data, frame.reset_index(drop=True), known) for _, frame in release.synthetic.groupby("synthetic")
+        ]
+        hand = np.array(hand, dtype=float)
+        assert entry["expected_match_risk"] == pytest.approx(hand[:, 0].mean())
+        assert entry["true_match_rate"] == pytest.approx(hand[:, 1].mean())
+        assert entry["false_match_rate"] == pytest.approx(np.nanmean(hand[:, 2]))
+    disclosures = [
+        int(((frame["education"].astype(str).to_numpy() == data["education"].to_numpy())
+             & (frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy())).sum())
+        for _, frame in release.synthetic.groupby("synthetic")
+    ]  # fmt: skip
+    assert figures["attribute"]["per_dataset"] == disclosures
+    assert figures["attribute"]["disclosures"] == pytest.approx(np.mean(disclosures))
+    assert 0 < disclosures[0] < len(data)  # a synthesized pair is neither always nor never the true one
+
+
+def test_knowing_only_kept_columns_every_record_matches_its_pattern(persons, release):
+    """With only kept columns known, each record's released row matches and c_i is its pattern's size, in the
+    synthetic datasets and in both inherent scenarios alike: the expected match risk is the number of patterns."""
+    _, data = persons
+    figures = release.risk(known=[KEEP], repetitions=5)
+    sizes = data.groupby(KEEP).size()
+    entry = figures["identification"][0]
+    for measures in (entry, entry["inherent"]["min"], entry["inherent"]["max"]):
+        assert measures["expected_match_risk"] == pytest.approx(len(sizes))
+        assert measures["true_match_rate"] == pytest.approx((sizes == 1).sum() / len(data))
+        assert measures["false_match_rate"] == pytest.approx(0.0)
+    # A record whose pattern shows one (education, marital) pair gets it back in every inherent repetition.
+    labels = data.groupby(KEEP)[SYNTHESIZE].transform(lambda c: c.nunique())
+    fixed = int(((labels == 1).all(axis=1)).sum())
+    assert fixed > 0.2 * len(data)
+    for scenario in ("min", "max"):
+        assert figures["attribute"]["inherent"][scenario]["disclosures"] >= fixed
+
+
+def test_utility_with_other_tables(release):
+    utility = release.utility(tables=["sex,education"], bootstrap=50)
+    assert list(utility["tables"]) == ["sex x education"]
+    assert utility["tables"]["sex x education"]["bootstrap"]["n"] == 50
+    assert utility["tables"]["sex x education"]["synthetic"]["n"] == M
+    with pytest.raises(bsd.InputError, match="unknown column"):
+        release.utility(tables=["sex,colour"])
+
+
+def test_bad_input_is_refused_before_anything_is_written(persons, tmp_path):
+    _, data = persons
+    violated = [{"name": "old enough", "then": {"age": {"min": 18}}}]
+    out = tmp_path / "out"
+    with pytest.raises(CartDataError, match="rule 'old enough' is violated by the original data at data rows"):
+        bsd.synthesize(data, bsd.CART(rules=violated), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
+    with pytest.raises(bsd.InputError, match="neither kept nor synthesized"):
+        bsd.synthesize(data, bsd.CART(tables=["grade"]), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
+    with pytest.raises(bsd.InputError, match="bootstrap must be at least 1"):
+        bsd.synthesize(data, bsd.CART(bootstrap=0), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
+    assert not out.exists()

@@ -1,0 +1,174 @@
+"""The categorical synthesizers' pipeline (``bsd.DPMPM``, ``bsd.DPAreal``) through the public API."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayessdc as bsd
+from bayessdc.cli import main
+from bayessdc.models.dpmpm import GibbsSettings, simulate_latent_class
+from bayessdc.synthesis.output import to_jsonable
+
+KEEP = ["gender", "age"]
+KNOWN = [["gender", "county"], ["gender", "age", "county"]]
+SETTINGS = {"draws": 400, "burn": 100, "chains": 2, "thin": 2}
+CLI_OPTIONS = ["--draws", "400", "--burn", "100", "--chains", "2", "--thin", "2", "--K", "6", "--repetitions", "5"]
+CLI_OPTIONS += ["--risk-records", "20", "--risk-draws", "50", "--m", "3", "--seed", "1", "--allow-unconverged"]
+
+
+def _table() -> pd.DataFrame:
+    frame, _ = simulate_latent_class(200, [2, 4, 30], [0.5, 0.3, 0.2], seed=3, concentration=0.4)
+    frame = frame.rename(columns={"x0": "gender", "x1": "age", "x2": "county"})
+    frame["county"] = "c" + frame["county"].astype(str)
+    # Columns that are neither kept nor synthesized: confidential, never released.
+    frame["salary_secret"] = np.linspace(10_000.5, 99_999.5, len(frame))
+    frame["name_secret"] = [f"person-{i:04d}-secret" for i in range(len(frame))]
+    return frame
+
+
+def _recipe() -> "bsd.DPMPM":
+    return bsd.DPMPM(
+        K=6, known=KNOWN, settings=GibbsSettings(**SETTINGS), repetitions=5, risk_records=20, risk_draws=50
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("categorical")
+    table = _table()
+    release = bsd.synthesize(
+        table, _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, allow_unconverged=True, progress=False
+    )
+    table.to_csv(folder / "table.csv", index=False)
+    argv = ["dpmpm", "--data", str(folder / "table.csv"), "--synthesize", "county", "--keep", "gender,age"]
+    argv += ["--known", "gender,county", "--known", "gender,age,county", "--quiet", "--out", str(folder / "cli")]
+    status = main([*argv, *CLI_OPTIONS])
+    return folder, table, release, status
+
+
+def test_the_api_gives_the_release_of_the_command_line(runs):
+    folder, table, release, status = runs
+    assert status == 0
+    released = pd.read_parquet(folder / "cli" / "release" / "synthetic.parquet")
+    pd.testing.assert_frame_equal(release.synthetic, released)
+    assert list(release.synthetic.columns) == ["synthetic", "gender", "age", "county"]
+    private = folder / "cli" / "private"
+    assert to_jsonable(release.risk()) == json.loads((private / "risk.json").read_text())
+    assert to_jsonable(release.utility()) == json.loads((private / "utility.json").read_text())
+    model = json.loads((folder / "cli" / "release" / "model.json").read_text())
+    assert to_jsonable(release.description) == model
+    assert release.facts["records"] == len(table) and release.diagnostics["n_records"] == len(table)
+    assert set(release.diagnostics.posteriors) == {"all"}
+
+
+def test_risk_for_a_knowledge_set_of_the_run_is_the_stored_figures(runs):
+    _, _, release, _ = runs
+    stored = release.risk()
+    for k, known in enumerate(KNOWN):
+        again = release.risk(known=[known])
+        assert again["identification"] == [stored["identification"][k]]
+        assert again["attribute"] == stored["attribute"]
+    # a knowledge set as a comma-separated string is the same set
+    assert release.risk(known=["gender,age,county"])["identification"] == [stored["identification"][1]]
+
+
+def _by_hand(original: pd.DataFrame, synthetic: pd.DataFrame, known: list[str]) -> dict[str, float]:
+    """eq. 15-18 by brute force: every target record against every released record of every dataset."""
+    truth = original[known].astype(str).agg("|".join, axis=1).to_numpy()
+    figures = {"expected_match_risk": [], "true_match_rate": [], "false_match_rate": [], "disclosures": []}
+    for _, frame in synthetic.groupby("synthetic"):
+        frame = frame.reset_index(drop=True)
+        released = frame[known].astype(str).agg("|".join, axis=1).to_numpy()
+        matches = truth[:, None] == released[None, :]  # target i matches released record j
+        c = matches.sum(axis=1)
+        t = np.diag(matches)
+        figures["expected_match_risk"].append(sum(1 / c[i] for i in range(len(c)) if t[i]))
+        figures["true_match_rate"].append(np.mean((c == 1) & t))
+        unique = (c == 1).sum()
+        if unique:
+            figures["false_match_rate"].append(((c == 1) & ~t).sum() / unique)
+        figures["disclosures"].append((frame["county"].to_numpy() == original["county"].to_numpy()).sum())
+    return {k: float(np.mean(v)) for k, v in figures.items()}
+
+
+def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory(runs):
+    _, table, release, _ = runs
+    stored_sets = [e["known"] for e in release.risk()["identification"]]
+    known = ["age", "county"]
+    assert known not in stored_sets
+    figures = release.risk(known=[known])
+    (entry,) = figures["identification"]
+    assert entry["known"] == known
+    expected = _by_hand(table, release.synthetic, known)
+    # the table is small enough for unique matches, true and false, so that every figure is tested
+    assert expected["true_match_rate"] > 0 and 0 < expected["false_match_rate"] < 1
+    for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+        assert entry[key] == pytest.approx(expected[key], rel=1e-12)
+    assert figures["attribute"]["disclosures"] == pytest.approx(expected["disclosures"])
+    # knowing more columns can only shrink the matching sets: the expected match risk grows
+    assert entry["expected_match_risk"] <= release.risk()["identification"][1]["expected_match_risk"] + 1e-9
+    for scenario in ("min", "max"):
+        assert set(entry["inherent"][scenario]) == {"expected_match_risk", "true_match_rate", "false_match_rate"}
+    # nothing stored changed
+    assert [e["known"] for e in release.risk()["identification"]] == stored_sets
+
+
+def test_unknown_options_are_refused_naming_the_accepted_ones(runs):
+    _, _, release, _ = runs
+    with pytest.raises(bsd.NotApplicableError, match="takes known; got intruder"):
+        release.risk(intruder="all")
+    with pytest.raises(bsd.NotApplicableError, match="takes no options"):
+        release.utility(known=[["gender"]])
+    with pytest.raises(bsd.InputError, match="'zip'.*neither kept nor synthesized"):
+        release.risk(known=[["gender", "zip"]])
+
+
+def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
+    _, table, release, _ = runs
+    release.save(tmp_path / "out")
+    files = sorted(p.name for p in (tmp_path / "out" / "release").iterdir())
+    assert files == ["model.json", "synthetic.parquet"]
+    synthetic = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
+    assert list(synthetic.columns) == ["synthetic", "gender", "age", "county"]
+    secrets = ["salary_secret", "name_secret", table["name_secret"].iloc[0], f"{table['salary_secret'].iloc[0]}"]
+    for path in (tmp_path / "out" / "release").iterdir():
+        content = path.read_bytes()
+        assert not any(secret.encode() in content for secret in secrets), path.name
+    # the private side holds the run's files, as the command line writes them
+    private = {p.name for p in (tmp_path / "out" / "private").iterdir()}
+    assert private == {
+        "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
+        "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
+    }  # fmt: skip
+
+
+def test_bad_input_and_options_are_refused_before_sampling(tmp_path):
+    table = _table()
+    with pytest.raises(bsd.InputError, match="needs at least 1000 stored draws"):
+        bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=1000, progress=False)
+    with pytest.raises(bsd.InputError, match="--repetitions must be at least 1"):
+        bsd.synthesize(table, bsd.DPMPM(repetitions=0), synthesize=["county"], keep=KEEP, progress=False)
+    with pytest.raises(ValueError, match="both synthesized and kept"):
+        bsd.synthesize(table, _recipe(), synthesize=["county"], keep=["county"], progress=False)
+    with pytest.raises(ValueError, match="one label column"):
+        bsd.synthesize(table, bsd.DPAreal(), synthesize=["county", "age"], keep=["gender"], progress=False)
+    with pytest.raises(bsd.InputError, match="neither kept nor synthesized"):
+        bsd.synthesize(table, bsd.DPAreal(known=["gender,zip"]), synthesize="county", keep=KEEP, progress=False)
+    with pytest.raises(bsd.InputError, match="no synthesized column"):
+        recipe = bsd.DPAreal(ordered_logits=[("age", ["gender"])])
+        bsd.synthesize(table, recipe, synthesize="county", keep=KEEP, out=tmp_path / "o", progress=False)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_failed_gate_refuses_the_release_with_the_dpmpm_hint(tmp_path):
+    with pytest.raises(bsd.ConvergenceError) as refused:
+        bsd.synthesize(_table(), _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, out=tmp_path, progress=False)
+    diagnostics = json.loads((tmp_path / "private" / "diagnostics.json").read_text())
+    assert diagnostics["passed"] is False and diagnostics["allow_unconverged"] is False
+    assert (tmp_path / "private" / "posterior.nc").exists()
+    assert not (tmp_path / "release" / "synthetic.parquet").exists()
+    assert "the DPMPM posterior did not converge" in str(refused.value)
+    pattern_hint = "probabilities given a pattern" in str(refused.value)
+    assert pattern_hint == diagnostics["worst_r_hat"].startswith("conditional_")

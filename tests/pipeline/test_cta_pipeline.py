@@ -1,0 +1,78 @@
+"""``bsd.adjust``: Cox's 4 x 9 table adjusted additively with every protection met, as ``bayessdc cta`` does."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayessdc as bsd
+from bayessdc.cli import main
+from bayessdc.cta import cox_4x9_frame
+
+TOTAL = "Total"
+
+
+@pytest.fixture(scope="module")
+def cox():
+    frame = cox_4x9_frame()
+    return frame, bsd.adjust(frame, "row,column", "value", protection="protection", integer=True)
+
+
+def test_adjusted_table_adds_up_by_hand(cox):
+    _, result = cox
+    table = result.table.set_index(["row", "column"])["adjusted"]
+    rows = [f"R{r}" for r in range(1, 5)]
+    columns = [f"C{c}" for c in range(1, 10)]
+    for r in rows:
+        assert sum(table[(r, c)] for c in columns) == pytest.approx(table[(r, TOTAL)], abs=1e-6)
+    for c in columns:
+        assert sum(table[(r, c)] for r in rows) == pytest.approx(table[(TOTAL, c)], abs=1e-6)
+    grand = table[(TOTAL, TOTAL)]
+    assert sum(table[(r, TOTAL)] for r in rows) == pytest.approx(grand, abs=1e-6)
+    assert sum(table[(TOTAL, c)] for c in columns) == pytest.approx(grand, abs=1e-6)
+    assert result.totals_add_up and result.quality["checks"]["max_additivity_residual"] == pytest.approx(0, abs=1e-6)
+
+
+def test_every_protection_is_met(cox):
+    frame, result = cox
+    cells = result.table.merge(frame, on=["row", "column"], validate="one_to_one")
+    assert (cells["original"] == cells["value"]).all()
+    assert (cells["sensitive"] == (cells["protection_y"] > 0)).all() and cells["sensitive"].sum() == 7
+    sensitive = cells[cells["sensitive"]]
+    moved = (sensitive["adjusted"] - sensitive["value"]).abs()
+    assert (moved >= sensitive["protection_y"] - 1e-6).all()  # Cox's protections p_i, from the input
+    assert (cells["adjusted"] >= -1e-9).all()
+    assert np.allclose(cells["adjustment"], np.round(cells["adjustment"]))  # integer=True
+    assert result.status == "optimal" and result.protection_met and result.passed
+    assert result.quality["all_cells"]["total_absolute_adjustment"] == pytest.approx(249250)
+
+
+def test_adjust_equals_the_cli(cox, tmp_path):
+    _, result = cox
+    path = tmp_path / "cox.csv"
+    cox_4x9_frame().to_csv(path, index=False)
+    args = ["cta", "--table", str(path), "--dims", "row,column", "--value", "value", "--protection", "protection"]
+    assert main([*args, "--integer", "--out", str(tmp_path / "cli")]) == 0
+    cli = pd.read_csv(tmp_path / "cli" / "adjusted.csv")
+    pd.testing.assert_frame_equal(result.table, cli, check_dtype=False)
+    paths = result.save(tmp_path / "api")
+    assert paths["adjusted"].read_bytes() == (tmp_path / "cli" / "adjusted.csv").read_bytes()
+    api_quality, cli_quality = (
+        json.loads(p.read_text()) for p in (paths["quality"], tmp_path / "cli" / "quality.json")
+    )
+    for quality in (api_quality, cli_quality):
+        quality["solver"].pop("solve_seconds")
+    assert api_quality == cli_quality
+    from_file = bsd.adjust(path, "row,column", "value", protection="protection", integer=True)
+    pd.testing.assert_frame_equal(from_file.table, result.table)
+
+
+def test_input_errors_are_named(cox):
+    frame, _ = cox
+    with pytest.raises(bsd.InputError, match="--protection COL or --rule RULE"):
+        bsd.adjust(frame, "row,column", "value")
+    with pytest.raises(bsd.InputError, match="not both"):
+        bsd.adjust(frame, "row,column", "value", protection="protection", rule="p%=15")
+    with pytest.raises(ValueError, match="column\\(s\\) not in the data: amount"):
+        bsd.adjust(frame, "row,column", "amount", protection="protection")
