@@ -33,6 +33,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 _LAZY = {
     "ConvergenceError": "bayessdc.models.sampling",
     "SamplerSettings": "bayessdc.models.sampling",
+    "GibbsSettings": "bayessdc.models.dpmpm",
     "RunMismatchError": "bayessdc.synthesis.output",
     "read_table": "bayessdc.io",
     "Recipe": "bayessdc.pipeline",
@@ -59,6 +60,7 @@ __all__ = [
     "ConvergenceError",
     "Diagnostics",
     "Flows",
+    "GibbsSettings",
     "InputError",
     "NotApplicableError",
     "Recipe",
