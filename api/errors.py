@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
+from bayessdc.models.errors import InputError
+
 __all__ = ["InputError", "NotApplicableError"]
-
-
-class InputError(ValueError):
-    """The input table or an option is wrong; the message names the column, row or constraint.
-
-    Raised before any sampling. The command line prints the message and exits with status 2.
-    """
 
 
 class NotApplicableError(TypeError):

@@ -34,11 +34,15 @@ class PosteriorFiles(Mapping[str, az.InferenceData]):
         Where the files are.
     names
         The fits' names; fit ``name`` is in ``<folder>/<name>.posterior.nc``.
+    keep_alive
+        The temporary folder object that ``folder`` lives in, when the run had no output folder.
     """
 
-    def __init__(self, folder: Path, names: list[str]) -> None:
+    def __init__(self, folder: Path, names: list[str], keep_alive: Any = None) -> None:
         self.folder = Path(folder)
         self.names = list(names)
+        #: A temporary folder holding the files, removed when the last reference to this mapping goes.
+        self.keep_alive = keep_alive
 
     def path(self, name: str) -> Path:
         """The file of fit ``name``."""
@@ -155,8 +159,6 @@ class Release:
     private_files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
     measures: Measures | None = field(default=None, repr=False)
     no_risk_hint: str = ""
-    #: Keeps a temporary working folder (stored posteriors) alive as long as the release.
-    scratch: Any = field(default=None, repr=False)
 
     # -- the verbs ----------------------------------------------------------------------------------
 

@@ -12,8 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import UserError
-
 __all__ = ["add_parser", "demo", "run", "summary"]
 
 
@@ -63,10 +61,6 @@ def run(args: argparse.Namespace) -> int:
 
     data = bsd.read_table(args.data)
     rules = load_rules(args.rules) if args.rules is not None else []
-    if args.m < 1:
-        raise UserError("--m must be at least 1")
-    if args.bootstrap < 1:
-        raise UserError("--bootstrap must be at least 1")
     recipe = bsd.CART(
         rules=rules,
         min_leaf=args.min_leaf,

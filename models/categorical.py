@@ -17,13 +17,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
+
 __all__ = ["MISSING_LEVEL", "CategoricalData", "CategoricalDataError", "distinct_cells", "prepare_categorical"]
 
 #: The level that stands for a missing value under ``prepare_categorical(..., missing="level")``.
 MISSING_LEVEL = "<missing>"
 
 
-class CategoricalDataError(ValueError):
+class CategoricalDataError(InputError):
     """The table cannot be modelled as given (the message names the column at fault and what to do)."""
 
 

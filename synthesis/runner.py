@@ -240,7 +240,17 @@ class InferenceDataStore:
             return az.from_netcdf(str(path), engine="h5netcdf")
 
     def save(self, name: str, result: Any) -> None:
-        """Write ``<folder>/<name>.nc``."""
+        """Write ``<folder>/<name>.nc``.
+
+        netCDF cannot hold a coordinate of mixed Python types (levels such as ``1, 2, "<missing>"``): such
+        coordinates are written as text, and the caller restores them after :meth:`load`.
+        """
+        result = result.copy()
+        for group in result.groups():
+            dataset = getattr(result, group)
+            mixed = {k: v.astype(str) for k, v in dataset.coords.items() if v.dtype == object}
+            if mixed:
+                setattr(result, group, dataset.assign_coords(mixed))
         with atomic_path(Path(self.folder) / f"{name}.nc") as tmp:
             result.to_netcdf(str(tmp), engine="h5netcdf")
 

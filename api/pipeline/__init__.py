@@ -38,7 +38,7 @@ from bayessdc.synthesis.output import OutputFolder
 from ..errors import InputError
 from ..release import Diagnostics, Release
 
-__all__ = ["Fitted", "Prepared", "Recipe", "synthesize"]
+__all__ = ["Fitted", "Prepared", "Recipe", "column_list", "synthesize"]
 
 
 @dataclass
@@ -171,7 +171,8 @@ def synthesize(
     bayessdc.InputError
         Bad input or options, before any sampling.
     bayessdc.ConvergenceError
-        The gate failed and ``allow_unconverged`` is false (``out/private/diagnostics.json`` is written).
+        The gate failed and ``allow_unconverged`` is false (``out/private/diagnostics.json`` is written);
+        the error's ``diagnostics`` attribute holds the posteriors and figures.
     """
     if not isinstance(synthesizer, Recipe):
         raise InputError(
@@ -181,13 +182,17 @@ def synthesize(
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise InputError(f"m must be a whole number of at least 1 (--m), got {m!r}")
     start = time.perf_counter()
-    synthesizer.check_m(m)
-    prepared = synthesizer.prepare(frame, _column_list(synthesize), _column_list(keep), seed)
+    try:
+        synthesizer.check_m(m)
+        prepared = synthesizer.prepare(frame, column_list(synthesize), column_list(keep), seed)
+    except InputError:
+        raise
+    except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too
+        raise InputError(str(err)) from err
     identity = {**prepared.identity, "m": m, "seed": seed}
     folder = OutputFolder(out, identity) if out is not None else None
-    if progress:
-        for notice in prepared.notices:
-            _say(f"notice: {notice}")
+    for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
+        _say(f"notice: {notice}")
     fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
     fitted.diagnostics.allow_unconverged = allow_unconverged
     fitted.diagnostics.summary["allow_unconverged"] = allow_unconverged
@@ -201,7 +206,9 @@ def synthesize(
         for name, write in fitted.private_files.items():
             folder.write_private_file(name, write)
     if not fitted.diagnostics.passed and not allow_unconverged:
-        raise ConvergenceError(fitted.report, fitted.what, hint=fitted.hint)
+        refusal = ConvergenceError(fitted.report, fitted.what, hint=fitted.hint)
+        refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
+        raise refusal
     release = synthesizer.release(prepared, fitted, m, seed, progress)
     release.identity = identity
     for key, value in (("m", m), ("seed", seed), ("allow_unconverged", allow_unconverged)):
@@ -213,8 +220,8 @@ def synthesize(
     return release
 
 
-def _column_list(columns: Sequence[str] | str | None) -> list[str] | None:
-    """Columns given as a list, or as one comma-separated string."""
+def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
+    """Columns given as a list, or as one comma-separated string (``None`` stays ``None``)."""
     if columns is None:
         return None
     if isinstance(columns, str):

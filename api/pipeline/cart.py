@@ -47,7 +47,7 @@ from bayessdc.synthesis.tables import (
 
 from ..errors import InputError, NotApplicableError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Prepared, Recipe
+from . import Fitted, Prepared, Recipe, column_list
 
 __all__ = ["CART", "default_tables", "identification_figures", "parse_table", "table_utility"]
 
@@ -206,7 +206,7 @@ def _check_rules(synthesizer: CartSynthesizer, released: pd.DataFrame) -> None:
 
 
 def _columns(text: str) -> list[str]:
-    return [c.strip() for c in text.split(",") if c.strip()]
+    return column_list(text) or []
 
 
 def parse_table(text: str, data: pd.DataFrame, name: str | None = None) -> TableSpec:

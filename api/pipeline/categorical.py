@@ -32,7 +32,7 @@ import pandas as pd
 
 from bayessdc.models.categorical import prepare_categorical
 from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
-from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings
+from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.synthesis.datasets import draw_synthetic
@@ -545,6 +545,12 @@ class DPMPM(_CategoricalRecipe):
             workers=self.workers,
             progress=report,
         )
+        # Chains read back from the store carry text level coordinates (netCDF's limit): the data's own.
+        levels = {level_dim(v): data.levels[v] for v in data.variables}
+        for idata in parts:
+            idata.posterior = idata.posterior.assign_coords(
+                {k: v for k, v in levels.items() if k in idata.posterior.coords}
+            )
         return DPMPMSynthesizer.combine_chains(parts)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:

@@ -130,7 +130,6 @@ class Flows(Recipe):
             "divergences": int(sum(r.convergence["divergences"] for r in results)),
             "all_converged": not unconverged,
             "unconverged_groups": unconverged,
-            "allow_unconverged": False,
             "criteria": asdict(ConvergenceCriteria()),
             "groups": {
                 r.name: {
@@ -144,7 +143,7 @@ class Flows(Recipe):
         report = ConvergenceReport(
             *(worst[k] for k in ("max_r_hat", "min_ess_bulk", "divergences", "worst_r_hat", "worst_ess_bulk"))
         )
-        posteriors = PosteriorFiles(task.folder, [g.name for g in groups])
+        posteriors = PosteriorFiles(task.folder, [g.name for g in groups], keep_alive=scratch)
         return Fitted(
             Diagnostics(posteriors, summary, passed=not unconverged),
             report,
@@ -152,7 +151,7 @@ class Flows(Recipe):
             hint="Groups with few origins or destinations and mostly minimum counts have a nearly improper "
             "posterior under the paper's Gamma(0.01, 0.01) precision priors; a weakly informative prior such "
             "as --phi-prior 1,1 makes them proper (recorded in model.json).",
-            state={"results": results, "scratch": scratch},
+            state={"results": results},
             reports={r.name: r.convergence for r in results},
         )
 
@@ -242,7 +241,6 @@ class Flows(Recipe):
             utility_figures=utility,
             private_json=private_json,
             private_tables={"risk_cells.parquet": risk_cells},
-            scratch=fitted.state["scratch"],
         )
 
     def _exact_check(self, groups: list, results: list, risk_cells: pd.DataFrame, seed: int) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from bayessdc.models.sampling import SamplerSettings, check_convergence
 from bayessdc.models.spatial import (
     Restriction,
     SpatialData,
-    SpatialDataError,
     SpatialPriors,
     fit_two_stage,
     prepare_spatial_data,
@@ -37,7 +36,7 @@ from bayessdc.synthesis.regression import regression_utility
 
 from ..errors import InputError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Prepared, Recipe
+from . import Fitted, Prepared, Recipe, column_list
 
 __all__ = ["Spatial", "SpatialMeasures"]
 
@@ -47,11 +46,7 @@ STAGES: tuple[str, str] = ("unrestricted", "restricted")
 
 def _names(columns: Sequence[str] | str | None) -> list[str]:
     """Column names given as a list, or as one comma-separated string."""
-    if columns is None:
-        return []
-    if isinstance(columns, str):
-        columns = [columns]
-    return [c.strip() for value in columns for c in str(value).split(",") if c.strip()]
+    return column_list(columns) or []
 
 
 @dataclass(kw_only=True)
@@ -209,18 +204,16 @@ class Spatial(Recipe):
     def _data(
         self, frame: pd.DataFrame, response: str, coords: list[str], covariates: list[str], seed: int
     ) -> SpatialData:
-        try:
-            return prepare_spatial_data(
-                frame,
-                response,
-                (coords[0], coords[1]),
-                covariates,
-                log_response=self.log_response,
-                jitter=self.jitter,
-                seed=seed,
-            )
-        except SpatialDataError as err:
-            raise InputError(str(err)) from err
+        # SpatialDataError is a bayessdc.InputError: the row and column named by the model's own check.
+        return prepare_spatial_data(
+            frame,
+            response,
+            (coords[0], coords[1]),
+            covariates,
+            log_response=self.log_response,
+            jitter=self.jitter,
+            seed=seed,
+        )
 
     # -- fit and gate -------------------------------------------------------------------------------
 
@@ -257,7 +250,6 @@ class Spatial(Recipe):
         }
         summary: dict[str, Any] = {name: report.to_dict() for name, report in reports.items()}
         summary["all_converged"] = all(r.passed for r in reports.values())
-        summary["allow_unconverged"] = False  # the release step records the run's value
         summary["restriction"] = fit.restriction.describe()
         failed = [name for name, r in reports.items() if not r.passed]
         posteriors = {name: idata for name, (_, idata) in stages.items()}
@@ -279,7 +271,6 @@ class Spatial(Recipe):
         """m synthetic datasets from each stage (the restricted ones released), proximity risk, utility."""
         extra, fit = prepared.extra, fitted.state
         data, response = fit.data, extra["response"]
-        fitted.diagnostics.summary["allow_unconverged"] = fitted.diagnostics.allow_unconverged
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
         values = {
             "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng).to_numpy(),

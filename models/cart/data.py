@@ -11,13 +11,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..validation import describe_rows
 from .rules import ColumnSchema, Rule, rule_violations
 
 __all__ = ["CartDataError", "check_rules_hold", "encode_columns", "validate_columns"]
 
 
-class CartDataError(ValueError):
+class CartDataError(InputError):
     """Bad input found before fitting: columns, missing values, rules."""
 
 

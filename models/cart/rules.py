@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..validation import describe_rows
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
 Environment = Callable[[str], np.ndarray]
 
 
-class RuleError(ValueError):
+class RuleError(InputError):
     """A rule that cannot be read, names an unknown column or value, or is violated by the data."""
 
 

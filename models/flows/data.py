@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..validation import name_rows
 
 __all__ = ["FlowColumns", "FlowDataError", "FlowGroup", "split_groups", "validate_flows"]
 
 
-class FlowDataError(ValueError):
+class FlowDataError(InputError):
     """The flow table cannot be modelled as given (the message names the column or rows at fault)."""
 
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..validation import name_rows
 
 __all__ = ["SpatialData", "SpatialDataError", "prepare_spatial_data"]
 
 
-class SpatialDataError(ValueError):
+class SpatialDataError(InputError):
     """The spatial data cannot be modelled as given (the message names the column or rows at fault)."""
 
 

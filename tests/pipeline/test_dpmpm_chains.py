@@ -65,3 +65,17 @@ def test_a_release_from_chains_kept_in_the_output_folder_is_the_same_on_a_rerun(
     plain = bsd.synthesize(frame, bsd.DPMPM(K=6, settings=SETTINGS, repetitions=2, risk_records=0), **options,
                            progress=False)  # fmt: skip
     pd.testing.assert_frame_equal(first.synthetic, plain.synthetic)
+
+
+def test_stored_chains_with_mixed_level_types_come_back_as_the_in_process_posterior(prepared, tmp_path):
+    """A numeric column with a missing value treated as a level has levels 0, 1, ..., "<missing>": netCDF
+    cannot hold such a coordinate, so the store writes it as text and the recipe restores the data's own."""
+    frame, _ = prepared
+    frame = frame.astype({"age": float})
+    frame.loc[[0, 5], "age"] = float("nan")
+    recipe = bsd.DPMPM(K=6, settings=SETTINGS, missing="level")
+    data = recipe.prepare(frame, ["county"], ["gender", "age"])
+    in_process = _posterior(recipe, data)
+    stored = bsd.DPMPM(K=6, settings=SETTINGS, missing="level", scheduler="synchronous")
+    _posterior(stored, data, tmp_path)  # fits and stores the chains
+    _bitwise_equal(in_process, _posterior(stored, data, tmp_path))  # reads them back
