@@ -211,8 +211,8 @@ def synthesize(
         raise refusal
     release = synthesizer.release(prepared, fitted, m, seed, progress)
     release.identity = identity
-    for key, value in (("m", m), ("seed", seed), ("allow_unconverged", allow_unconverged)):
-        release.description.setdefault(key, value)
+    # What every release/model.json states, written here once for all synthesizers.
+    release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
     release.private_files = {**fitted.private_files, **release.private_files}
     release.seconds = time.perf_counter() - start
     if out is not None:

@@ -162,7 +162,7 @@ class CART(Recipe):
         summary = fitted.diagnostics.summary
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
         description = synthesizer.describe()
-        description.update({"m": m, "seed": seed, "n_records": len(released)})
+        description["n_records"] = len(released)
         categorical = [c for c, kind in kinds.items() if kind == "classification"]
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed)
         hint = (

@@ -320,11 +320,8 @@ class _CategoricalRecipe(Recipe):
         description = fitted.state["synthesizer"].describe()
         description.update(
             {
-                "m": m,
-                "seed": seed,
                 "synthesized": synthesize,
                 "kept": keep,
-                "allow_unconverged": fitted.diagnostics.allow_unconverged,
             }
         )
         return Release(

@@ -216,10 +216,7 @@ class Flows(Recipe):
         description = self.synthesizer().describe()
         description.update(
             {
-                "m": m,
-                "seed": seed,
                 "sensitive_bounds": [self.lower, self.upper],
-                "allow_unconverged": fitted.diagnostics.allow_unconverged,
                 "groups_fitted": len(groups),
                 "columns": asdict(columns),
             }

@@ -292,8 +292,6 @@ class Spatial(Recipe):
         model = fit.restricted.describe()
         model.update(
             {
-                "m": m,
-                "seed": seed,
                 "response": response,
                 "response_scale": "log" if self.log_response else "original",
                 "coords": extra["coords"],
@@ -305,7 +303,6 @@ class Spatial(Recipe):
                     "from_alpha": self.alpha is not None,
                 },
                 "jittered_duplicate_locations": data.n_jittered > 0,
-                "allow_unconverged": fitted.diagnostics.allow_unconverged,
             }
         )
         overlap = float(np.mean([row["ci_overlap"] for row in utility["regression"]]))
