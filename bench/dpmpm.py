@@ -12,6 +12,8 @@ Usage::
     python bench/dpmpm.py --gate 4 100000 5000 50 --seed 1   # the convergence gate of long chains
     python bench/dpmpm.py --gate 2 4000 1000 4 --vlss    # the same on the VLSS individuals (../shared/data)
     python bench/dpmpm.py --powers 1 0.9 --draws 60000  # regime changes on the power posterior
+    python bench/dpmpm.py --reference     # NPBayesImputeCat 0.5 (R) side by side, and an independent collapsed
+                                          # sampler (bench/reference_dpmpm.py; about 3 minutes; skipped without R)
 
 Short runs hide the slowest mode (2026-11-23). The CE-like posterior has regimes with 11, 12 or 13 large
 components (pi_k > 0.01), different groupings of the 40 patterns, and a chain changes regime about once
@@ -101,13 +103,59 @@ Caution on the reference's ESS: it reports 25-31 occupied components. A chain of
 label swaps (started, like it, with every component in use) stays at 31-39 with alpha about 15-19 and a
 high alpha ESS (380 ESS/s), while with the swaps the chain moves to 13-22 and alpha about 1.9 (the
 flat-likelihood prior check and the enumeration test validate the moves). The reference's figures are
-probably those of a chain that has not reached this region (not checked: the reference is not installed on
-this machine).
+those of a chain that has not reached this region: measured below (``--reference``), it sits at 31-38.
+
+The reference side by side (``--reference``, 2026-11-24; NPBayesImputeCat 0.5 installed from
+``../shared/reference`` into ``../rlib``, run through ``Rscript`` by ``bench/reference_dpmpm.py``)::
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
+    (3 min 8 s; load average 3.2-3.8 on 2 cores, another session running; an earlier identical invocation at
+    load 1.2-1.9 gave the same chains and release figures, the seeds being fixed, and 121 s / 3.58 s per 1,000
+    iterations at n = 1,000,000, ratio 34)
+
+    simulate_ce_like(n=6208, seed=1), one chain of 60,000 iterations each, K = 40, a_alpha = b_alpha = 0.25
+                                       NPBayesImputeCat 0.5        bayessdc (defaults, 1 chain, thin 20)
+    s per 1,000 iterations             0.86                        0.47
+    occupied components 5/50/95%       31/35/38 | 31/35/38         11/14/18 | 12/14/18     (first | second half)
+    alpha 5/50/95%                     10.5/13.9/17.9 | same       0.88/1.61/2.73 | 0.92/1.65/2.73
+
+    independent collapsed Gibbs (Neal 2000 alg. 3, untruncated, theta and sticks integrated out; P(k) within
+    0.0009 and P(alpha < 1) within 0.001 of the enumeration of an 8-record problem), 60,000 sweeps per chain,
+    38-41 s: from 1 cluster 10/13/17 and alpha 0.75/1.43/2.42, from 40 clusters 12/14/18 and 0.90/1.62/2.68
+    (both halves alike; the two chains sit in different regimes, as this sampler's chains do). Truncated
+    (K = 40) and untruncated agree while the occupied components stay well below K. Scored with theta
+    integrated out and the untruncated prior (alpha integrated), the reference's kept partitions lie about
+    600 nats below the collapsed sampler's (medians -49,302 and -48,684; log-likelihood alone -34,544 and
+    -34,633: the reference's extra components buy 90 nats of fit at about 700 of prior).
+
+    release figures, m = 20 from the second half of each chain (conditioning "full", county synthesized),
+    S = 100 inherent repetitions     inherent min   NPBayesImputeCat   bayessdc   inherent max   per-dataset sd
+    expected match risk, g+county          3.78          3.645           3.562         5.409       0.55 / 0.42
+    expected match risk, g+age+county     17.01         14.32           13.68         18.83        2.31 / 2.33
+    true match rate, g+age+county          3.0e-4        2.0e-4          2.0e-4        4.3e-4
+    exact attribute disclosures             103         242.2           241.4         315.4        16.4 / 14.5
+    table deviations one / two / three-way          1255/5750/9172   1204/5654/9116
+
+An agency using the reference would have released nearly the same figures: every one within 0.62 per-dataset
+sd of ours (a difference of two means over m = 20 has a standard error of 0.32 sd); the largest are the table
+deviations (+0.62, +0.52, +0.37 sd: slightly worse utility) and the expected match risk with {gender, age,
+county} known (+0.27 sd, +35% of the inherent range, which is narrower than one dataset's sd). With
+``--reference-m 100`` (same chains): within 0.29 sd, standard error 0.14 sd; expected match risk g+age+county
+14.64 against 14.15 (+0.29 sd, +27% of the inherent range), table deviations +0.16 to +0.27 sd, attribute
+disclosures 247.8 against 247.4. The stuck chain misreports alpha (8 times) and the number of components (2.5
+times) far more than it moves the release.
+
+n = 1,000,000 (same invocation): NPBayesImputeCat 5.4 s for 40 iterations after 5 warm-up ones = 134 s per
+1,000 iterations; bayessdc 7.4 s for 2,000 = 3.71 s per 1,000; ratio 36. The 50x target is not met on this
+machine: the reference runs at 121-134 s per 1,000 here (not 280), and this sampler at 3.5-3.7 s per 1,000
+(a separate check: 3.64 s for 2,000 iterations, 3.52 s per 1,000 over 6,000; the reference 121 s per 1,000 over
+40 and over 160 iterations).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -352,6 +400,423 @@ def powers(values: list[float], chains: int, iterations: int, seed: int) -> list
     return rows
 
 
+# -- an independent collapsed Gibbs sampler (untruncated DP; shares no code with bayessdc.models.dpmpm) ---------
+
+
+@functools.cache
+def _collapsed_kernel():
+    """Neal (2000) algorithm 3 for a DP mixture of products of multinomials, compiled on first use.
+
+    theta (flat Dirichlet(a) per variable and component) and the sticks are integrated out: record ``i`` joins
+    cluster ``c`` with probability proportional to ``n_c prod_j (m_cj[x_ij] + a) / (n_c + a d_j)`` and a new
+    cluster with ``alpha prod_j 1 / d_j``. alpha ~ Gamma(a_alpha, rate b_alpha) is updated after every sweep by
+    Escobar & West (1995): ``eta ~ Beta(alpha + 1, n)``, then a two-part Gamma mixture. Untruncated: the number
+    of clusters is not bounded by K.
+    """
+    from numba import njit
+
+    @njit(cache=False)
+    def sweeps_kernel(codes, offsets, a, a_alpha, b_alpha, z, alpha, sweeps, thin, seed):
+        np.random.seed(seed)  # noqa: NPY002 - numba's generator
+        n, p = codes.shape
+        cap = n + 1
+        size = np.zeros(cap, np.int64)
+        counts = np.zeros((cap, offsets[-1]), np.int64)
+        d = np.empty(p)
+        new_weight_base = 1.0
+        for j in range(p):
+            d[j] = offsets[j + 1] - offsets[j]
+            new_weight_base /= d[j]
+        for i in range(n):
+            size[z[i]] += 1
+            for j in range(p):
+                counts[z[i], offsets[j] + codes[i, j]] += 1
+        active = np.empty(cap, np.int64)
+        position = -np.ones(cap, np.int64)
+        free = np.empty(cap, np.int64)
+        n_active, n_free = 0, 0
+        for c in range(cap - 1, -1, -1):
+            if size[c] > 0:
+                position[c] = n_active
+                active[n_active] = c
+                n_active += 1
+            else:
+                free[n_free] = c
+                n_free += 1
+        weights = np.empty(cap)
+        kept = sweeps // thin
+        occupied = np.empty(kept, np.int64)
+        alphas = np.empty(kept)
+        for sweep in range(sweeps):
+            for i in range(n):
+                c = z[i]
+                size[c] -= 1
+                for j in range(p):
+                    counts[c, offsets[j] + codes[i, j]] -= 1
+                if size[c] == 0:  # drop the empty cluster
+                    last = active[n_active - 1]
+                    active[position[c]] = last
+                    position[last] = position[c]
+                    position[c] = -1
+                    n_active -= 1
+                    free[n_free] = c
+                    n_free += 1
+                total = 0.0
+                for t in range(n_active):
+                    k = active[t]
+                    w = float(size[k])
+                    for j in range(p):
+                        w *= (counts[k, offsets[j] + codes[i, j]] + a) / (size[k] + a * d[j])
+                    total += w
+                    weights[t] = total
+                total += alpha * new_weight_base
+                u = np.random.random() * total  # noqa: NPY002
+                t = 0
+                while t < n_active and weights[t] <= u:
+                    t += 1
+                if t == n_active:  # a new cluster
+                    n_free -= 1
+                    k = free[n_free]
+                    position[k] = n_active
+                    active[n_active] = k
+                    n_active += 1
+                else:
+                    k = active[t]
+                z[i] = k
+                size[k] += 1
+                for j in range(p):
+                    counts[k, offsets[j] + codes[i, j]] += 1
+            eta = np.random.beta(alpha + 1.0, n)  # noqa: NPY002
+            rate = b_alpha - np.log(eta)
+            odds = (a_alpha + n_active - 1.0) / (n * rate)
+            shape = a_alpha + n_active - 1.0
+            if np.random.random() < odds / (1.0 + odds):  # noqa: NPY002
+                shape += 1.0
+            alpha = np.random.gamma(shape, 1.0 / rate)  # noqa: NPY002
+            if (sweep + 1) % thin == 0:
+                occupied[(sweep + 1) // thin - 1] = n_active
+                alphas[(sweep + 1) // thin - 1] = alpha
+        return occupied, alphas, z, alpha
+
+    return sweeps_kernel
+
+
+def collapsed_gibbs(
+    codes: np.ndarray,
+    n_levels,
+    sweeps: int,
+    seed: int,
+    *,
+    start_clusters: int = 1,
+    z: np.ndarray | None = None,
+    alpha: float = 1.0,
+    thin: int = 1,
+    a_alpha: float = 0.25,
+    b_alpha: float = 0.25,
+    a: float = 1.0,
+) -> dict:
+    """Run the collapsed sampler from ``z`` and ``alpha`` (default: ``start_clusters`` random clusters, alpha 1);
+    occupied clusters and alpha per kept sweep, and the last allocation ``z``."""
+    kernel = _collapsed_kernel()
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_levels)]).astype(np.int64)
+    if z is None:
+        z = np.random.default_rng(seed).integers(0, start_clusters, len(codes))
+    z = np.unique(z, return_inverse=True)[1].ravel().astype(np.int64)  # labels 0 .. k - 1
+    start = time.perf_counter()
+    occupied, alphas, z, _ = kernel(codes, offsets, a, a_alpha, b_alpha, z, float(alpha), sweeps, thin, seed)
+    return {"occupied": occupied, "alpha": alphas, "z": z, "seconds": time.perf_counter() - start}
+
+
+def partition_log_likelihood(codes: np.ndarray, n_levels, z: np.ndarray, a: float = 1.0) -> float:
+    """log p(records | partition), theta integrated out (flat Dirichlet(a)): the same in the truncated and the
+    untruncated model, so it scores a partition of either sampler."""
+    from scipy.special import gammaln
+
+    labels = np.unique(z, return_inverse=True)[1].ravel()
+    sizes = np.bincount(labels)
+    total = 0.0
+    for j, d in enumerate(n_levels):
+        table = np.zeros((len(sizes), d))
+        np.add.at(table, (labels, codes[:, j]), 1)
+        total += float(np.sum(gammaln(a * d) - gammaln(a * d + sizes)) + np.sum(gammaln(a + table) - gammaln(a)))
+    return total
+
+
+def partition_scores(codes: np.ndarray, n_levels, z: np.ndarray, a_alpha: float = 0.25, b_alpha: float = 0.25):
+    """``log p(records | partition)`` and ``log p(records | partition) + log p(partition)`` under the untruncated
+    DP (Ewens prior, alpha ~ Gamma(a_alpha, rate b_alpha) integrated out): the log posterior of the partition up
+    to a constant. For the truncated model (K = 40) the prior term is an approximation, close while the number
+    of occupied components stays well below K."""
+    from scipy.special import gammaln
+
+    sizes = np.bincount(np.unique(z, return_inverse=True)[1].ravel())
+    likelihood = partition_log_likelihood(codes, n_levels, z)
+    prior = float(gammaln(sizes).sum()) + ewens_alpha_integral(len(sizes), len(z), a_alpha, b_alpha)
+    return likelihood, likelihood + prior
+
+
+def ewens_alpha_integral(k: int, n: int, a_alpha: float, b_alpha: float, upper: float = np.inf) -> float:
+    """log of the integral over alpha ~ Gamma(a_alpha, rate b_alpha), up to ``upper``, of
+    alpha^k Gamma(alpha) / Gamma(alpha + n) (the Ewens prior of a partition into k blocks, alpha integrated out)."""
+    from scipy.special import gammaln
+
+    log_alpha = np.linspace(-30.0, 12.0, 40_001)
+    alpha = np.exp(log_alpha)
+    log_f = (
+        a_alpha * np.log(b_alpha)
+        - gammaln(a_alpha)
+        + a_alpha * log_alpha
+        - b_alpha * alpha
+        + k * log_alpha
+        + gammaln(alpha)
+        - gammaln(alpha + n)
+    )  # density in log alpha: the Jacobian alpha is the a_alpha (not a_alpha - 1) power
+    log_f = np.where(alpha <= upper, log_f, -np.inf)
+    top = log_f.max()
+    return float(top + np.log(np.trapezoid(np.exp(log_f - top), log_alpha)))
+
+
+def collapsed_enumeration_check(sweeps: int = 300_000, seed: int = 5) -> dict:
+    """The collapsed sampler against the exact posterior of a tiny problem (8 records, 3 variables, Bell(8) =
+    4,140 partitions; alpha ~ Gamma(0.25, 0.25) integrated numerically): P(k clusters) and P(alpha < 1)."""
+    from scipy.special import gammaln
+
+    codes = np.array([[0, 0, 0], [0, 0, 1], [0, 1, 0], [1, 1, 2], [1, 1, 2], [1, 0, 2], [0, 0, 0], [1, 1, 1]])
+    n_levels = (2, 2, 3)
+    n = len(codes)
+
+    def partitions(n):  # restricted growth strings
+        z = [0] * n
+
+        def grow(i, top):
+            if i == n:
+                yield np.array(z)
+                return
+            for c in range(top + 2):
+                z[i] = c
+                yield from grow(i + 1, max(top, c))
+
+        z[0] = 0
+        yield from grow(1, 0)
+
+    by_k = np.full(n + 1, -np.inf)
+    for z in partitions(n):
+        k = z.max() + 1
+        log_w = partition_log_likelihood(codes, n_levels, z) + float(gammaln(np.bincount(z)).sum())
+        by_k[k] = np.logaddexp(by_k[k], log_w)
+    integral = np.array([ewens_alpha_integral(k, n, 0.25, 0.25) for k in range(n + 1)])
+    below = np.array([ewens_alpha_integral(k, n, 0.25, 0.25, upper=1.0) for k in range(n + 1)])
+    log_pk = by_k + integral
+    pk = np.exp(log_pk - np.logaddexp.reduce(log_pk[1:]))
+    pk[0] = 0.0
+    exact_below = float(np.sum(pk[1:] * np.exp(below[1:] - integral[1:])))
+    run = collapsed_gibbs(codes, n_levels, sweeps, seed, start_clusters=3)
+    sampled = np.bincount(run["occupied"], minlength=n + 1)[: n + 1] / len(run["occupied"])
+    return {
+        "exact_p_k": pk[1:].round(4).tolist(),
+        "sampled_p_k": sampled[1:].round(4).tolist(),
+        "max_abs_difference_p_k": float(np.abs(sampled - pk).max()),
+        "exact_p_alpha_below_1": round(exact_below, 4),
+        "sampled_p_alpha_below_1": round(float((run["alpha"] < 1).mean()), 4),
+        "sweeps": sweeps,
+    }
+
+
+# -- the reference implementation side by side (--reference) ----------------------------------------------------
+
+
+def _quantile_text(halves: dict[str, list[float]], digits: int) -> str:
+    return "   ".join(f"{name} {'/'.join(f'{q:.{digits}f}' for q in qs)}" for name, qs in halves.items())
+
+
+def reference_comparison(
+    iterations: int,
+    large_n: int,
+    large_reference_iterations: int,
+    large_iterations: int,
+    collapsed_sweeps: int,
+    m: int = 20,
+    repetitions: int = 100,
+    seed: int = 7,
+) -> dict:
+    """NPBayesImputeCat 0.5 beside this project's blocked Gibbs sampler and an independent collapsed sampler.
+
+    (a) CE-like n = 6,208 (``simulate_ce_like(n=6208, seed=1)``): one chain of ``iterations`` each, occupied
+    components and alpha (5/50/95%) in both halves, s per 1,000 iterations; m synthetic datasets from the second
+    half of each chain (county synthesized, ``conditioning="full"``) and their release figures beside the
+    inherent bounds. (b) n = ``large_n``: s per 1,000 iterations of each (0: skipped). (c) the collapsed sampler,
+    checked by enumeration, then two chains of ``collapsed_sweeps`` on the n = 6,208 data (0: skipped). Prints as
+    it goes; returns the figures.
+    """
+    import pandas as pd
+    import reference_dpmpm as ref
+
+    from bayessdc.models.dpmpm import DPMPMSynthesizer, GibbsSettings, prepare_categorical, simulate_ce_like
+    from bayessdc.synthesis.datasets import draw_synthetic
+
+    keep, synthesize = ["gender", "income", "age"], ["county"]
+    known_sets = [["gender", "county"], ["gender", "age", "county"]]
+    out: dict = {"load_average_start": os.getloadavg()}
+    print(f"load average at the start: {os.getloadavg()}", flush=True)
+    missing = ref.reference_unavailable()
+    if missing:
+        print(f"NPBayesImputeCat: {missing}", flush=True)
+
+    # (a) n = 6,208
+    frame = simulate_ce_like(n=6208, seed=1)
+    data = prepare_categorical(frame, synthesize, keep)
+    original = frame[list(data.variables)]
+    print(f"\n(a) CE-like n = {data.n_records:,}, one chain of {iterations:,} iterations each, K = 40", flush=True)
+    releases = {}
+    if not missing:
+        every = iterations // (2 * m)
+        run = ref.run_reference(
+            data.codes, data.variables, data.n_levels, iterations, keep_every=every, keep_from=iterations // 2,
+            keep_z=True, seed=seed,
+        )  # fmt: skip
+        out["reference"] = {
+            "seconds_per_1000_iterations": run.seconds_per_1000_iterations,
+            "occupied": ref.chain_halves(run.k_star),
+            "alpha": ref.chain_halves(run.alpha),
+        }
+        run_z = run.z
+        releases["NPBayesImputeCat"] = ref.reference_release(run, data, m, seed)
+        print(f"  load average after the reference: {os.getloadavg()}", flush=True)
+    tiny = DPMPMSynthesizer(settings=GibbsSettings(draws=2, burn=0, chains=1, thin=1))
+    draw_synthetic(tiny, tiny.fit(data, seed), data.take(np.arange(50)), 1, np.random.default_rng(0))  # compile
+    thin = 20
+    synth = DPMPMSynthesizer(settings=GibbsSettings(draws=iterations, burn=0, chains=1, thin=thin))
+    idata = synth.fit(data, seed)
+    posterior = idata.posterior
+    out["bayessdc"] = {
+        "seconds_per_1000_iterations": 1000 * idata.attrs["sampling_seconds"] / iterations,
+        "occupied": ref.chain_halves(posterior["occupied"].to_numpy()),
+        "alpha": ref.chain_halves(posterior["alpha"].to_numpy()),
+    }
+    second = az.InferenceData(posterior=posterior.isel(draw=slice(posterior.sizes["draw"] // 2, None)))
+    joint = draw_synthetic(synth, second, data, m, np.random.default_rng(seed))
+    releases["bayessdc"] = synth.release_frame(data, joint)
+    print(f"  load average after bayessdc: {os.getloadavg()}", flush=True)
+    for name in ("reference", "bayessdc"):
+        if name in out:
+            r = out[name]
+            label = "NPBayesImputeCat 0.5" if name == "reference" else f"bayessdc (thin {thin})"
+            print(f"  {label:24s} {r['seconds_per_1000_iterations']:.2f} s per 1,000 iterations")
+            print(f"    occupied components 5/50/95%: {_quantile_text(r['occupied'], 0)}")
+            print(f"    alpha 5/50/95%:               {_quantile_text(r['alpha'], 2)}")
+    table = ref.release_comparison(original, releases, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
+    out["release_figures"] = table.to_dict(orient="index")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(
+            f"\n  release figures, m = {m} from the second half of each chain, S = {repetitions} inherent repetitions"
+        )
+        print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+    if "NPBayesImputeCat" in releases:
+        diffs = ref.release_differences(table, "NPBayesImputeCat", "bayessdc")
+        print("\n  NPBayesImputeCat - bayessdc")
+        print(diffs.to_string(float_format=lambda v: f"{v:.3g}"))
+        out["sentence"] = ref.release_sentence(table, "NPBayesImputeCat", "bayessdc", m)
+        print("\n  " + out["sentence"], flush=True)
+
+    # (b) n = large_n
+    if large_n:
+        print(f"\n(b) CE-like n = {large_n:,}: seconds per 1,000 iterations", flush=True)
+        frame = simulate_ce_like(n=large_n, seed=1)
+        large = prepare_categorical(frame, synthesize, keep)
+        del frame
+        if not missing:
+            run = ref.run_reference(
+                large.codes, large.variables, large.n_levels, large_reference_iterations, warmup=5, seed=seed
+            )
+            out["large_reference"] = {"iterations": run.iterations, "seconds": run.seconds, "load": os.getloadavg()}
+            print(
+                f"  NPBayesImputeCat 0.5: {run.seconds:.1f} s for {run.iterations} iterations (after 5 warm-up ones) = "
+                f"{run.seconds_per_1000_iterations:.0f} s per 1,000; load {os.getloadavg()}",
+                flush=True,
+            )
+        synth = DPMPMSynthesizer(settings=GibbsSettings(draws=large_iterations, burn=0, chains=1, thin=thin))
+        seconds = synth.fit(large, seed).attrs["sampling_seconds"]
+        out["large_bayessdc"] = {"iterations": large_iterations, "seconds": seconds, "load": os.getloadavg()}
+        print(
+            f"  bayessdc: {seconds:.1f} s for {large_iterations:,} iterations = "
+            f"{1000 * seconds / large_iterations:.2f} s per 1,000; load {os.getloadavg()}",
+            flush=True,
+        )
+        if not missing:
+            ratio = (run.seconds / run.iterations) / (seconds / large_iterations)
+            out["large_ratio"] = ratio
+            print(f"  bayessdc is {ratio:.0f} times faster per 1,000 iterations (target at least 50)", flush=True)
+
+    # (c) the collapsed sampler
+    if collapsed_sweeps:
+        print(
+            "\n(c) independent collapsed Gibbs sampler (Neal 2000 alg. 3, untruncated DP, theta and sticks "
+            "integrated out)"
+        )
+        check = collapsed_enumeration_check()
+        out["collapsed_enumeration"] = check
+        print(f"  enumeration check (8 records): {json.dumps(check)}", flush=True)
+        out["collapsed"] = []
+        segments = 20
+        for start_clusters in (1, 40):
+            z = np.random.default_rng(seed).integers(0, start_clusters, data.n_records)
+            occupied, alphas, partitions, seconds = [], [], [], 0.0
+            alpha = 1.0
+            for segment in range(segments):
+                r = collapsed_gibbs(
+                    data.codes, data.n_levels, collapsed_sweeps // segments, seed + segment, z=z, alpha=alpha
+                )
+                z, alpha = r["z"], r["alpha"][-1]
+                occupied.append(r["occupied"])
+                alphas.append(r["alpha"])
+                partitions.append(z)
+                seconds += r["seconds"]
+            entry = {
+                "start_clusters": start_clusters,
+                "sweeps": collapsed_sweeps,
+                "seconds": seconds,
+                "occupied": ref.chain_halves(np.concatenate(occupied)),
+                "alpha": ref.chain_halves(np.concatenate(alphas)),
+                "partitions": partitions,
+            }
+            out["collapsed"].append(entry)
+            print(
+                f"  chain from {start_clusters} cluster(s), {collapsed_sweeps:,} sweeps in {seconds:.0f} s\n"
+                f"    occupied clusters 5/50/95%: {_quantile_text(entry['occupied'], 0)}\n"
+                f"    alpha 5/50/95%:             {_quantile_text(entry['alpha'], 2)}",
+                flush=True,
+            )
+        print("  beside (from (a)): bayessdc blocked Gibbs occupied", _quantile_text(out["bayessdc"]["occupied"], 0))
+        print("                     bayessdc blocked Gibbs alpha   ", _quantile_text(out["bayessdc"]["alpha"], 2))
+        if "reference" in out:
+            print(
+                "                     NPBayesImputeCat occupied      ", _quantile_text(out["reference"]["occupied"], 0)
+            )
+            print("                     NPBayesImputeCat alpha         ", _quantile_text(out["reference"]["alpha"], 2))
+        collapsed_z = [z for e in out["collapsed"] for z in e["partitions"][segments // 2 :]]
+        scored = {"collapsed": [partition_scores(data.codes, data.n_levels, z) for z in collapsed_z]}
+        if "reference" in out:
+            scored["NPBayesImputeCat"] = [partition_scores(data.codes, data.n_levels, z) for z in run_z]
+        print("  partitions scored (medians over the kept ones; theta integrated out):")
+        for name, values in scored.items():
+            values = np.array(values)
+            out[f"partition_scores_{name}"] = values.tolist()
+            print(
+                f"    {name:17s} log p(records | partition) {np.median(values[:, 0]):.0f}, + log Ewens prior (alpha "
+                f"integrated) = {np.median(values[:, 1]):.0f} "
+                f"(range {values[:, 1].min():.0f} to {values[:, 1].max():.0f})"
+            )
+        print(
+            "\n  truncated (K = 40, bayessdc and NPBayesImputeCat) against untruncated (collapsed): the same model "
+            "while the occupied components stay well below K; the truncation's prior on the partition differs slightly "
+            "(the K-th stick takes the rest of the mass)"
+        )
+    out["load_average_end"] = os.getloadavg()
+    print(f"load average at the end: {os.getloadavg()}", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[6208, 1_000_000])
@@ -385,12 +850,39 @@ def main() -> None:
     parser.add_argument(
         "--vlss", action="store_true", help="with --gate: the VLSS 1997 individuals (../shared/data), commune"
     )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="instead: NPBayesImputeCat 0.5 (R, ../shared/reference) beside this sampler and an independent collapsed "
+        "sampler, n = 6,208 and n = 1,000,000 (bench/reference_dpmpm.py; skipped cleanly without R)",
+    )
+    parser.add_argument("--reference-iterations", type=int, default=60_000, help="with --reference: chain length")
+    parser.add_argument("--reference-m", type=int, default=20, help="with --reference: synthetic datasets")
+    parser.add_argument("--reference-large-n", type=int, default=1_000_000)
+    parser.add_argument(
+        "--reference-large-iterations",
+        type=int,
+        nargs=2,
+        default=[40, 2000],
+        metavar=("REFERENCE", "BAYESSDC"),
+        help="with --reference: timed iterations of each sampler at the large n",
+    )
+    parser.add_argument("--collapsed-sweeps", type=int, default=60_000, help="with --reference: per collapsed chain")
     parser.add_argument("--nuts-tune", type=int, default=100)
     parser.add_argument("--nuts-draws", type=int, default=100)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-config", default="collapsed,1,0,0", help=argparse.SUPPRESS)
     parser.add_argument("--one-nuts", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.reference:
+        reference_comparison(
+            args.reference_iterations,
+            args.reference_large_n,
+            *args.reference_large_iterations,
+            args.collapsed_sweeps,
+            m=args.reference_m,
+        )
+        return
     if args.powers is not None:
         powers(args.powers, 2, args.draws, args.seed)
         return

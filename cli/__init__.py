@@ -27,9 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="bayessdc",
-        description=(
-            "Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."
-        ),
+        description=("Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."),
     )
     parser.add_argument("--version", action="version", version=f"bayessdc {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

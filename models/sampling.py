@@ -190,10 +190,13 @@ class ConvergenceReport:
 class ConvergenceError(RuntimeError):
     """Raised when a posterior fails the convergence gate and the caller did not allow it."""
 
-    def __init__(self, report: ConvergenceReport, what: str = "posterior", hint: str = "") -> None:
+    def __init__(
+        self, report: Any, what: str = "posterior", hint: str = "", failure: str = "did not converge", advice: str = ""
+    ) -> None:
         self.report = report
+        advice = advice or "Sample longer (--draws, --tune)"
         super().__init__(
-            f"{what} did not converge: {'; '.join(report.problems())}. Sample longer (--draws, --tune) "
+            f"{what} {failure}: {'; '.join(report.problems())}. {advice} "
             "or pass --allow-unconverged to write outputs anyway (recorded in the outputs)."
             + (f" {hint}" if hint else "")
         )

@@ -30,12 +30,14 @@ __all__ = [
     "deviation_tables",
     "ordered_logit_combined",
     "pmse",
+    "weighted_pmse",
     "table_deviations",
+    "tables_involving",
     "within_pattern_distributions",
 ]
 
 
-def _tables_involving(synthesized: Sequence[str], others: Sequence[str], way: int) -> list[tuple[str, ...]]:
+def tables_involving(synthesized: Sequence[str], others: Sequence[str], way: int) -> list[tuple[str, ...]]:
     """Every set of ``way`` columns that holds at least one synthesized column (synthesized listed first)."""
     columns = list(synthesized) + [c for c in others if c not in synthesized]
     return [combo for combo in itertools.combinations(columns, way) if set(combo) & set(synthesized)]
@@ -88,7 +90,7 @@ def table_deviations(
     names = {1: "one-way", 2: "two-way", 3: "three-way", 4: "four-way"}
     out: dict[str, Any] = {}
     for way in ways:
-        tables = _tables_involving(synthesized, others, way)
+        tables = tables_involving(synthesized, others, way)
         if not tables:
             continue
         per_table = {}
@@ -166,35 +168,30 @@ def pmse(
     ``N`` stacked records (Snoke et al. 2018); ``ratio`` is pMSE over that expectation (near 1: the model
     cannot tell the datasets apart).
 
+    The records are first counted per distinct (cell, indicator) and the regression fitted to the counts as
+    weights (:func:`weighted_pmse`): the same likelihood and the same propensities, at the cost of the
+    distinct cells rather than the records (measured on the CE-like data, 2026-11-24: 1,000,000 records,
+    10.5 s per dataset record by record, 0.2-0.6 s on about 9,800 weighted cells; n = 6,208: 0.16 s, 0.08 s).
+
     Returns
     -------
     dict
         ``pmse`` and ``ratio`` (means over datasets), ``per_dataset`` lists, ``null_expectation``,
         ``parameters``.
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import OneHotEncoder
-
     columns = list(columns)
     synthesized = list(synthesized)
-    interactions = [(s, c) for i, s in enumerate(synthesized) for c in columns if c != s and c not in synthesized[:i]]
     values, ratios = [], []
-    k = None
+    k, null = None, float("nan")
     for _, frame in synthetic.groupby(by, sort=True):
-        stacked = pd.concat([original[columns], frame[columns]], ignore_index=True)
-        label = np.r_[np.zeros(len(original)), np.ones(len(frame))]
-        design = OneHotEncoder(drop="first", handle_unknown="ignore").fit_transform(
-            _design(stacked, columns, interactions)
+        stacked = pd.concat([original[columns].assign(_label=0), frame[columns].assign(_label=1)], ignore_index=True)
+        cells = (
+            stacked.groupby(columns + ["_label"], observed=True, dropna=False).size().rename("_weight").reset_index()
         )
-        model = LogisticRegression(C=1e6, max_iter=2000, random_state=seed)
-        model.fit(design, label)
-        p = model.predict_proba(design)[:, 1]
-        c = label.mean()
-        k = design.shape[1] + 1
-        value = float(np.mean((p - c) ** 2))
-        null = (k - 1) * (1 - c) ** 2 * c / len(label)
-        values.append(value)
-        ratios.append(value / null)
+        fit = weighted_pmse(cells[columns], cells["_label"].to_numpy(), cells["_weight"].to_numpy(), synthesized, seed)
+        values.append(fit["pmse"])
+        ratios.append(fit["ratio"])
+        k, null = fit["parameters"], fit["null_expectation"]
     return {
         "pmse": float(np.mean(values)),
         "ratio": float(np.mean(ratios)),
@@ -205,6 +202,53 @@ def pmse(
         + ", ".join(columns)
         + (f"; interactions of {', '.join(synthesized)} with the other columns" if synthesized else ""),
     }
+
+
+def weighted_pmse(
+    cells: pd.DataFrame,
+    label: np.ndarray,
+    weight: np.ndarray,
+    synthesized: Sequence[str] = (),
+    seed: int = 0,
+) -> dict[str, float]:
+    """pMSE of one synthetic dataset from the counts of its distinct (cell, indicator) rows.
+
+    Parameters
+    ----------
+    cells
+        One row per distinct combination of the columns and the indicator (the columns only).
+    label
+        The indicator of every row: 1 synthetic, 0 original.
+    weight
+        Records in every row.
+    synthesized
+        The synthesized columns (their interactions with every other column enter the model).
+    seed
+        ``random_state`` of the regression.
+
+    Returns
+    -------
+    dict
+        ``pmse``, ``ratio``, ``null_expectation``, ``parameters`` (see :func:`pmse`).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import OneHotEncoder
+
+    columns = list(cells.columns)
+    synthesized = list(synthesized)
+    interactions = [(s, c) for i, s in enumerate(synthesized) for c in columns if c != s and c not in synthesized[:i]]
+    design = OneHotEncoder(drop="first", handle_unknown="ignore").fit_transform(_design(cells, columns, interactions))
+    label = np.asarray(label, dtype=float)
+    weight = np.asarray(weight, dtype=float)
+    model = LogisticRegression(C=1e6, max_iter=2000, random_state=seed)
+    model.fit(design, label, sample_weight=weight)
+    p = model.predict_proba(design)[:, 1]
+    total = weight.sum()
+    c = float(np.sum(weight * label) / total)
+    k = design.shape[1] + 1
+    value = float(np.sum(weight * (p - c) ** 2) / total)
+    null = (k - 1) * (1 - c) ** 2 * c / total
+    return {"pmse": value, "ratio": value / null, "null_expectation": float(null), "parameters": int(k)}
 
 
 @dataclass(frozen=True)

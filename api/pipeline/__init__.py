@@ -84,6 +84,13 @@ class Fitted:
         ``private/diagnostics.json`` under ``parameter_gate``, the one part of it every synthesizer shares.
     private_files
         Private files written whatever the verdict (for example a posterior summary).
+    release_gate
+        The release gate's figures (``private/diagnostics.json`` under ``release_gate``) when it, not the
+        parameter gate, decides the release (the Dirichlet-process synthesizers).
+    parameter_passed
+        The parameter gate's verdict when the release gate decides (then only a diagnostic).
+    failure, advice
+        How a refusal words the failure and what to do (default: did not converge; sample longer).
     """
 
     diagnostics: Diagnostics
@@ -93,6 +100,10 @@ class Fitted:
     state: Any = None
     private_files: dict[str, Any] = field(default_factory=dict)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    release_gate: dict[str, Any] | None = None
+    parameter_passed: bool | None = None
+    failure: str = "did not converge"
+    advice: str = ""
 
 
 class Recipe(ABC):
@@ -196,17 +207,23 @@ def synthesize(
     fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
     fitted.diagnostics.allow_unconverged = allow_unconverged
     fitted.diagnostics.summary["allow_unconverged"] = allow_unconverged
+    release_gate = fitted.release_gate is not None
     fitted.diagnostics.summary["parameter_gate"] = {
-        "passed": fitted.diagnostics.passed,
+        "passed": fitted.parameter_passed if release_gate else fitted.diagnostics.passed,
+        "decides_release": not release_gate,
         "criteria": asdict(ConvergenceCriteria()),
         "fits": fitted.reports,
     }
+    if release_gate:
+        fitted.diagnostics.summary["release_gate"] = fitted.release_gate
     if folder is not None:
         folder.write_private_json("diagnostics.json", fitted.diagnostics.summary)
         for name, write in fitted.private_files.items():
             folder.write_private_file(name, write)
     if not fitted.diagnostics.passed and not allow_unconverged:
-        refusal = ConvergenceError(fitted.report, fitted.what, hint=fitted.hint)
+        refusal = ConvergenceError(
+            fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice
+        )
         refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
         raise refusal
     release = synthesizer.release(prepared, fitted, m, seed, progress)

@@ -35,8 +35,10 @@ from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_
 from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.risk.categorical import categorical_risk
+from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.release_gate import ReleaseGatePolicy, ReleaseGateReport, judge_release
 from bayessdc.synthesis.runner import InferenceDataStore, run_parts
 
 from ..errors import InputError
@@ -283,9 +285,79 @@ class _CategoricalRecipe(Recipe):
     known: KnownSets
     repetitions: int
 
+    gate: ReleaseGatePolicy
+    #: Whether the sampler counts divergences (NUTS): any fails the release gate.
+    counts_divergences: ClassVar[bool] = False
+
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:
             raise InputError("--repetitions must be at least 1")
+
+    def _release_gate(
+        self,
+        prepared: Prepared,
+        synthesizer: Any,
+        idata: Any,
+        seed: int,
+        say: Callable[[str], None],
+        divergences: int | None = None,
+    ) -> ReleaseGateReport:
+        """The release gate (:mod:`bayessdc.synthesis.release_gate`): ``gate.datasets_per_chain`` synthetic
+        datasets from draws spread over each chain, their release figures
+        (:class:`bayessdc.risk.release_figures.CategoricalReleaseFigures`), and the between-chain standard error
+        of every pooled figure against its tolerance."""
+        from bayessdc.models.base import stack_draws
+
+        x = prepared.extra
+        figures = CategoricalReleaseFigures(x["original"], x["synthesize"], x["keep"], x["known"], seed=seed)
+        kinds = figures.kinds(self.repetitions, seed)
+        posterior = idata.posterior
+        chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+        per_chain = self.gate.datasets_per_chain
+        say(f"release gate: {per_chain} synthetic datasets from each of {chains} chains ...")
+        stacked = stack_draws(posterior)
+        records = max(len(x["original"]), 1)
+        batch = max(1, min(per_chain, 20_000_000 // records))  # bounds the memory of one batch of datasets
+        rows = []
+        for chain in range(chains):
+            rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5, chain]))
+            positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
+            for start in range(0, per_chain, batch):
+                chosen = positions[start : start + batch]
+                values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
+                joint = values.rename(sample="synthetic").assign_coords(synthetic=np.arange(1, len(chosen) + 1))
+                frame = synthesizer.release_frame(prepared.data, joint)
+                for _, dataset in frame.groupby("synthetic", sort=True):
+                    rows.append({"chain": chain, **figures.of_dataset(dataset.reset_index(drop=True))})
+        return judge_release(pd.DataFrame(rows), kinds, self.gate, divergences=divergences)
+
+    def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
+        """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
+        fitted.release_gate = gate.to_dict()
+        fitted.parameter_passed = bool(parameter_passed)
+        fitted.diagnostics.passed = gate.passed
+        fitted.diagnostics.summary["passed"] = gate.passed
+        fitted.diagnostics.summary["gate"] = "release"
+        if not gate.passed:
+            fitted.report = gate
+            needed = gate.chains_needed()
+            advice = []
+            if gate.failed() or gate.chains < 4:
+                advice.append(
+                    f"Run more chains (--chains {needed}: the between-chain standard error falls as 1/sqrt(chains))"
+                    if needed is not None
+                    else "No number of chains meets a zero tolerance; sample longer (--draws)"
+                )
+            if gate.divergences:
+                advice.append("remove the divergences (raise --target-accept and --tune)")
+            fitted.failure = "failed the release gate"
+            fitted.advice = " and ".join(advice)
+            fitted.advice = fitted.advice[0].upper() + fitted.advice[1:]
+            fitted.hint = ""  # the parameter gate's advice does not apply to the release figures
+        return fitted
+
+    def _gate_description(self, chains: int) -> dict[str, Any]:
+        return self.gate.describe(chains, divergences=self.counts_divergences)
 
     def _release(
         self,
@@ -322,6 +394,7 @@ class _CategoricalRecipe(Recipe):
             {
                 "synthesized": synthesize,
                 "kept": keep,
+                "release_gate": self._gate_description(int(fitted.state["idata"].posterior.sizes["chain"])),
             }
         )
         return Release(
@@ -407,9 +480,10 @@ class DPMPM(_CategoricalRecipe):
     K: int = 40
     conditioning: str = "full"
     priors: DPMPMPriors = field(default_factory=DPMPMPriors)
-    settings: GibbsSettings = field(default_factory=GibbsSettings)
+    settings: GibbsSettings = field(default_factory=lambda: GibbsSettings(chains=8))
     known: KnownSets = None
     repetitions: int = 100
+    gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=50))
     risk_records: int = 500
     risk_draws: int = 200
     missing: str = "refuse"
@@ -457,6 +531,7 @@ class DPMPM(_CategoricalRecipe):
             "repetitions": self.repetitions,
             "risk_records": self.risk_records,
             "risk_draws": self.risk_draws,
+            "release_gate": self.gate.to_dict(),
             "missing": self.missing,
             "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
         }
@@ -510,15 +585,17 @@ class DPMPM(_CategoricalRecipe):
                 "different groupings of the patterns into components, which they cross rarely. More and longer chains "
                 "help; check the occupied components in private/diagnostics.json."
             )
-        return Fitted(
+        fitted = Fitted(
             Diagnostics({"all": idata}, summary, passed=report.passed),
             report,
-            what="the DPMPM posterior",
+            what="the DPMPM",
             hint=hint,
             state={"idata": idata, "synthesizer": synthesizer},
             private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
             reports={"all": report.to_dict()},
         )
+        gate = self._release_gate(prepared, synthesizer, idata, seed, say)
+        return self._gated(fitted, gate, report.passed)
 
     def _fit_chains(
         self,
@@ -631,10 +708,11 @@ class DPAreal(_CategoricalRecipe):
 
     K: int = 50
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
+    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4))
     parameterization: str = "identified"
     known: KnownSets = None
     repetitions: int = 100
+    gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=200))
     missing: str = "refuse"
     max_levels: int = 500
     max_cells: int = 300_000
@@ -642,6 +720,7 @@ class DPAreal(_CategoricalRecipe):
 
     name: ClassVar[str] = "dp_areal"
     label: ClassVar[str] = "dp-areal"
+    counts_divergences: ClassVar[bool] = True
 
     def check_m(self, m: int) -> None:
         """Refuse more datasets than posterior draws."""
@@ -684,6 +763,7 @@ class DPAreal(_CategoricalRecipe):
             "priors": asdict(self.priors),
             "sampler": self.settings.to_dict(),
             "parameterization": self.parameterization,
+            "release_gate": self.gate.to_dict(),
             "known": known,
             "repetitions": self.repetitions,
             "missing": self.missing,
@@ -704,7 +784,8 @@ class DPAreal(_CategoricalRecipe):
     def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """NUTS on the model with the labels summed out; the gate monitors label-invariant quantities."""
         data, synthesizer = prepared.data, prepared.extra["synthesizer"]
-        _say(self.label, progress)(
+        say = _say(self.label, progress)
+        say(
             f"fitting K = {self.K} to {data.n_patterns} patterns x {data.n_labels} labels "
             f"({data.n_distinct} distinct pattern/count pairs) ..."
         )
@@ -733,14 +814,16 @@ class DPAreal(_CategoricalRecipe):
             "divergences": report.divergences,
         }
         posterior = idata.posterior[["alpha", "rho", "tau_lambda", "occupied", "location", "expected_log_rate"]]
-        return Fitted(
+        fitted = Fitted(
             Diagnostics({"all": idata}, summary, passed=report.passed),
             report,
-            what="the DP-areal posterior",
+            what="the DP-areal model",
             state={"idata": idata, "synthesizer": synthesizer},
             private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
             reports={"all": report.to_dict()},
         )
+        gate = self._release_gate(prepared, synthesizer, idata, seed, say, divergences=int(report.divergences))
+        return self._gated(fitted, gate, report.passed)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
         """Draw the m datasets (eq. 13-14), then the shared risk-and-utility step."""

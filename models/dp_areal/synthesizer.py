@@ -166,7 +166,8 @@ class DPArealSynthesizer:
                 resp = np.exp(log_resp)
                 expected[c, d] = (resp * mean).sum(axis=0)
                 # P(component k holds no cell) = prod_d (1 - r_kd)^{n_d}.
-                log_empty = (weight * np.log1p(-np.minimum(resp, 1.0 - 1e-300))).sum(axis=1)
+                with np.errstate(divide="ignore"):  # a component certain to hold a cell: log(0) = -inf, exact
+                    log_empty = (weight * np.log1p(-np.minimum(resp, 1.0))).sum(axis=1)
                 occupied[c, d] = float((1.0 - np.exp(log_empty)).sum())
         posterior["expected_log_rate"] = (("chain", "draw", "distinct"), expected)
         posterior["occupied"] = (("chain", "draw"), occupied)

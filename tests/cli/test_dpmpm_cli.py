@@ -29,7 +29,7 @@ def run(tmp_path_factory):
     argv = ["dpmpm", "--data", str(folder / "ce.csv"), "--synthesize", "county", "--keep", "gender,income", "age"]
     argv += ["--known", "gender,county", "--known", "gender,age,county", "--m", "3", "--risk-records", "40"]
     argv += ["--ordered-logit", "income:county,age,gender"]
-    status = main([*argv, "--out", str(folder / "out"), *FAST, "--allow-unconverged"])
+    status = main([*argv, "--out", str(folder / "out"), *FAST])
     return folder, table, status
 
 
@@ -142,18 +142,51 @@ def test_missing_values_are_refused_unless_asked(tmp_path, capsys):
     assert "missing value" in capsys.readouterr().err
 
 
+def test_the_release_gate_decides_and_model_json_states_its_policy(run):
+    folder, _, status = run
+    assert status == 0
+    diagnostics = json.loads((folder / "out" / "private" / "diagnostics.json").read_text())
+    gate = diagnostics["release_gate"]
+    assert gate["passed"] is True and gate["chains"] == 8 and gate["datasets_per_chain"] == 50
+    for figure in gate["figures"].values():
+        assert figure["passed"] is not False and figure["between_chain_se"] <= figure["tolerance"]
+    assert diagnostics["parameter_gate"]["decides_release"] is False
+    policy = json.loads((folder / "out" / "release" / "model.json").read_text())["release_gate"]
+    assert policy["chains"] == 8 and policy["datasets_per_chain"] == 50 and "0.02" in policy["risk_tolerance"]
+    # the policy, never an estimate: its only numbers are the chains and datasets
+    assert [v for v in policy.values() if isinstance(v, int | float)] == [8, 50]
+
+
+def test_chains_that_disagree_beyond_tolerance_exit_3_naming_the_figure_and_the_chains(tmp_path, capsys):
+    _table().to_csv(tmp_path / "t.csv", index=False)
+    argv = ["dpmpm", "--data", str(tmp_path / "t.csv"), "--synthesize", "county", "--keep", "gender,income,age"]
+    argv += ["--chains", "4", "--gate-datasets", "10", "--utility-tolerance", "0.01", "--risk-records", "0"]
+    assert main([*argv, "--out", str(tmp_path / "o"), *FAST]) == 3
+    err = capsys.readouterr().err
+    gate = json.loads((tmp_path / "o" / "private" / "diagnostics.json").read_text())["release_gate"]
+    assert "failed the release gate" in err and "pmse: between-chain SE" in err
+    assert f"--chains {gate['chains_needed']}" in err and gate["chains_needed"] > 4
+    assert not (tmp_path / "o" / "release").exists() or not any((tmp_path / "o" / "release").iterdir())
+    # --allow-unconverged is the only way past it, and the release says so
+    assert main([*argv, "--out", str(tmp_path / "o"), *FAST, "--allow-unconverged"]) == 0
+    model = json.loads((tmp_path / "o" / "release" / "model.json").read_text())
+    assert model["allow_unconverged"] is True
+
+
 def test_demo_table_says_when_the_gate_failed():
     """An unconverged demo run is named as such in the table, not left to the r_hat figure."""
-    from bayessdc.cli.dpmpm import gate_verdict
+    from bayessdc.cli.categorical import gate_verdict
 
     assert gate_verdict({"passed": True}) == "passed"
     assert gate_verdict({"passed": False}).startswith("FAILED")
 
 
-#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
-PINNED_RELEASE = "9e5f1758d3d2d060"
+#: Digest of the release of the fixture's run. Pinned before the restructuring of issue 18 (9e5f1758d3d2d060)
+#: and again with issue 19, whose release gate changed the release on purpose: 8 chains by default (the m
+#: datasets are drawn spread over all of them) and the gate's policy stated in model.json.
+PINNED_RELEASE = "cf55cb6d0e6afa17"
 
 
-def test_release_is_the_one_pinned_before_the_restructuring(run):
+def test_release_is_the_pinned_one(run):
     digest = release_digest(run[0] / "out")
     assert digest == PINNED_RELEASE, f"release digest {digest}"

@@ -13,9 +13,9 @@ from bayessdc.synthesis.output import to_jsonable
 
 KEEP = ["gender", "age"]
 KNOWN = [["gender", "county"], ["gender", "age", "county"]]
-SETTINGS = {"draws": 400, "burn": 100, "chains": 2, "thin": 2}
-CLI_OPTIONS = ["--draws", "400", "--burn", "100", "--chains", "2", "--thin", "2", "--K", "6", "--repetitions", "5"]
-CLI_OPTIONS += ["--risk-records", "20", "--risk-draws", "50", "--m", "3", "--seed", "1", "--allow-unconverged"]
+SETTINGS = {"draws": 400, "burn": 100, "chains": 8, "thin": 2}
+CLI_OPTIONS = ["--draws", "400", "--burn", "100", "--chains", "8", "--thin", "2", "--K", "6", "--repetitions", "5"]
+CLI_OPTIONS += ["--risk-records", "20", "--risk-draws", "50", "--m", "3", "--seed", "1"]
 
 
 def _table() -> pd.DataFrame:
@@ -38,9 +38,7 @@ def _recipe() -> "bsd.DPMPM":
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("categorical")
     table = _table()
-    release = bsd.synthesize(
-        table, _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, allow_unconverged=True, progress=False
-    )
+    release = bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, progress=False)
     table.to_csv(folder / "table.csv", index=False)
     argv = ["dpmpm", "--data", str(folder / "table.csv"), "--synthesize", "county", "--keep", "gender,age"]
     argv += ["--known", "gender,county", "--known", "gender,age,county", "--quiet", "--out", str(folder / "cli")]
@@ -146,8 +144,8 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
 
 def test_bad_input_and_options_are_refused_before_sampling(tmp_path):
     table = _table()
-    with pytest.raises(bsd.InputError, match="needs at least 1000 stored draws"):
-        bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=1000, progress=False)
+    with pytest.raises(bsd.InputError, match="needs at least 5000 stored draws"):
+        bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=5000, progress=False)
     with pytest.raises(bsd.InputError, match="--repetitions must be at least 1"):
         bsd.synthesize(table, bsd.DPMPM(repetitions=0), synthesize=["county"], keep=KEEP, progress=False)
     with pytest.raises(ValueError, match="both synthesized and kept"):
@@ -162,13 +160,25 @@ def test_bad_input_and_options_are_refused_before_sampling(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_a_failed_gate_refuses_the_release_with_the_dpmpm_hint(tmp_path):
+def test_chains_that_disagree_beyond_tolerance_refuse_the_release_naming_figure_and_chains(tmp_path):
+    # 8 chains x 10 datasets cannot bring a standard error below 1% of a figure's per-dataset sd (about 11% at
+    # best): every utility figure fails, and the refusal says by how much and how many chains would do.
+    recipe = _recipe()
+    recipe.gate = bsd.ReleaseGatePolicy(datasets_per_chain=10, utility_tolerance=0.01)
     with pytest.raises(bsd.ConvergenceError) as refused:
-        bsd.synthesize(_table(), _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, out=tmp_path, progress=False)
+        bsd.synthesize(_table(), recipe, synthesize=["county"], keep=KEEP, m=3, seed=1, out=tmp_path, progress=False)
     diagnostics = json.loads((tmp_path / "private" / "diagnostics.json").read_text())
-    assert diagnostics["passed"] is False and diagnostics["allow_unconverged"] is False
+    gate = diagnostics["release_gate"]
+    assert diagnostics["passed"] is False is gate["passed"] and diagnostics["allow_unconverged"] is False
+    assert gate["chains"] == 8 and gate["datasets_per_chain"] == 10
+    assert "table_deviation[one-way]" in gate["failed"] and "pmse" in gate["failed"]
+    figure = gate["figures"]["table_deviation[one-way]"]
+    assert figure["between_chain_se"] > figure["tolerance"] == pytest.approx(0.01 * figure["per_dataset_sd"])
+    needed = max(f["chains_needed"] for f in gate["figures"].values() if f["passed"] is False)
+    assert gate["chains_needed"] == needed > 8
+    message = str(refused.value)
+    assert "the DPMPM failed the release gate" in message and "table_deviation[one-way]: between-chain SE" in message
+    assert f"--chains {needed}" in message
+    assert "parameter_gate" in diagnostics and diagnostics["parameter_gate"]["decides_release"] is False
     assert (tmp_path / "private" / "posterior.nc").exists()
-    assert not (tmp_path / "release" / "synthetic.parquet").exists()
-    assert "the DPMPM posterior did not converge" in str(refused.value)
-    pattern_hint = "probabilities given a pattern" in str(refused.value)
-    assert pattern_hint == diagnostics["worst_r_hat"].startswith("conditional_")
+    assert not (tmp_path / "release").exists() or not any((tmp_path / "release").iterdir())

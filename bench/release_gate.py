@@ -1,0 +1,125 @@
+"""Benchmark of the release gate of the Dirichlet-process synthesizers (issue 19): verdict and wall time.
+
+Usage::
+
+    python bench/release_gate.py                       # every part below, one after another
+    python bench/release_gate.py --parts dpmpm-6208 dpmpm-vlss
+    python bench/release_gate.py --parts dp-areal-ce   # the long one (target: under 30 minutes)
+
+Parts (each through ``bsd.synthesize`` with the synthesizer's defaults: the release gate decides):
+
+``dpmpm-6208``       DPMPM on ``simulate_ce_like(n=6208, seed=1)``, county synthesized: target under 5 minutes
+``dpmpm-1m``         the same at n = 1,000,000: target under 5 minutes
+``dpmpm-vlss``       DPMPM on the real VLSS 1997 individuals (``../shared/data``), commune synthesized
+``dp-areal-ce``      DP-areal on the CE-like data (40 patterns x 133 counties, K = 50): target under 30 minutes,
+                     zero divergences
+
+Each prints the release gate's verdict, its largest ratio of between-chain standard error to tolerance (and
+which figure), the parameter gate's verdict (a diagnostic), the seconds of the whole run (fit, gate, m = 20
+datasets, risk with the default 100 inherent repetitions, utility), peak memory of the process and the load
+average. Each part runs in its own process, so that its peak memory is its own.
+
+Latest run: see the closing note of issue 19 and the figures printed by this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PARTS = ("dpmpm-6208", "dpmpm-1m", "dpmpm-vlss", "dp-areal-ce")
+VLSS = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "d2_vietnam_vlss1997_individuals.csv"
+CE_KNOWN = [["gender", "county"], ["gender", "age", "county"]]
+
+
+def _vlss_frame():
+    import pandas as pd
+
+    if not VLSS.exists():
+        raise SystemExit(f"dpmpm-vlss needs {VLSS.resolve()} (../shared/data beside the repository; see its README)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import dpmpm as bench_dpmpm  # the coding of notebooks/dpmpm_ce.ipynb
+
+    frame = bench_dpmpm.vlss_frame()
+    assert isinstance(frame, pd.DataFrame)
+    return frame
+
+
+def run_part(part: str, seed: int) -> dict:
+    """One part in this process: the run, its verdict and figures."""
+    import bayessdc as bsd
+    from bayessdc.models.dpmpm import simulate_ce_like
+
+    if part.startswith("dpmpm"):
+        if part == "dpmpm-vlss":
+            frame = _vlss_frame()
+            roles = {"synthesize": ["commune"], "keep": ["sex", "age_group", "education", "insurance"]}
+            known = [["sex", "commune"], ["sex", "age_group", "commune"]]
+        else:
+            frame = simulate_ce_like(n=6208 if part == "dpmpm-6208" else 1_000_000, seed=1)
+            roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
+            known = CE_KNOWN
+        recipe = bsd.DPMPM(known=known, risk_records=0)
+    else:
+        frame = simulate_ce_like(n=6208, seed=1)
+        roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
+        recipe = bsd.DPAreal(K=50, known=CE_KNOWN)
+    start = time.perf_counter()
+    try:
+        release = bsd.synthesize(frame, recipe, **roles, m=20, seed=seed, progress=True)
+        summary = release.diagnostics.summary
+    except bsd.ConvergenceError as err:
+        summary = err.diagnostics.summary
+    seconds = time.perf_counter() - start
+    gate = summary["release_gate"]
+    judged = {k: f for k, f in gate["figures"].items() if f.get("tolerance")}
+    worst = max(judged, key=lambda k: judged[k]["between_chain_se"] / judged[k]["tolerance"])
+    return {
+        "part": part,
+        "records": len(frame),
+        "release_gate": "passed" if gate["passed"] else "FAILED",
+        "chains": gate["chains"],
+        "datasets_per_chain": gate["datasets_per_chain"],
+        "largest_se_over_tolerance": round(judged[worst]["between_chain_se"] / judged[worst]["tolerance"], 3),
+        "figure": worst,
+        "chains_needed": gate.get("chains_needed"),
+        "divergences": gate.get("divergences"),
+        "parameter_gate": "passed" if summary["parameter_gate"]["passed"] else "failed",
+        "max_r_hat": round(summary["max_r_hat"], 3),
+        "seconds": round(seconds, 1),
+        "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a part in a child process
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_part(args.one, args.seed)), flush=True)
+        return
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    for part in args.parts:
+        print(f"--- {part} (load average {os.getloadavg()[0]:.2f})", flush=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--one", part, "--seed", str(args.seed)],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            print(done.stderr[-2000:], flush=True)
+            continue
+        print(json.dumps(json.loads(lines[-1]), indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
