@@ -58,7 +58,15 @@ K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling
 Each size runs in its own process so that the peak memory (ru_maxrss) is its own; the sizes run one after
 another, never at once.
 
-Latest run, 2026-11-23 (``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py``, load 1.1-1.8):
+Latest run, 2026-11-24, after the sparse allocation of large cells (``multinomial_cdf``; see the docstring of
+``bayessdc.models.dpmpm.gibbs``): ``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
+--reference-iterations 4000 --collapsed-sweeps 0`` (load 4.9 on 2 cores, another session running), section (b):
+NPBayesImputeCat 0.5 4.8 s for 40 iterations = 121 s per 1,000; bayessdc 6.5 s for 2,000 = 3.25 s per 1,000;
+ratio 37 (target 50, not met; before the change 34-36 with 3.5-3.7 s per 1,000). Before / after in one process
+(2,000 iterations, load 4.4-4.7): 3.69-3.73 / 3.31-3.40 s per 1,000 at n = 1,000,000, 0.44-0.45 / 0.41-0.42 at
+n = 6,208.
+
+Before, 2026-11-23 (``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py``, load 1.1-1.8):
 n = 6,208: 7.42 s for 10,000 iterations (0.74 s per 1,000, reference 0.9), alpha 1,140 ESS = 154 ESS/s
 (reference about 210), smallest county marginal 462 ESS/s; n = 1,000,000: 51.5 s, alpha 8.6 ESS/s; ratio
 6.94 sampling, 7.08 end to end (target 2); peak memory 987 / 921 MB. Same invocation with pattern exchanges

@@ -51,7 +51,7 @@ def _vlss_frame():
     return frame
 
 
-def run_part(part: str, seed: int) -> dict:
+def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000) -> dict:
     """One part in this process: the run, its verdict and figures."""
     import bayessdc as bsd
     from bayessdc.models.dpmpm import simulate_ce_like
@@ -69,7 +69,8 @@ def run_part(part: str, seed: int) -> dict:
     else:
         frame = simulate_ce_like(n=6208, seed=1)
         roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
-        recipe = bsd.DPAreal(K=50, known=CE_KNOWN)
+        settings = bsd.SamplerSettings(draws=draws, tune=tune, chains=4, target_accept=0.9)
+        recipe = bsd.DPAreal(K=50, known=CE_KNOWN, settings=settings)
     start = time.perf_counter()
     try:
         release = bsd.synthesize(frame, recipe, **roles, m=20, seed=seed, progress=True)
@@ -102,19 +103,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--draws", type=int, default=1000, help="dp-areal-ce: NUTS draws per chain (default 1000)")
+    parser.add_argument("--tune", type=int, default=1000, help="dp-areal-ce: NUTS warm-up per chain (default 1000)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a part in a child process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_part(args.one, args.seed)), flush=True)
+        print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune)), flush=True)
         return
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     for part in args.parts:
         print(f"--- {part} (load average {os.getloadavg()[0]:.2f})", flush=True)
         done = subprocess.run(
-            [sys.executable, __file__, "--one", part, "--seed", str(args.seed)],
+            [sys.executable, __file__, "--one", part, "--seed", str(args.seed), "--draws", str(args.draws),
+             "--tune", str(args.tune)],
             env=env, capture_output=True, text=True,
         )  # fmt: skip
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        progress = [line for line in done.stderr.splitlines() if ": " in line and "Warning" not in line]
+        print("\n".join(progress[-12:]), flush=True)
         if done.returncode != 0 or not lines:
             print(done.stderr[-2000:], flush=True)
             continue

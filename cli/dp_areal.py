@@ -99,7 +99,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     table = table.rename(columns={"v0": "gender", "v1": "income", "v2": "age", "label": "county"})
     recipe = bsd.DPAreal(
         K=10, known=[["gender", "county"], ["gender", "age", "county"]],
-        settings=bsd.SamplerSettings(draws=300, tune=300, chains=4, target_accept=0.9), repetitions=20,
+        settings=bsd.SamplerSettings(draws=250, tune=500, chains=4, target_accept=0.99), repetitions=20,
     )  # fmt: skip
     try:
         release = bsd.synthesize(

@@ -20,7 +20,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["binomial", "draw_binomials", "draw_multinomials", "multinomial"]
+__all__ = ["binomial", "draw_binomials", "draw_multinomials", "draw_multinomials_cdf", "multinomial", "multinomial_cdf"]
 
 
 _RECIPROCALS = 1.0 / np.maximum(np.arange(256), 1)
@@ -218,6 +218,149 @@ def multinomial(
                 chosen = k
                 break
         out[chosen] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_trials(comps: np.ndarray, out: np.ndarray, start: int, nnz: int, k: int, m: int) -> int:
+    """Add ``m`` trials of component ``k`` to the sparse draw ``comps[:nnz]``, ``out[:nnz]`` (``k`` looked up from
+    ``start``); the new ``nnz``."""
+    for t in range(start, nnz):
+        if comps[t] == k:
+            out[t] += m
+            return nnz
+    comps[nnz] = k
+    out[nnz] = m
+    return nnz + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def multinomial_cdf(
+    n: int,
+    prob: np.ndarray,
+    cdf: np.ndarray,
+    largest: np.ndarray,
+    n_largest: int,
+    small: int,
+    comps: np.ndarray,
+    out: np.ndarray,
+    removed: np.ndarray,
+    work: np.ndarray,
+) -> int:
+    """An exact Multinomial(n, prob / cdf[-1]) draw, sparse: returns ``nnz``, the draw being ``out[t]`` trials in
+    component ``comps[t]`` for ``t < nnz`` (distinct components, every count positive).
+
+    ``cdf`` holds the cumulative sums of ``prob`` (non-negative, not normalised, positive sum) and
+    ``largest[:n_largest]`` (at least one) the positions of its largest entries in decreasing order, all known to
+    the caller (the Gibbs sampler's allocation step computes them while it computes ``prob``), so that the
+    common case needs no further scan of ``prob``. Conditional binomials, largest probability first (beyond
+    ``largest``, the next largest found by a scan), while more than ``small`` trials are left; each remaining
+    trial is then one categorical draw over the components not drawn yet (given the counts drawn so far, the
+    rest is multinomial over the rest): a uniform over the remaining mass, stepped over the drawn components'
+    intervals of ``cdf`` (a few), then located by counting the cumulative sums at or below it (a branch-free
+    count that vectorises). A uniform that rounding places on a drawn or empty interval is drawn again (after
+    64 such, which does not happen in practice, the trial is drawn by a sweep over ``prob``). Any order of the
+    binomials and any ``small`` give the same distribution and only set the cost. ``prob`` is overwritten (zero
+    at the components drawn by binomials); ``comps``, ``out`` and ``removed`` need K entries.
+    """
+    K = prob.shape[0]
+    total = cdf[K - 1]
+    left = n
+    nnz = 0
+    n_removed = 0
+    removed_mass = 0.0
+    last_drawn = largest[0]
+    while left > small:
+        if n_removed < n_largest:
+            b = largest[n_removed]
+        else:
+            b = 0
+            for k in range(1, K):
+                if prob[k] > prob[b]:
+                    b = k
+        top = prob[b]
+        if not top > 0.0:  # no mass left (rounding): the remaining trials to the last component drawn
+            return _add_trials(comps, out, 0, nnz, last_drawn, left)
+        rest = total - removed_mass
+        m = left if top >= rest else binomial(left, top / rest)
+        if m > 0:
+            comps[nnz] = b
+            out[nnz] = m
+            nnz += 1
+            left -= m
+        h = n_removed  # the drawn components in increasing order
+        while h > 0 and removed[h - 1] > b:
+            removed[h] = removed[h - 1]
+            h -= 1
+        removed[h] = b
+        n_removed += 1
+        removed_mass += cdf[b] - (cdf[b - 1] if b > 0 else 0.0)
+        prob[b] = 0.0
+        last_drawn = b
+    if left == 0:
+        return nnz
+    # the cumulative sums over the components not drawn: cdf less the drawn intervals below (into prob's place,
+    # the drawn components keeping a zero probability in ``out`` beyond nnz... see below)
+    rest = total - removed_mass
+    skip = 0.0
+    t = 0
+    for h in range(n_removed + 1):
+        stop = removed[h] if h < n_removed else K
+        for k in range(t, stop):
+            work[k] = cdf[k] - skip
+        if h < n_removed:
+            r = removed[h]
+            skip += cdf[r] - (cdf[r - 1] if r > 0 else 0.0)
+            work[r] = cdf[r] - skip
+            t = r + 1
+    first_single = nnz
+    for _ in range(left):
+        chosen = -1
+        for _try in range(64):
+            v = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            k = 0
+            for h in range(K):
+                k += 1 if work[h] <= v else 0
+            if k < K and prob[k] > 0.0:
+                chosen = k
+                break
+        if chosen < 0:  # rounding: a sweep over the probabilities left, or the last component drawn
+            s = 0.0
+            for k in range(K):
+                s += prob[k]
+            chosen = last_drawn
+            if s > 0.0:
+                u = np.random.random() * s  # noqa: NPY002 - numba's generator
+                acc = 0.0
+                for k in range(K):
+                    if prob[k] > 0.0:
+                        chosen = k
+                        acc += prob[k]
+                        if u < acc:
+                            break
+        nnz = _add_trials(comps, out, first_single, nnz, chosen, 1)
+    return nnz
+
+
+@numba.njit(cache=True)
+def draw_multinomials_cdf(n: int, prob: np.ndarray, size: int, small: int, seed: int, n_largest: int = 3) -> np.ndarray:
+    """``size`` draws of :func:`multinomial_cdf` (the ``n_largest`` largest given), seeded (for tests), as dense
+    rows."""
+    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+    K = prob.shape[0]
+    out = np.zeros((size, K), dtype=np.int64)
+    cdf = np.cumsum(prob)
+    largest = np.argsort(-prob)[:n_largest]
+    work = np.empty(K)
+    comps = np.empty(K, dtype=np.int64)
+    drawn = np.empty(K, dtype=np.int64)
+    removed = np.empty(K, dtype=np.int64)
+    rest_cdf = np.empty(K)
+    for i in range(size):
+        work[:] = prob
+        nnz = multinomial_cdf(n, work, cdf, largest, largest.shape[0], small, comps, drawn, removed, rest_cdf)
+        for t in range(nnz):
+            out[i, comps[t]] += drawn[t]
+    return out
 
 
 @numba.njit(cache=True)

@@ -70,6 +70,7 @@ def categorical_risk(
     repetitions: int,
     seed: int,
     bayesian: tuple[pd.DataFrame, dict[str, Any]] | None = None,
+    inherent: dict[str, pd.DataFrame] | None = None,
 ) -> CategoricalRisk:
     """Identification and attribute risk of the synthetic datasets against the inherent bounds.
 
@@ -92,6 +93,9 @@ def categorical_risk(
     bayesian
         Optional per-record Bayesian attribute risk (columns ``record``, ``true_probability``,
         ``relevant_khat``) and its summary, merged into ``records`` and ``details``.
+    inherent
+        The inherent scenarios' figures when already computed with the same arguments
+        (:func:`bayessdc.risk.identification.inherent_risk`; the release gate computes them first).
 
     Returns
     -------
@@ -103,7 +107,8 @@ def categorical_risk(
     m = int(synthetic["synthetic"].nunique())
     pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
     per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesize)
-    inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
+    if inherent is None:
+        inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
     identification = []
     for known in known_sets:
         name = "+".join(known)

@@ -307,10 +307,15 @@ class _CategoricalRecipe(Recipe):
         (:class:`bayessdc.risk.release_figures.CategoricalReleaseFigures`), and the between-chain standard error
         of every pooled figure against its tolerance."""
         from bayessdc.models.base import stack_draws
+        from bayessdc.risk.identification import inherent_risk
 
         x = prepared.extra
         figures = CategoricalReleaseFigures(x["original"], x["synthesize"], x["keep"], x["known"], seed=seed)
-        kinds = figures.kinds(self.repetitions, seed)
+        # the inherent scenarios, computed once for the gate's tolerances and the release's risk figures
+        x["inherent"] = inherent_risk(
+            x["original"], x["synthesize"], x["keep"], x["known"], repetitions=self.repetitions, seed=seed
+        )
+        kinds = figures.kinds(self.repetitions, seed, inherent=x["inherent"])
         posterior = idata.posterior
         chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
         per_chain = self.gate.datasets_per_chain
@@ -384,6 +389,7 @@ class _CategoricalRecipe(Recipe):
             repetitions=self.repetitions,
             seed=seed,
             bayesian=bayesian,
+            inherent=x.get("inherent"),
         )
         say("utility ...")
         utility, within_pattern = categorical_utility(

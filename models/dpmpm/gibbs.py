@@ -19,6 +19,22 @@ components share each cell's records: on the CE-like simulator 1,993 cells at n 
 one draw each) against 4,919 at n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and
 all 40 components occupied at n = 1,000,000. Figures in ``bench/dpmpm.py``.
 
+Where the time goes at n = 1,000,000 (2026-11-24, per iteration, each step timed apart in a scratch copy of this
+kernel): the allocation step 3.2 ms of 3.65 (theta 0.33, level exchanges 0.09, label swaps 0.025, alpha and
+sticks 0.02); at n = 6,208 0.22 ms of 0.46. Within the allocation at 1,000,000 (4,373 cells above
+``SMALL_CELL``, 2.5 binomials and 5 single trials each): about 0.85 ms in the binomials themselves (75 ns each,
+a third of it in the exp/log1p of the inversion), 0.4-0.6 ms in the scans for the next largest component and
+the dense bookkeeping over K, about 1 ms in the single trials (30-40 ns each) and 0.5 ms in the rest (products,
+counts). Now the pass that computes the probabilities also keeps their cumulative sums and the three largest,
+and the cell's draw is :func:`bayessdc.models.exact_draws.multinomial_cdf` (sparse: only the components that get
+records are touched; no scan for the first three binomials; the single trials located in the cumulative sums
+without a pass over K). Same process, before / after, 2,000 iterations at 1,000,000 and 4,000 at 6,208, load
+average 4.4-4.7 on 2 cores (another session running; ``/tmp`` scratch script timing ``run_gibbs``): 3.69-3.73
+/ 3.31-3.40 s per 1,000 iterations at 1,000,000; 0.44-0.45 / 0.41-0.42 at 6,208. ``bench/dpmpm.py
+--reference --reference-iterations 4000 --collapsed-sweeps 0`` (load 4.9): NPBayesImputeCat 121 s per 1,000,
+this sampler 3.25 s, ratio 37 (target 50, about 2.4 s per 1,000, not met). The random stream of the allocation
+of cells above ``SMALL_CELL`` records changed with this (same seed, same chain; a different chain than before).
+
 Three additions to the textbook sweep, all exact (:mod:`bayessdc.models.dpmpm.moves`): (i) ``alpha`` is drawn
 given the allocations with the sticks integrated out (slice sampling), then the sticks given ``alpha``, a joint
 draw of ``(alpha, beta) | z`` (about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 -
@@ -50,7 +66,7 @@ import numba
 import numpy as np
 
 from ..categorical import CategoricalData
-from ..exact_draws import multinomial
+from ..exact_draws import multinomial_cdf
 from .moves import level_exchange, slice_log_alpha, split_merge, swap_log_ratio
 
 __all__ = ["ALPHA_UPDATES", "SAMPLER_DECISION", "SMALL_CELL", "GibbsSettings", "run_gibbs"]
@@ -213,6 +229,32 @@ def _component_pair(K: int) -> tuple[int, int]:
 
 
 @numba.njit(cache=True, nogil=True)
+def _cumulate_top3(weights: np.ndarray, prob: np.ndarray, cdf: np.ndarray, largest: np.ndarray) -> None:
+    """``prob`` = ``weights``, ``cdf`` their cumulative sums and ``largest`` the positions of the three largest
+    (fewer if K < 3: the first ``min(3, K)`` entries), in decreasing order: one pass."""
+    K = weights.shape[0]
+    total = 0.0
+    b1, b2, b3 = 0, min(1, K - 1), min(2, K - 1)
+    v1, v2, v3 = -1.0, -1.0, -1.0
+    for k in range(K):
+        w = weights[k]
+        prob[k] = w
+        total += w
+        cdf[k] = total
+        if w > v3:
+            if w > v2:
+                b3, v3 = b2, v2
+                if w > v1:
+                    b2, v2 = b1, v1
+                    b1, v1 = k, w
+                else:
+                    b2, v2 = k, w
+            else:
+                b3, v3 = k, w
+    largest[0], largest[1], largest[2] = b1, b2, b3
+
+
+@numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
     cell_index: np.ndarray,  # (C, p) positions in the flat level axis
     cell_counts: np.ndarray,  # (C,)
@@ -267,7 +309,11 @@ def _gibbs_chain(
     prob = np.empty(K)
     cdf = np.empty(K)
     drawn = np.zeros(K, dtype=np.int64)
-    scratch = np.empty(small_cell, dtype=np.float64)
+    drawn_k = np.zeros(K, dtype=np.int64)
+    removed = np.zeros(K, dtype=np.int64)
+    rest_cdf = np.empty(K)
+    n_largest = min(3, K)
+    largest = np.zeros(3, dtype=np.int64)
     # keep every cell's allocation between the steps
     track = exchange_moves > 0 or split_merge_moves > 0 or pattern_moves > 0
     allocation = np.zeros((n_cells if track else 0, K), dtype=np.int64)
@@ -325,13 +371,14 @@ def _gibbs_chain(
                 for k in range(K):
                     prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
             total = 0.0
-            best = 0
-            for k in range(K):
-                prob[k] = prefix[p, k]
-                total += prob[k]
-                cdf[k] = total
-                if prob[k] > prob[best]:
-                    best = k
+            if n_c <= small_cell:
+                for k in range(K):
+                    prob[k] = prefix[p, k]
+                    total += prob[k]
+                    cdf[k] = total
+            else:
+                _cumulate_top3(prefix[p], prob, cdf, largest)
+                total = cdf[K - 1]
             if not (total > 1e-280 and total < np.inf):
                 # Underflow with many variables: redo this cell in logs.
                 top = -np.inf
@@ -341,14 +388,10 @@ def _gibbs_chain(
                         v += np.log(theta_t[cell_index[c, j], k])
                     log_w[k] = v
                     top = max(top, v)
-                total = 0.0
-                best = 0
                 for k in range(K):
-                    prob[k] = np.exp(log_w[k] - top)
-                    total += prob[k]
-                    cdf[k] = total
-                    if prob[k] > prob[best]:
-                        best = k
+                    log_w[k] = np.exp(log_w[k] - top)
+                _cumulate_top3(log_w, prob, cdf, largest)
+                total = cdf[K - 1]
             if n_c <= small_cell:
                 # A few records: one categorical draw each.
                 if track:
@@ -368,15 +411,19 @@ def _gibbs_chain(
                     for j in range(p):
                         counts[chosen, cell_index[c, j]] += 1
                 continue
-            multinomial(n_c, prob, drawn, scratch, small_cell, best, total)
-            for k in range(K):
-                m = drawn[k]
+            # A larger cell: one multinomial draw, sparse (the components that get records).
+            nnz = multinomial_cdf(n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed, rest_cdf)
+            if track:
+                for k in range(K):
+                    allocation[c, k] = 0
+            for t in range(nnz):
+                k = drawn_k[t]
+                m = drawn[t]
                 if track:
                     allocation[c, k] = m
-                if m > 0:
-                    n_k[k] += m
-                    for j in range(p):
-                        counts[k, cell_index[c, j]] += m
+                n_k[k] += m
+                for j in range(p):
+                    counts[k, cell_index[c, j]] += m
         # Level-exchange moves (theta and the sticks integrated out; see level_exchange), right after the
         # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
         # from here until its draw below: the label swaps carry it along without using it.

@@ -56,3 +56,48 @@ def test_multinomial_draws_have_the_multinomial_distribution():
         keep = expected > 10
         chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
         assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+
+
+@pytest.mark.parametrize("n_largest", [1, 3])
+def test_sparse_multinomial_from_the_cumulative_sums_has_the_multinomial_distribution(n_largest):
+    """``multinomial_cdf`` (the Gibbs sampler's allocation of a cell): every outcome of Multinomial(12, p) at its
+    pmf, through the binomial path, the single-trial path (stepping over drawn components) and both; a zero
+    weight never drawn."""
+    from bayessdc.models.exact_draws import draw_multinomials_cdf
+
+    weights = np.array([0.3, 0.0, 2.0, 0.5, 1.2])
+    p = weights / weights.sum()
+    size = 200_000
+    for small in (0, 2, 5, 20):
+        x = draw_multinomials_cdf(12, weights, size, small, 21, n_largest)
+        assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
+        outcomes, observed = np.unique(x, axis=0, return_counts=True)
+        expected = stats.multinomial.pmf(outcomes, 12, p) * size
+        keep = expected > 10
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+
+
+@pytest.mark.parametrize("n", [9, 60, 3000, 250_000])
+def test_sparse_multinomial_for_large_counts_has_the_multinomial_mean_and_marginals(n):
+    """Large counts (binomials by inversion and BTPE, then single trials), forty components of very unequal
+    weight as in the sampler: means within 4.5 standard errors and each component's marginal against the
+    binomial pmf by a chi-square test."""
+    from bayessdc.models.exact_draws import draw_multinomials_cdf
+
+    rng = np.random.default_rng(3)
+    weights = rng.gamma(0.3, 1.0, 40) * (rng.random(40) < 0.9)
+    p = weights / weights.sum()
+    size = 40_000
+    x = draw_multinomials_cdf(n, weights, size, 8, 13)
+    assert np.all(x.sum(axis=1) == n) and np.all(x[:, weights == 0] == 0)
+    se = np.sqrt(np.maximum(n * p * (1 - p), 1e-12) / size)
+    assert np.all(np.abs(x.mean(axis=0) - n * p) < 4.5 * se + 1e-9)
+    for k in np.argsort(p)[::-1][:6]:
+        values, observed = np.unique(x[:, k], return_counts=True)
+        expected = stats.binom.pmf(values, n, p[k]) * size
+        keep = expected > 10
+        if keep.sum() < 2:
+            continue
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4, k

@@ -15,33 +15,38 @@ from bayessdc.models.dp_areal import (
 from bayessdc.models.sampling import SamplerSettings, check_convergence
 from bayessdc.synthesis.datasets import draw_synthetic
 
+#: The settings at which the release gate passes with zero divergences on this table (seeds 0, 1, 3 measured,
+#: 2026-11-24: 4 chains x (500 + 250) at target_accept 0.99, 130-180 s on 2 busy cores). At 0.95 the same
+#: fits had 3 divergences in 2,000 draws; the former 2 chains x (500 + 1,000) at 0.9 had 2-19.
+SETTINGS = SamplerSettings(draws=250, tune=500, chains=4, target_accept=0.99)
+
 
 @pytest.fixture(scope="module")
 def fitted():
+    import bayessdc as bsd
+
     frame, truth = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)
     data = prepare_areal(frame, "label", ["v0", "v1"])
-    settings = SamplerSettings(draws=1000, tune=500, chains=2, target_accept=0.9)
-    synthesizer = DPArealSynthesizer(K=8, settings=settings)
-    idata = synthesizer.fit(data, seed=3)
-    return frame, truth, data, synthesizer, idata
+    recipe = bsd.DPAreal(K=8, settings=SETTINGS, repetitions=10)
+    # the release gate decides: no allow_unconverged; a refusal fails the fixture
+    release = bsd.synthesize(frame, recipe, synthesize="label", keep=["v0", "v1"], m=3, seed=3, progress=False)
+    idata = release.diagnostics.posteriors["all"]
+    return frame, truth, data, recipe.synthesizer(), idata, release
 
 
 def test_parameter_recovery_on_counts_simulated_from_the_model(fitted):
-    """Recovery of what the synthesis uses: tau_lambda, every cell's log rate, the pattern totals.
+    """Recovery of what the synthesis uses: tau_lambda, every cell's log rate, the pattern totals; and the
+    release gate (issue 19) passed with zero divergences at the fixture's settings.
 
-    The convergence bounds are what the sampler achieves here, looser than the gate's: on this mixture the
-    configuration of the components mixes slowly (issue 5). Measured over seeds 0-5 (2026-11-24, 2 x (500 +
-    1,000) draws): max r_hat 1.004-1.019, divergences 2-19 of 2,000 (0.1-0.95%). With 2 x 500 draws the max
-    r_hat ranged 1.015-1.050, so the former bound of 1.03 at 500 draws held for some seeds and package
-    versions only (seed 3 gave 1.035 after a fresh install). These bounds catch a sampler that is far off;
-    the likelihood's accuracy, whose old quadrature error gave about 0.5% divergences here, is tested
-    directly (``test_quadrature_stays_exact_far_from_the_counts``).
+    r_hat of the label-invariant quantities is a diagnostic here, not a criterion: on this mixture the
+    configuration of the components mixes slowly (issue 5), and the former bounds (r_hat <= 1.03, divergences
+    <= 1.5%) had been loosened step by step to what was measured. The release gate judges what is released.
     """
-    frame, truth, data, synthesizer, idata = fitted
-    report = synthesizer.check(idata, data)
-    draws = idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
-    assert report.divergences <= 0.015 * draws, report
-    assert report.max_r_hat <= 1.03, report
+    frame, truth, data, synthesizer, idata, release = fitted
+    gate = release.diagnostics["release_gate"]
+    assert gate["passed"] and gate["chains"] == 4 and gate["divergences"] == 0, gate
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    assert all(f["between_chain_se"] <= f["tolerance"] for f in gate["figures"].values() if f["passed"] is not None)
     tau = idata.posterior["tau_lambda"].to_numpy().ravel()
     assert np.quantile(tau, 0.025) < truth["tau_lambda"] < np.quantile(tau, 0.975)
     # Log rates drawn exactly from their conditional posterior cover the simulated ones.
@@ -70,7 +75,7 @@ def test_parameter_recovery_on_counts_simulated_from_the_model(fitted):
 
 
 def test_expected_log_rate_summary_agrees_with_exact_draws(fitted):
-    _, _, data, synthesizer, idata = fitted
+    _, _, data, synthesizer, idata, _ = fitted
     posterior = stack_draws(idata.posterior).isel(sample=5)
     log_resp, mean = cell_posterior(
         posterior["location"].to_numpy(), posterior["rho"].to_numpy(), float(posterior["tau_lambda"]), data
@@ -81,7 +86,7 @@ def test_expected_log_rate_summary_agrees_with_exact_draws(fitted):
 
 
 def test_synthesis_keeps_patterns_and_is_reproducible(fitted):
-    _, _, data, synthesizer, idata = fitted
+    _, _, data, synthesizer, idata, _ = fitted
     first = draw_synthetic(synthesizer, idata, data, 3, np.random.default_rng(9))
     again = draw_synthetic(synthesizer, idata, data, 3, np.random.default_rng(9))
     assert np.array_equal(first.to_numpy(), again.to_numpy())
@@ -99,7 +104,7 @@ def test_synthesis_keeps_patterns_and_is_reproducible(fitted):
 def test_the_gate_monitors_the_convergence_quantities(fitted):
     """One return type for the gate's quantities: what the group runner passes as ``derived`` gives the
     synthesizer's own verdict, with the same figures as the posterior variables monitored by name."""
-    _, _, data, synthesizer, idata = fitted
+    _, _, data, synthesizer, idata, _ = fitted
     quantities = synthesizer.convergence_quantities(idata, data)
     assert list(quantities) == ["alpha", "tau_lambda", "occupied", "expected_log_rate"]
     assert all(isinstance(q, xr.DataArray) and {"chain", "draw"} <= set(q.dims) for q in quantities.values())

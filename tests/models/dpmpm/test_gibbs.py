@@ -143,14 +143,47 @@ def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
     splits it record by record) and three single records, K = 4: the posterior of the number of occupied
     components by summing over every allocation of the cells' counts (multinomial coefficients included),
     against a sampler driven mainly by split-merge moves (no level exchanges, no label swaps)."""
-    import itertools
-
-    from scipy.special import betaln, gammaln
-
     frame = pd.DataFrame({"a": [0] * 10 + [1, 1, 0], "b": [0] * 10 + [1, 2, 2]})
     data = prepare_categorical(frame, ["b"], ["a"])
     assert data.cell_counts.max() > SMALL_CELL
     K, alpha = 4, 1.0
+
+    probability = _enumerated_occupied(data, K, alpha)
+    priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
+    hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
+    settings = GibbsSettings(
+        draws=200_000, burn=1000, chains=2, thin=1, exchange_moves=0, label_swaps=False, split_merge_moves=10
+    )
+    draws = run_gibbs(data, hyper, settings, seed=4)
+    occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
+    assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
+
+
+def test_allocation_of_large_cells_keeps_the_exact_posterior():
+    """Cells of 30 and 12 records (above the small-cell threshold: each one sparse multinomial draw by
+    conditional binomials, largest first, then single trials) and two single records, K = 3, the default
+    moves (label swaps, level exchanges, collapsed alpha): the posterior of the number of occupied components
+    by summing over every allocation of the cells' counts, against the sampler."""
+    frame = pd.DataFrame({"a": [0] * 30 + [1] * 12 + [1, 0], "b": [0] * 30 + [1] * 12 + [2, 1]})
+    data = prepare_categorical(frame, ["b"], ["a"])
+    assert sorted(data.cell_counts)[-2] > SMALL_CELL
+    K, alpha = 3, 1.0
+
+    probability = _enumerated_occupied(data, K, alpha)
+    priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
+    hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
+    settings = GibbsSettings(draws=200_000, burn=1000, chains=2, thin=1)
+    draws = run_gibbs(data, hyper, settings, seed=5)
+    occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
+    assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
+
+
+def _enumerated_occupied(data, K: int, alpha: float) -> np.ndarray:
+    """Exact posterior of the number of occupied components (alpha fixed, theta and the sticks integrated out),
+    by summing over every allocation of every cell's count to the K components."""
+    import itertools
+
+    from scipy.special import betaln, gammaln
 
     def compositions(n, k):
         for cut in itertools.combinations(range(n + k - 1), k - 1):
@@ -169,12 +202,4 @@ def test_split_merge_moves_keep_the_exact_posterior_with_a_large_cell():
                 c = np.bincount(data.cell_codes[:, j], weights=allocation[:, k], minlength=d)
                 log_w += gammaln(d) - gammaln(d + c.sum()) + gammaln(1.0 + c).sum()
         probability[(n_k > 0).sum()] += np.exp(log_w)
-    probability /= probability.sum()
-    priors = DPMPMPriors(a_alpha=20_000.0, b_alpha=20_000.0)
-    hyper = model_hyperparameters(build_model(data, K=K, priors=priors), data)
-    settings = GibbsSettings(
-        draws=200_000, burn=1000, chains=2, thin=1, exchange_moves=0, label_swaps=False, split_merge_moves=10
-    )
-    draws = run_gibbs(data, hyper, settings, seed=4)
-    occupied = np.bincount(draws["occupied"].ravel(), minlength=K + 1) / draws["occupied"].size
-    assert np.allclose(occupied, probability, atol=0.006), (occupied, probability)
+    return probability / probability.sum()
