@@ -51,7 +51,7 @@ def _vlss_frame():
     return frame
 
 
-def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000) -> dict:
+def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: int | None = None) -> dict:
     """One part in this process: the run, its verdict and figures."""
     import bayessdc as bsd
     from bayessdc.models.dpmpm import simulate_ce_like
@@ -66,6 +66,8 @@ def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000) -> dict:
             roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
             known = CE_KNOWN
         recipe = bsd.DPMPM(known=known, risk_records=0)
+        if chains is not None:
+            recipe.settings = bsd.GibbsSettings(chains=chains)
     else:
         frame = simulate_ce_like(n=6208, seed=1)
         roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
@@ -105,17 +107,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--draws", type=int, default=1000, help="dp-areal-ce: NUTS draws per chain (default 1000)")
     parser.add_argument("--tune", type=int, default=1000, help="dp-areal-ce: NUTS warm-up per chain (default 1000)")
+    parser.add_argument("--chains", type=int, default=None, help="DPMPM parts: chains (default: the recipe's, 8)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a part in a child process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune)), flush=True)
+        print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune, args.chains)), flush=True)
         return
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     for part in args.parts:
         print(f"--- {part} (load average {os.getloadavg()[0]:.2f})", flush=True)
         done = subprocess.run(
             [sys.executable, __file__, "--one", part, "--seed", str(args.seed), "--draws", str(args.draws),
-             "--tune", str(args.tune)],
+             "--tune", str(args.tune)] + (["--chains", str(args.chains)] if args.chains else []),
             env=env, capture_output=True, text=True,
         )  # fmt: skip
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
