@@ -19,7 +19,22 @@ which figure), the parameter gate's verdict (a diagnostic), the seconds of the w
 datasets, risk with the default 100 inherent repetitions, utility), peak memory of the process and the load
 average. Each part runs in its own process, so that its peak memory is its own.
 
-Latest run: see the closing note of issue 19 and the figures printed by this script.
+Latest runs (2026-11-24, ``python bench/release_gate.py --parts ...``, seed 1, each part alone on the machine
+unless said; load average at the end of each part):
+
+================  ========  ========================================  ======  =========  ======  ========
+part              verdict   largest SE / tolerance (figure)           chains  r_hat      wall    peak mem
+================  ========  ========================================  ======  =========  ======  ========
+dpmpm-6208        passed    0.90 (table_deviation[one-way])           8       1.295      64 s    1.15 GB
+dpmpm-1m          FAILED    1.76 (attribute_disclosures), 25 needed   8       1.716      200 s   3.6 GB
+dpmpm-vlss        FAILED    1.60 (pmse), 21 needed                    8       1.49       199 s   2.2 GB
+... --chains 24   passed    0.82 (pmse)                               24      1.406      595 s   5.6 GB
+dp-areal-ce       passed    0.68 (expected_match_risk[gender+county]) 4       1.233      975 s   1.0 GB
+================  ========  ========================================  ======  =========  ======  ========
+
+(load 1.0-1.8; dp-areal-ce with ``--draws 500 --tune 500``, 0 divergences: 1,977 s in an earlier run beside
+other work at load 3.0-3.3, same figures.) The r_hat column is the parameter gate's (a diagnostic), which fails
+everywhere: the regimes. Where the release gate fails, the chains' disagreement reaches the released figures.
 """
 
 from __future__ import annotations
