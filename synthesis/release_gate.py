@@ -191,15 +191,16 @@ class ReleaseGateReport:
             out.append(f"{self.chains} chain(s): the release gate needs at least {MIN_CHAINS} (--chains)")
         for name in self.failed():
             f = self.figures[name]
-            need = f.get("chains_needed")
-            out.append(
-                f"{name}: between-chain SE {f['between_chain_se']:.4g} > tolerance {f['tolerance']:.4g} "
-                f"({f['between_chain_se'] / f['tolerance']:.2f}x; "
-                + (f"{need} chains would meet it at this spread" if need else "no number of chains would meet it")
-                + ")"
-                if f["tolerance"] > 0
-                else f"{name}: between-chain SE {f['between_chain_se']:.4g} > tolerance 0 (an inherent range of 0)"
-            )
+            se, tolerance, need = f["between_chain_se"], f["tolerance"], f.get("chains_needed")
+            if tolerance > 0:
+                chains = f"{need} chains would meet it at this spread" if need else "no number of chains would"
+                out.append(
+                    f"{name}: between-chain SE {se:.4g} > tolerance {tolerance:.4g} ({se / tolerance:.2f}x; {chains})"
+                )
+            else:
+                out.append(
+                    f"{name}: between-chain SE {se:.4g} > tolerance 0 (no spread within chains, none allowed between)"
+                )
         if self.divergences:
             out.append(f"{self.divergences} divergent transition(s); the release gate allows none")
         return out
