@@ -52,7 +52,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["FigureKind", "ReleaseGatePolicy", "ReleaseGateReport", "between_chain_summary", "judge_release"]
+__all__ = [
+    "MIN_CHAINS",
+    "FigureKind",
+    "ReleaseGatePolicy",
+    "ReleaseGateReport",
+    "between_chain_summary",
+    "judge_release",
+]
 
 #: ``("risk", inherent_range)`` or ``("utility", None)``.
 FigureKind = tuple[Literal["risk", "utility"], float | None]

@@ -38,7 +38,7 @@ from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.output import fingerprint_frame
-from bayessdc.synthesis.release_gate import ReleaseGatePolicy, ReleaseGateReport, judge_release
+from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport, judge_release
 from bayessdc.synthesis.runner import InferenceDataStore, run_parts
 
 from ..errors import InputError
@@ -347,7 +347,7 @@ class _CategoricalRecipe(Recipe):
             fitted.report = gate
             needed = gate.chains_needed()
             advice = []
-            if gate.failed() or gate.chains < 4:
+            if gate.failed() or gate.chains < MIN_CHAINS:
                 advice.append(
                     f"Run more chains (--chains {needed}: the between-chain standard error falls as 1/sqrt(chains))"
                     if needed is not None
