@@ -34,6 +34,7 @@ import pandas as pd
 __all__ = [
     "IDENTIFICATION_MEASURES",
     "attribute_disclosures",
+    "identification_from_keys",
     "identification_risk",
     "inherent_datasets",
     "inherent_sources",
@@ -277,23 +278,34 @@ def inherent_risk(
                 target, released = _joint_keys(
                     [codes[c] for c in known], [drawn[c] for c in known], [sizes[c] for c in known]
                 )
-                c_i = np.bincount(released, minlength=int(max(target.max(), released.max())) + 1)[target]
-                t = target == released
-                unique = c_i == 1
-                count = int(unique.sum())
-                rows.append(
-                    {
-                        "repetition": s + 1,
-                        "known": "+".join(known),
-                        "expected_match_risk": float((1.0 / c_i[t]).sum()),
-                        "true_match_rate": float((unique & t).sum() / n),
-                        "false_match_rate": float((unique & ~t).sum() / count) if count else float("nan"),
-                        "unique_matches": count,
-                        **attribute,
-                    }
-                )
+                measures = identification_from_keys(target, released)
+                rows.append({"repetition": s + 1, "known": "+".join(known), **measures, **attribute})
         out[scenario] = pd.DataFrame(rows)
     return out
+
+
+def identification_from_keys(target: np.ndarray, released: np.ndarray) -> dict[str, float]:
+    """Eq. 15-17 from integer keys of the known values: ``target`` (every record's true values) and
+    ``released`` (its released values), in one coding of non-negative integers.
+
+    Returns
+    -------
+    dict
+        ``expected_match_risk``, ``true_match_rate``, ``false_match_rate`` (NaN without a unique match) and
+        ``unique_matches``, as :func:`identification_risk`.
+    """
+    n = len(target)
+    size = int(max(target.max(), released.max())) + 1 if n else 0
+    c = np.bincount(released, minlength=size)[target]
+    t = target == released
+    unique = c == 1
+    count = int(unique.sum())
+    return {
+        "expected_match_risk": float((1.0 / c[t]).sum()),
+        "true_match_rate": float((unique & t).sum() / n),
+        "false_match_rate": float((unique & ~t).sum() / count) if count else float("nan"),
+        "unique_matches": count,
+    }
 
 
 def _joint_keys(

@@ -24,7 +24,7 @@ import pandas as pd
 from bayessdc.synthesis.categorical import tables_involving, weighted_pmse
 from bayessdc.synthesis.release_gate import FigureKind
 
-from .identification import IDENTIFICATION_MEASURES, inherent_risk
+from .identification import IDENTIFICATION_MEASURES, identification_from_keys, inherent_risk
 
 __all__ = ["CategoricalReleaseFigures"]
 
@@ -174,18 +174,12 @@ class CategoricalReleaseFigures:
         out: dict[str, float] = {}
         for name, (known, target, sizes) in self.known_keys.items():
             released = self._key(known, codes)
-            # target and released share one coding, so released counts index by the target's key
-            if float(np.prod(np.asarray(sizes, dtype=float))) <= 4 * self.n + 1_000_000:
-                c = np.bincount(released, minlength=int(np.prod(sizes)))[target]
-            else:
-                both, inverse = np.unique(np.concatenate([target, released]), return_inverse=True)
-                c = np.bincount(inverse[self.n :], minlength=len(both))[inverse[: self.n]]
-            t = target == released
-            unique = c == 1
-            s = int(unique.sum())
-            out[f"expected_match_risk[{name}]"] = float((1.0 / c[t]).sum())
-            out[f"true_match_rate[{name}]"] = float((unique & t).sum() / self.n)
-            out[f"false_match_rate[{name}]"] = float((unique & ~t).sum() / s) if s else float("nan")
+            if float(np.prod(np.asarray(sizes, dtype=float))) > 4 * self.n + 1_000_000:  # dense keys first
+                inverse = np.unique(np.concatenate([target, released]), return_inverse=True)[1].ravel()
+                target, released = inverse[: self.n], inverse[self.n :]
+            measures = identification_from_keys(target, released)
+            for measure in IDENTIFICATION_MEASURES:
+                out[f"{measure}[{name}]"] = measures[measure]
         same = np.ones(self.n, dtype=bool)
         for col in self.synthesize:
             same &= codes[col] == self.codes[col]
