@@ -18,7 +18,7 @@ from typing import Any
 import arviz as az
 import pandas as pd
 
-from bayessdc.synthesis.output import OutputFolder
+from bayessdc.synthesis.output import OutputFolder, json_writer, table_writer
 
 from .errors import NotApplicableError
 
@@ -192,29 +192,41 @@ class Release:
             )
         return getattr(self.measures, kind)(**options)
 
-    def save(self, out: str | os.PathLike[str], written: set[str] | frozenset[str] = frozenset()) -> Path:
+    def save(self, out: str | os.PathLike[str]) -> Path:
         """Write ``out/release`` (synthetic data and model description) and ``out/private`` (the rest).
 
-        A folder holding another run is refused (:class:`bayessdc.synthesis.output.RunMismatchError`); the
-        same run's folder is completed. ``release/`` is written last.
+        ``private/`` is written first; ``release/`` is then built whole and renamed into place in one step,
+        so it is either absent or complete. A folder holding another run is refused
+        (:class:`bayessdc.RunMismatchError`); the same run's folder is completed.
 
         Parameters
         ----------
         out
             The output folder.
-        written
-            Names of ``private_files`` already written to this folder during the run (not written again).
 
         Returns
         -------
         pathlib.Path
             ``out``.
         """
-        folder = OutputFolder(out, self.identity)
-        self.write_private(folder, skip=written)
-        folder.write_release_json("model.json", self.description)
-        folder.write_release_table("synthetic.parquet", self.synthetic)
+        with OutputFolder(out, self.identity) as folder:
+            self.write_to(folder)
         return Path(out)
+
+    def write_to(self, folder: OutputFolder, written: set[str] | frozenset[str] = frozenset()) -> None:
+        """Write this release into an open output folder: ``private/`` first, then ``release/`` in one rename.
+
+        Parameters
+        ----------
+        folder
+            The open output folder (its identity must be this release's).
+        written
+            Names of ``private_files`` already written to this folder during the run (not written again).
+        """
+        self.write_private(folder, skip=written)
+        folder.write_release(
+            {"model.json": json_writer(self.description), "synthetic.parquet": table_writer(self.synthetic)}
+        )
 
     def write_private(self, folder: OutputFolder, skip: set[str] | frozenset[str] = frozenset()) -> None:
         """Write everything of ``private/`` into ``folder`` (the posteriors, diagnostics, risk, utility)."""

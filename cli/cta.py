@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 
 OBJECTIVE_CHOICES = ("l1", "relative", "weighted", "variance", "compromise")
 
@@ -15,8 +16,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="controlled tabular adjustment: protect sensitive cells, keep totals and statistics",
         description=(
             "Adjust a table so that every sensitive cell moves by at least its protection while every "
-            "marginal total still adds up (Cox's controlled tabular adjustment). Writes DIR/adjusted.csv "
-            "(every cell and total) and DIR/quality.json."
+            "marginal total still adds up (Cox's controlled tabular adjustment). Writes DIR/release/adjusted.csv "
+            "(the adjusted value of every cell and total) and DIR/release/model.json (the rule and objective), and "
+            "DIR/private/ (original values, protection levels, quality figures). Exit status: 0 released; 2 bad "
+            "input or options; 3 nothing released (no adjustment meets the protection, or a check failed)."
         ),
     )
     parser.add_argument(
@@ -86,23 +89,33 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc cta``; returns the exit status."""
     import bayessdc as bsd
+    from bayessdc.cta import InfeasibleError
+    from bayessdc.pipeline.cta import ProtectionNotMetError
 
-    result = bsd.adjust(
-        args.table, args.dims, args.value, rule=args.rule, protection=args.protection, contributor=args.contributor,
-        kind=args.kind, objective=args.objective, preserve_mean=args.preserve_mean, zero_l=args.zero_l,
-        integer=True if args.integer else None, method=args.method, capacity=args.capacity,
-        capacity_column=args.capacity_column, cost=args.cost, widen=args.widen, total_label=args.total_label,
-        solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap,
-    )  # fmt: skip
-    paths = result.save(args.out)
+    try:
+        result = bsd.adjust(
+            args.table, args.dims, args.value, rule=args.rule, protection=args.protection,
+            contributor=args.contributor, kind=args.kind, objective=args.objective, preserve_mean=args.preserve_mean,
+            zero_l=args.zero_l, integer=True if args.integer else None, method=args.method, capacity=args.capacity,
+            capacity_column=args.capacity_column, cost=args.cost, widen=args.widen, total_label=args.total_label,
+            solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap,
+        )  # fmt: skip
+    except InfeasibleError as err:  # no table meets the protection: a refusal, nothing written
+        print(f"bayessdc cta: refused: nothing released: {err}", file=sys.stderr)
+        return 3
+    try:
+        result.save(args.out)
+    except ProtectionNotMetError as err:
+        print(f"bayessdc cta: refused: {err}", file=sys.stderr)
+        return 3
     report, checks = result.quality, result.quality["checks"]
     print(
         f"{checks['n_sensitive']} sensitive of {checks['n_cells']} cells; status {result.status}; "
         f"total |adjustment| {report['all_cells']['total_absolute_adjustment']:g}; "
         f"protection met: {checks['protection_met']}; totals add up: {checks['totals_add_up']}\n"
-        f"wrote {paths['adjusted']} and {paths['quality']}"
+        f"  written: {args.out / 'release'} and {args.out / 'private'}"
     )
-    return 0 if result.passed else 1
+    return 0
 
 
 def demo(out: pathlib.Path, seed: int) -> list[dict]:

@@ -2,12 +2,12 @@
 
 Build a table (:func:`table_from_long`, :func:`table_from_microdata`, :func:`link_tables`), decide its
 sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), adjust it
-(:func:`adjust_table`), measure the result (:func:`quality_report`) and write it (:func:`write_outputs`).
+(:func:`adjust_table`) and measure the result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and
+writes the release/private output folder.
 """
 
 from .examples import cox_4x9_frame
 from .heuristic import balanced_directions
-from .io import read_data, write_outputs
 from .problem import OBJECTIVES, Adjustment, InfeasibleError, adjust_table
 from .quality import cell_statistics, quality_report
 from .rules import (
@@ -50,8 +50,6 @@ __all__ = [
     "protection_from_rules",
     "protection_from_table",
     "quality_report",
-    "read_data",
     "table_from_long",
     "table_from_microdata",
-    "write_outputs",
 ]

@@ -1,17 +1,29 @@
 """The output folder: ``release/`` (may be published) and ``private/`` (never published).
 
-``release/`` receives only synthetic data and a description of the model. Posterior draws, diagnostics,
-per-record risk, utility and observed values go to ``private/``. Every file is written under a temporary
-name in the same folder and renamed into place, so an interrupted run never leaves a half-written file;
-a run's identity (input fingerprint and settings) is recorded so that a rerun into the same folder resumes
-the same run and refuses a different one.
+``release/`` receives only synthetic data (or an adjusted table) and a description of the model. Posterior
+draws, diagnostics, per-record risk, utility and observed values go to ``private/``.
+
+Nothing half-written is ever visible:
+
+- ``release/`` is built whole in a hidden temporary folder beside it (``.release-*``) and renamed into place
+  in one step (:meth:`OutputFolder.write_release`), so it is either absent or complete; a run refused by its
+  gate, or killed before its end, leaves no ``release/``;
+- every private file is written under a hidden temporary name in its folder and renamed into place
+  (:func:`atomic_path`);
+- the hidden temporaries a killed run leaves behind are removed by the next run into the folder.
+
+A run's identity (input fingerprint and settings) is recorded in ``private/run.json``, so that a rerun into
+the same folder resumes the same run and a different run is refused; a folder in use by another process is
+refused too (an advisory lock on the ``private/`` folder).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,9 +38,14 @@ __all__ = [
     "RunMismatchError",
     "atomic_path",
     "fingerprint_frame",
+    "json_writer",
+    "table_writer",
     "to_jsonable",
     "write_json",
 ]
+
+#: Prefix of the hidden folder in which ``release/`` is built before its rename.
+RELEASE_TEMPORARY_PREFIX = ".release-"
 
 
 class RunMismatchError(FileExistsError):
@@ -37,7 +54,11 @@ class RunMismatchError(FileExistsError):
 
 @contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success rename it to ``target``, on error delete it."""
+    """Yield a temporary path beside ``target``; on success rename it to ``target``, on error delete it.
+
+    The temporary is hidden (``.<name>.*.tmp``), so a reader listing the folder never mistakes it for an
+    output; the file gets the permissions the user's umask gives a new file (``mkstemp`` makes it 0600).
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -45,10 +66,18 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():
+            os.chmod(tmp_path, 0o666 & ~_umask())
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def to_jsonable(value: Any) -> Any:
@@ -88,6 +117,9 @@ def fingerprint_frame(frame: pd.DataFrame) -> str:
 class OutputFolder:
     """An output folder with its ``release/`` and ``private/`` parts.
 
+    Open it with ``with OutputFolder(root, identity) as folder:``; the folder is locked against other
+    processes until it is closed.
+
     Parameters
     ----------
     root
@@ -95,6 +127,11 @@ class OutputFolder:
     identity
         What defines the run (input fingerprint, synthesizer, settings, seed). A folder that already holds
         a run with another identity is refused with :class:`RunMismatchError`.
+
+    Raises
+    ------
+    RunMismatchError
+        ``root`` holds another run, holds files that are not a bayessdc run, or is in use by another process.
     """
 
     RUN_FILE = "run.json"
@@ -104,6 +141,7 @@ class OutputFolder:
         self.identity = to_jsonable(dict(identity))
         self.release = self.root / "release"
         self.private = self.root / "private"
+        self._lock: int | None = None
         run_file = self.private / self.RUN_FILE
         if run_file.exists():
             previous = json.loads(run_file.read_text())
@@ -117,22 +155,108 @@ class OutputFolder:
                 )
         elif self.root.exists() and any(p for p in self.root.iterdir() if not p.name.startswith(".")):
             raise RunMismatchError(f"{self.root} is not empty and holds no bayessdc run; choose another --out folder")
-        self.release.mkdir(parents=True, exist_ok=True)
         self.private.mkdir(parents=True, exist_ok=True)
+        self._acquire_lock()
+        self.remove_temporaries()
         if not run_file.exists():
             write_json(run_file, self.identity)
 
-    def write_release_table(self, name: str, frame: pd.DataFrame) -> Path:
-        """Write a synthetic table to ``release/<name>`` (Parquet), atomically."""
-        return self._write_table(self.release / name, frame)
+    # -- the folder's life ---------------------------------------------------------------------------
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.private, os.O_RDONLY)  # flock(2) locks a directory as well as a file
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunMismatchError(
+                f"{self.root} is in use by another bayessdc run; wait for it to finish or choose another --out folder"
+            ) from None
+        self._lock = fd
+
+    def close(self) -> None:
+        """Release the folder's lock (the outputs stay)."""
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the lock
+            self._lock = None
+
+    def __enter__(self) -> OutputFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def remove_temporaries(self) -> list[Path]:
+        """Remove what an interrupted run left half-written: hidden ``.release-*`` folders and ``.*.tmp`` files.
+
+        Called when the folder is opened (the lock guarantees that no other process is writing them).
+
+        Returns
+        -------
+        list of pathlib.Path
+            What was removed.
+        """
+        removed = []
+        for path in self.root.glob(f"{RELEASE_TEMPORARY_PREFIX}*"):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path)
+        for path in self.private.rglob(".*.tmp"):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+        return removed
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def write_release(self, files: Mapping[str, Callable[[Path], None]]) -> Path:
+        """Write ``release/`` whole: every ``write(path)`` of ``files`` into a hidden folder, then one rename.
+
+        ``release/`` is thus either absent or complete, never partly written. A ``release/`` already there
+        (a rerun of the same run) is replaced: it is moved aside, the new one renamed into place, and the
+        old one deleted, so a reader sees the old release, no release, or the new one.
+
+        Parameters
+        ----------
+        files
+            File name -> a function writing that file at the path it is given.
+
+        Returns
+        -------
+        pathlib.Path
+            The ``release/`` folder.
+        """
+        building = Path(tempfile.mkdtemp(prefix=RELEASE_TEMPORARY_PREFIX, suffix=".tmp", dir=self.root))
+        try:
+            for name, write in files.items():
+                write(building / name)
+                with open(building / name, "rb") as handle:
+                    os.fsync(handle.fileno())
+                os.chmod(building / name, 0o666 & ~_umask())
+            os.chmod(building, 0o777 & ~_umask())
+            if self.release.exists():
+                old = Path(tempfile.mkdtemp(prefix=RELEASE_TEMPORARY_PREFIX, suffix=".old", dir=self.root))
+                os.replace(self.release, old / "release")
+                os.replace(building, self.release)
+                shutil.rmtree(old)
+            else:
+                os.replace(building, self.release)
+            _fsync_directory(self.root)
+        finally:
+            if building.exists():
+                shutil.rmtree(building)
+        return self.release
 
     def write_private_table(self, name: str, frame: pd.DataFrame) -> Path:
         """Write a table to ``private/<name>`` (Parquet), atomically."""
-        return self._write_table(self.private / name, frame)
-
-    def write_release_json(self, name: str, payload: Mapping[str, Any]) -> Path:
-        """Write ``release/<name>`` (JSON), atomically."""
-        return write_json(self.release / name, payload)
+        target = self.private / name
+        with atomic_path(target) as tmp:
+            frame.to_parquet(tmp, index=False)
+        return target
 
     def write_private_json(self, name: str, payload: Mapping[str, Any]) -> Path:
         """Write ``private/<name>`` (JSON), atomically."""
@@ -145,8 +269,20 @@ class OutputFolder:
             write(tmp)
         return target
 
-    @staticmethod
-    def _write_table(target: Path, frame: pd.DataFrame) -> Path:
-        with atomic_path(target) as tmp:
-            frame.to_parquet(tmp, index=False)
-        return target
+
+def table_writer(frame: pd.DataFrame) -> Callable[[Path], None]:
+    """A writer of ``frame`` as Parquet (no index), for :meth:`OutputFolder.write_release`."""
+    return lambda path: frame.to_parquet(path, index=False)
+
+
+def json_writer(payload: Mapping[str, Any]) -> Callable[[Path], None]:
+    """A writer of ``payload`` as indented JSON, for :meth:`OutputFolder.write_release`."""
+    return lambda path: Path(path).write_text(json.dumps(to_jsonable(payload), indent=2) + "\n")
+
+
+def _fsync_directory(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -202,6 +202,25 @@ def synthesize(
         raise InputError(str(err)) from err
     identity = {**prepared.identity, "m": m, "seed": seed}
     folder = OutputFolder(out, identity) if out is not None else None
+    try:
+        return _run(synthesizer, prepared, identity, folder, m, seed, allow_unconverged, progress, start)
+    finally:
+        if folder is not None:
+            folder.close()
+
+
+def _run(
+    synthesizer: Recipe,
+    prepared: Prepared,
+    identity: dict[str, Any],
+    folder: OutputFolder | None,
+    m: int,
+    seed: int,
+    allow_unconverged: bool,
+    progress: bool,
+    start: float,
+) -> Release:
+    """Fit, gate, release and write (the steps of :func:`synthesize` after its checks)."""
     for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
         _say(f"notice: {notice}")
     fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
@@ -232,8 +251,8 @@ def synthesize(
     release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
     release.private_files = {**fitted.private_files, **release.private_files}
     release.seconds = time.perf_counter() - start
-    if out is not None:
-        release.save(out, written=set(fitted.private_files))
+    if folder is not None:
+        release.write_to(folder, written=set(fitted.private_files))
     return release
 
 

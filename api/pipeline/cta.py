@@ -3,7 +3,18 @@
 A table in long form (one row per cell, totals included) or as contributor microdata is adjusted so that
 every sensitive cell moves by at least its protection while every total still adds up; the steps are those of
 :mod:`bayessdc.cta` (build the table, decide the sensitive cells, solve the MILP or LP, measure the result),
-and :meth:`Adjustment.save` writes ``adjusted.csv`` and ``quality.json`` as ``bayessdc cta`` does.
+and :meth:`Adjustment.save` writes the two-part output folder as ``bayessdc cta`` does:
+
+``release/`` (may be published)
+    ``adjusted.csv``: the dimension columns and the value column (named as in the input) holding the adjusted
+    values of every cell and total; ``model.json``: the rule and objective (how sensitive cells were decided,
+    the objective, the method, capacity, integrality), never an original value or a protection level.
+``private/`` (never published)
+    ``cells.csv``: each cell's original value, adjusted value, adjustment, sensitivity flag and protection;
+    ``quality.json``: the quality figures, checks and solver report; ``run.json``: the run's identity.
+
+An adjustment that does not meet every protection or whose totals do not add up is not released: ``save``
+writes ``private/`` and raises :class:`ProtectionNotMetError` (``bayessdc cta`` exits with status 3).
 """
 
 from __future__ import annotations
@@ -17,10 +28,24 @@ from typing import Any
 import pandas as pd
 
 from bayessdc import cta
+from bayessdc.synthesis.output import OutputFolder, fingerprint_frame, json_writer
 
 from ..errors import InputError
+from ..io import read_table
 
-__all__ = ["Adjustment", "adjust"]
+__all__ = ["Adjustment", "ProtectionNotMetError", "adjust"]
+
+#: The release's and the private folder's files.
+RELEASE_TABLE, PRIVATE_CELLS, QUALITY = "adjusted.csv", "cells.csv", "quality.json"
+
+
+class ProtectionNotMetError(RuntimeError):
+    """The adjusted table is not safe to publish (a protection not met, or totals not adding up); nothing was
+    released. ``quality`` holds the checks naming the cells."""
+
+    def __init__(self, message: str, quality: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.quality = quality
 
 
 @dataclass
@@ -30,9 +55,9 @@ class Adjustment:
     Attributes
     ----------
     table
-        Every cell and total in long form (what ``adjusted.csv`` holds): the dimension columns, ``original``,
-        ``adjusted``, ``adjustment``, ``sensitive`` and ``protection`` (the move required in the chosen
-        direction).
+        Every cell and total in long form (what ``private/cells.csv`` holds): the dimension columns,
+        ``original``, ``adjusted``, ``adjustment``, ``sensitive`` and ``protection`` (the move required in the
+        chosen direction).
     quality
         The figures of ``quality.json``: statistics of the sensitive, interior and all cells (correlation,
         slope, variance ratio, total absolute adjustment, ...), the checks (``protection_met``,
@@ -41,12 +66,22 @@ class Adjustment:
         The solver's status (``"optimal"``, ``"optimal_inaccurate"``, ...).
     solution
         The full :class:`bayessdc.cta.Adjustment` (table structure, protection, directions, settings).
+    description
+        The public description of the rule and objective (``release/model.json``).
+    identity
+        What defines the run (input fingerprint and options): an output folder holding another run is
+        refused.
+    value
+        The value column's name, which the released table keeps.
     """
 
     table: pd.DataFrame
     quality: dict[str, Any]
     status: str
     solution: cta.Adjustment = field(repr=False)
+    description: dict[str, Any] = field(default_factory=dict)
+    identity: dict[str, Any] = field(default_factory=dict)
+    value: str = "value"
 
     @property
     def protection_met(self) -> bool:
@@ -63,15 +98,64 @@ class Adjustment:
         """The adjusted table is safe to publish: protection met and totals adding up."""
         return self.protection_met and self.totals_add_up
 
-    def save(self, out: str | os.PathLike[str]) -> dict[str, Path]:
-        """Write ``out/adjusted.csv`` and ``out/quality.json`` (atomically; ``out`` is created if missing).
+    @property
+    def released_table(self) -> pd.DataFrame:
+        """What ``release/adjusted.csv`` holds: the dimension columns and the adjusted values, cells and
+        totals, under the input's value column name."""
+        labels = self.solution.table.label_columns
+        return self.table[labels].assign(**{self.value: self.table["adjusted"].to_numpy()})
+
+    def save(self, out: str | os.PathLike[str], *, allow_unprotected: bool = False) -> Path:
+        """Write ``out/private`` and, when the adjusted table is safe, ``out/release`` (see the module docstring).
+
+        ``release/`` is built whole and renamed into place in one step; a folder holding another run is
+        refused (:class:`bayessdc.RunMismatchError`).
+
+        Parameters
+        ----------
+        out
+            The output folder.
+        allow_unprotected
+            Release although a protection is not met or a total does not add up (recorded in
+            ``release/model.json``).
 
         Returns
         -------
-        dict
-            The paths written, under ``"adjusted"`` and ``"quality"``.
+        pathlib.Path
+            ``out``.
+
+        Raises
+        ------
+        ProtectionNotMetError
+            The table is not safe and ``allow_unprotected`` is false: ``private/`` is written, ``release/``
+            is not.
         """
-        return cta.write_outputs(self.solution, out, self.quality)
+        with OutputFolder(out, self.identity) as folder:
+            folder.write_private_file(PRIVATE_CELLS, lambda path: self.table.to_csv(path, index=False))
+            folder.write_private_json(QUALITY, self.quality)
+            if not self.passed and not allow_unprotected:
+                raise ProtectionNotMetError(
+                    f"nothing released: {self._failed_checks()}; the quality figures are in {folder.private}",
+                    self.quality,
+                )
+            description = {**self.description, "allow_unprotected": allow_unprotected}
+            released = self.released_table
+            folder.write_release(
+                {
+                    RELEASE_TABLE: lambda path: released.to_csv(path, index=False),
+                    "model.json": json_writer(description),
+                }
+            )
+        return Path(out)
+
+    def _failed_checks(self) -> str:
+        checks = self.quality["checks"]
+        failed = []
+        if not checks["protection_met"]:
+            failed.append(f"protection not met at {'; '.join(checks['cells_below_protection'])}")
+        if not checks["totals_add_up"]:
+            failed.append(f"totals not adding up at {'; '.join(checks['totals_not_adding_up'])}")
+        return " and ".join(failed)
 
     def __repr__(self) -> str:
         checks = self.quality["checks"]
@@ -163,7 +247,7 @@ def adjust(
     ValueError
         Bad data or totals (the message names the cell).
     """
-    data = table if isinstance(table, pd.DataFrame) else cta.read_data(table)
+    data = table if isinstance(table, pd.DataFrame) else read_table(table)
     if rule is not None and protection is not None:
         raise InputError("give the protection levels (--protection COL) or sensitivity rules (--rule RULE), not both")
     if contributor is not None:
@@ -191,4 +275,46 @@ def adjust(
         preserve_mean=preserve_mean, zero_l=zero_l, integer=integer, solver=solver, time_limit=time_limit,
         mip_gap=mip_gap,
     )  # fmt: skip
-    return Adjustment(solution.to_frame(), cta.quality_report(solution), solution.status, solution)
+    options = {
+        "dims": dims if isinstance(dims, str) else [d if isinstance(d, str) else list(d) for d in dims],
+        "value": value, "rules": [str(r) for r in rules], "protection": protection, "contributor": contributor,
+        "kind": kind, "objective": objective, "method": method, "preserve_mean": preserve_mean, "zero_l": zero_l,
+        "integer": integer, "capacity": capacity, "capacity_column": capacity_column, "cost": cost, "widen": widen,
+        "total_label": total_label, "solver": solver, "time_limit": time_limit, "mip_gap": mip_gap,
+    }  # fmt: skip
+    identity = {"synthesizer": "cta", "input": fingerprint_frame(data), **options}
+    return Adjustment(
+        solution.to_frame(), cta.quality_report(solution), solution.status, solution,
+        description=_description(solution, options), identity=identity, value=value,
+    )  # fmt: skip
+
+
+def _description(solution: cta.Adjustment, options: dict[str, Any]) -> dict[str, Any]:
+    """The public description of an adjustment (``release/model.json``): how sensitive cells were decided and
+    what was solved; never a cell's original value, its protection, or which cells are sensitive."""
+    settings = solution.settings
+    if options["rules"]:
+        sensitivity: Any = {"rules": options["rules"]}
+    else:
+        sensitivity = "protection levels given per cell (not published)"
+    return {
+        "synthesizer": "cta",
+        "method": "controlled tabular adjustment (Cox 2000; 2003)",
+        "table": {
+            "dimensions": solution.table.label_columns,
+            "value": options["value"],
+            "total_label": options["total_label"],
+            "kind": options["kind"],
+            "from_microdata": options["contributor"] is not None,
+            "cells": int(solution.table.n_cells),
+        },
+        "sensitive_cells": sensitivity,
+        "objective": solution.objective,
+        "solution_method": solution.method,
+        "integer": bool(settings.get("integer")),
+        "capacity": "per cell (not published)" if options["capacity_column"] else settings.get("capacity"),
+        "widen": settings.get("widen"),
+        "preserve_mean": bool(settings.get("preserve_mean")),
+        "zero_l": bool(settings.get("zero_l")),
+        "solver": solution.solver,
+    }

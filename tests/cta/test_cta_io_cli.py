@@ -1,4 +1,4 @@
-"""Outputs written atomically, the quality report, and ``bayessdc cta`` end to end."""
+"""The release/private layout, the quality report, and ``bayessdc cta`` end to end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import bayessdc.cli as cli
-from bayessdc.cta import adjust_table, cell_statistics, cox_4x9_frame, write_outputs
+from bayessdc.cta import cell_statistics, cox_4x9_frame
 
 
 @pytest.fixture
@@ -37,8 +37,9 @@ def test_cli_end_to_end(tmp_path, cta_main):
     status = cta_main(["cta", "--table", str(table_file), "--dims", "row,column", "--value", "value",
                        "--protection", "protection", "--integer", "--out", str(out)])
     assert status == 0
-    assert sorted(p.name for p in out.iterdir()) == ["adjusted.csv", "quality.json"]
-    adjusted = pd.read_csv(out / "adjusted.csv")
+    assert sorted(p.name for p in (out / "release").iterdir()) == ["adjusted.csv", "model.json"]
+    assert sorted(p.name for p in (out / "private").iterdir()) == ["cells.csv", "quality.json", "run.json"]
+    adjusted = pd.read_csv(out / "private" / "cells.csv")
     assert list(adjusted.columns) == ["row", "column", "original", "adjusted", "adjustment", "sensitive",
                                       "protection"]
     assert len(adjusted) == 50 and adjusted["sensitive"].sum() == 7
@@ -46,11 +47,47 @@ def test_cli_end_to_end(tmp_path, cta_main):
     row_sums = interior.groupby("row")["adjusted"].sum()
     totals = adjusted[(adjusted["column"] == "Total") & (adjusted["row"] != "Total")].set_index("row")
     assert np.allclose(row_sums, totals.loc[row_sums.index, "adjusted"])
-    quality = json.loads((out / "quality.json").read_text())
+    # release/ holds the adjusted values under the input's column name, and nothing else of the cells
+    released = pd.read_csv(out / "release" / "adjusted.csv")
+    assert list(released.columns) == ["row", "column", "value"]
+    assert np.array_equal(released["value"].to_numpy(), adjusted["adjusted"].to_numpy())
+    assert not np.array_equal(released["value"].to_numpy(), adjusted["original"].to_numpy())
+    model = json.loads((out / "release" / "model.json").read_text())
+    assert model["sensitive_cells"] == "protection levels given per cell (not published)"
+    assert model["objective"] == "l1" and model["integer"] is True and model["table"]["cells"] == 50
+    text = (out / "release" / "model.json").read_text()
+    for number in adjusted.loc[adjusted["sensitive"], ["original", "protection"]].to_numpy().ravel():
+        assert f"{number:g}" not in text  # no original value or protection level of a sensitive cell
+    quality = json.loads((out / "private" / "quality.json").read_text())
     assert quality["checks"]["protection_met"] and quality["checks"]["totals_add_up"]
     assert quality["solver"]["status"] == "optimal"
     assert quality["solver"]["optimality_gap"] == pytest.approx(0.0, abs=1e-9)
     assert quality["solver"]["solve_seconds"] > 0
+
+
+def test_cli_rerun_gives_the_same_release_and_another_run_is_refused(tmp_path, cta_main, capsys):
+    table_file = tmp_path / "cox.csv"
+    cox_4x9_frame().to_csv(table_file, index=False)
+    base = ["cta", "--table", str(table_file), "--dims", "row,column", "--value", "value", "--protection",
+            "protection", "--integer"]
+    assert cta_main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert cta_main([*base, "--out", str(tmp_path / "b")]) == 0
+    for name in ("adjusted.csv", "model.json"):
+        assert (tmp_path / "a" / "release" / name).read_bytes() == (tmp_path / "b" / "release" / name).read_bytes()
+    assert cta_main([*base, "--objective", "relative", "--out", str(tmp_path / "a")]) == 2
+    assert "different run (differs in: objective)" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_protection_that_cannot_be_met(tmp_path, cta_main, capsys):
+    """No adjustment within a 1% capacity can move a sensitive cell by its protection: exit 3, no release/."""
+    table_file = tmp_path / "cox.csv"
+    cox_4x9_frame().to_csv(table_file, index=False)
+    out = tmp_path / "out"
+    status = cta_main(["cta", "--table", str(table_file), "--dims", "row,column", "--value", "value",
+                       "--protection", "protection", "--integer", "--capacity", "0.01", "--out", str(out)])
+    assert status == 3
+    assert "refused: nothing released" in capsys.readouterr().err
+    assert not (out / "release").exists()
 
 
 def test_cli_microdata_with_rules(tmp_path, cta_main):
@@ -69,7 +106,7 @@ def test_cli_microdata_with_rules(tmp_path, cta_main):
                        "--contributor", "firm", "--rule", "p%=15", "--rule", "nk=2,85",
                        "--objective", "compromise", "--capacity", "1", "--widen", "3", "--out", str(out)])
     assert status == 0
-    adjusted = pd.read_csv(out / "adjusted.csv")
+    adjusted = pd.read_csv(out / "private" / "cells.csv")
     dominated = adjusted[(adjusted["region"] == "N") & (adjusted["sector"] == "agri")].iloc[0]
     assert dominated["sensitive"] and abs(dominated["adjustment"]) >= dominated["protection"] - 1e-6
 
@@ -97,22 +134,29 @@ def test_cli_needs_protection_and_names_missing_columns(tmp_path, cta_main, caps
     assert "column(s) not in the data: amount" in capsys.readouterr().err
 
 
-def test_failed_write_leaves_nothing_half_written(tmp_path, cox_table, monkeypatch):
-    result = adjust_table(cox_table)
-    out = tmp_path / "out"
-    write_outputs(result, out)
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
-    bad_report = {"not json": object()}  # json.dump fails half-way
-    with pytest.raises(TypeError):
-        write_outputs(result, out, bad_report)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporaries, old files intact
+def test_an_unsafe_adjustment_is_not_released(tmp_path):
+    """An adjustment whose protection is not met writes private/ only and raises; allowed, it is released."""
+    import bayessdc as bsd
+    from bayessdc.pipeline.cta import ProtectionNotMetError
+
+    result = bsd.adjust(cox_4x9_frame(), "row,column", "value", protection="protection", integer=True)
+    sensitive = result.table.index[result.table["sensitive"]][0]
+    result.quality["checks"]["protection_met"] = False  # as a solver stopped early would report
+    result.quality["checks"]["cells_below_protection"] = [result.solution.table.describe_cell(sensitive)]
+    with pytest.raises(ProtectionNotMetError, match="protection not met at row=R1, column=C9"):
+        result.save(tmp_path / "out")
+    assert not (tmp_path / "out" / "release").exists()
+    assert json.loads((tmp_path / "out" / "private" / "quality.json").read_text())["checks"]["protection_met"] is False
+    result.save(tmp_path / "out", allow_unprotected=True)
+    assert json.loads((tmp_path / "out" / "release" / "model.json").read_text())["allow_unprotected"] is True
 
 
 def test_demo_rows(tmp_path):
     from bayessdc.cli.cta import demo
 
     rows = demo(tmp_path, seed=1)
-    assert (tmp_path / "cta" / "adjusted.csv").exists() and (tmp_path / "cta" / "quality.json").exists()
+    assert (tmp_path / "cta" / "release" / "adjusted.csv").exists()
+    assert (tmp_path / "cta" / "private" / "quality.json").exists()
     measures = {row["measure"]: row["value"] for row in rows}
     assert all(row["synthesizer"] == "cta" for row in rows)
     assert measures["total_absolute_adjustment"] == pytest.approx(249250)

@@ -54,12 +54,13 @@ def test_adjust_equals_the_cli(cox, tmp_path):
     cox_4x9_frame().to_csv(path, index=False)
     args = ["cta", "--table", str(path), "--dims", "row,column", "--value", "value", "--protection", "protection"]
     assert main([*args, "--integer", "--out", str(tmp_path / "cli")]) == 0
-    cli = pd.read_csv(tmp_path / "cli" / "adjusted.csv")
+    cli = pd.read_csv(tmp_path / "cli" / "private" / "cells.csv")
     pd.testing.assert_frame_equal(result.table, cli, check_dtype=False)
-    paths = result.save(tmp_path / "api")
-    assert paths["adjusted"].read_bytes() == (tmp_path / "cli" / "adjusted.csv").read_bytes()
+    api = result.save(tmp_path / "api")
+    for name in ("adjusted.csv", "model.json"):  # the same release, byte for byte
+        assert (api / "release" / name).read_bytes() == (tmp_path / "cli" / "release" / name).read_bytes()
     api_quality, cli_quality = (
-        json.loads(p.read_text()) for p in (paths["quality"], tmp_path / "cli" / "quality.json")
+        json.loads((root / "private" / "quality.json").read_text()) for root in (api, tmp_path / "cli")
     )
     for quality in (api_quality, cli_quality):
         quality["solver"].pop("solve_seconds")

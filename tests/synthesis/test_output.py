@@ -1,9 +1,22 @@
 import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
 
 import pandas as pd
 import pytest
 
-from bayessdc.synthesis.output import OutputFolder, RunMismatchError, atomic_path, fingerprint_frame, write_json
+from bayessdc.synthesis.output import (
+    OutputFolder,
+    RunMismatchError,
+    atomic_path,
+    fingerprint_frame,
+    json_writer,
+    table_writer,
+    write_json,
+)
 
 
 def test_atomic_path_leaves_nothing_when_writing_fails(tmp_path):
@@ -41,3 +54,69 @@ def test_fingerprint_changes_with_any_value():
     a = pd.DataFrame({"x": [1, 2, 3]})
     assert fingerprint_frame(a) == fingerprint_frame(a.copy())
     assert fingerprint_frame(a) != fingerprint_frame(a.assign(x=[1, 2, 4]))
+
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_release_is_renamed_into_place_whole_or_not_at_all(tmp_path):
+    identity = {"seed": 1}
+    with OutputFolder(tmp_path / "o", identity) as folder:
+        assert not folder.release.exists()  # opening a folder does not create release/
+
+        def half(path):
+            path.write_text("half")
+            raise RuntimeError("interrupted")
+
+        with pytest.raises(RuntimeError):
+            folder.write_release({"model.json": json_writer({"m": 1}), "synthetic.parquet": half})
+        assert not folder.release.exists()
+        assert _files(tmp_path / "o") == ["private", "private/run.json"]
+
+        frame = pd.DataFrame({"x": [1, 2]})
+        folder.write_release({"model.json": json_writer({"m": 1}), "synthetic.parquet": table_writer(frame)})
+        assert _files(folder.release) == ["model.json", "synthetic.parquet"]
+        # a rerun replaces the release whole and leaves nothing beside it
+        folder.write_release({"model.json": json_writer({"m": 2}), "synthetic.parquet": table_writer(frame)})
+        assert json.loads((folder.release / "model.json").read_text()) == {"m": 2}
+        assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["private", "release"]
+        mask = os.umask(0)
+        os.umask(mask)
+        assert stat.S_IMODE((folder.release / "model.json").stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_killed_write_leaves_no_release_and_the_next_open_removes_its_temporaries(tmp_path):
+    """A process killed inside write_release (os._exit: no cleanup runs) leaves only hidden temporaries."""
+    script = textwrap.dedent(
+        f"""
+        import os
+        from pathlib import Path
+        from bayessdc.synthesis.output import OutputFolder, json_writer
+
+        def die(path):
+            Path(path).write_text("half")
+            os._exit(9)
+
+        folder = OutputFolder({str(tmp_path / "o")!r}, {{"seed": 1}})
+        with open(folder.private / ".risk.json.abc.tmp", "w") as handle:
+            handle.write("half")
+        folder.write_release({{"model.json": json_writer({{"m": 1}}), "synthetic.parquet": die}})
+        """
+    )
+    assert subprocess.run([sys.executable, "-c", script]).returncode == 9
+    root = tmp_path / "o"
+    assert not (root / "release").exists()
+    assert [p.name for p in root.iterdir() if p.name.startswith(".release-")]  # the half-built release
+    with OutputFolder(root, {"seed": 1}) as folder:
+        assert _files(root) == ["private", "private/run.json"]
+        assert folder.remove_temporaries() == []
+
+
+def test_a_folder_in_use_is_refused_until_closed(tmp_path):
+    first = OutputFolder(tmp_path / "o", {"seed": 1})
+    with pytest.raises(RunMismatchError, match="in use by another bayessdc run"):
+        OutputFolder(tmp_path / "o", {"seed": 1})
+    first.close()
+    with OutputFolder(tmp_path / "o", {"seed": 1}):
+        pass
