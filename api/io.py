@@ -18,12 +18,14 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     bayessdc.InputError
-        The file does not exist or is not a readable table of its kind.
+        The file does not exist, is empty, or is not a readable table of its kind.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
     kind = "Parquet" if path.suffix.lower() in (".parquet", ".pq") else "CSV"
+    if path.is_file() and path.stat().st_size == 0:
+        raise InputError(f"input file {path} is empty (0 bytes): expected a {kind} table with a header row")
     try:
         if kind == "Parquet":
             return pd.read_parquet(path)

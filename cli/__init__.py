@@ -22,12 +22,21 @@ SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart",
 #: An error in the user's input or options: printed without a traceback, exit status 2.
 UserError = InputError
 
+#: The exit statuses of every subcommand (shown by ``--help``).
+EXIT_STATUS = """exit status:
+  0  released (or, for demo, every example ran)
+  2  bad input or options: the message names the column, row or constraint; nothing is written
+  3  refused, nothing released: a gate failed (private/ holds the diagnostics), or for cta no adjustment
+     meets the protection"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="bayessdc",
         description=("Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."),
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"bayessdc {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

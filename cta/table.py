@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..models.validation import name_rows
+
 #: Default label of a marginal total.
 TOTAL_LABEL = "Total"
 
@@ -222,23 +224,36 @@ def _check_columns(data: pd.DataFrame, columns: Sequence[str | None]) -> None:
         raise ValueError(f"column(s) not in the data: {', '.join(missing)} (have: {have})")
 
 
+def _check_rows(data: pd.DataFrame) -> None:
+    if len(data) == 0:
+        raise ValueError("the table has no rows: there is no cell to adjust")
+
+
 def _labels(data: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     out = pd.DataFrame(index=data.index)
     for col in columns:
-        if data[col].isna().any():
-            rows = list(data.index[data[col].isna()][:5])
-            raise ValueError(f"dimension column {col!r} has missing labels (rows {rows})")
+        missing = data[col].isna().to_numpy()
+        if missing.any():
+            raise ValueError(f"dimension column {col!r} has missing values (no label) at {name_rows(missing)}")
         out[col] = data[col].astype(str).str.strip()
     return out
 
 
-def _numeric(data: pd.DataFrame, column: str) -> pd.Series:
+def _given_numbers(data: pd.DataFrame, column: str) -> pd.Series:
+    """The column as floats, missing values kept as NaN; a value that is not a number is refused (data rows named)."""
     values = pd.to_numeric(data[column], errors="coerce")
-    bad = values.isna() & data[column].notna()
-    if bad.any() or values.isna().any():
-        rows = list(data.index[values.isna()][:5])
-        raise ValueError(f"column {column!r} has missing or non-numeric values (rows {rows})")
+    text = (values.isna() & data[column].notna()).to_numpy()
+    if text.any():
+        raise ValueError(f"column {column!r} is not numeric at {name_rows(text)}")
     return values.astype(float)
+
+
+def _numeric(data: pd.DataFrame, column: str) -> pd.Series:
+    values = _given_numbers(data, column)
+    missing = values.isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"column {column!r} has missing values at {name_rows(missing)}")
+    return values
 
 
 def _structure(dims: list[Dimension]) -> tuple[pd.DataFrame, sp.csr_matrix, np.ndarray, sp.csr_matrix]:
@@ -323,25 +338,31 @@ def table_from_long(
     parsed = parse_dimensions(dims)
     columns = [col for dim in parsed for col in dim]
     _check_columns(data, columns + [value, protection, capacity, cost])
+    _check_rows(data)
     labels = _labels(data, columns)
     values = _numeric(data, value)
-    if not allow_negative and (values < 0).any():
-        bad = data.index[values < 0][:5]
+    negative = (values < 0).to_numpy()
+    if not allow_negative and negative.any():
+        bad = data.index[negative][:5]
         described = "; ".join(", ".join(f"{c}={labels.at[i, c]}" for c in columns) for i in bad)
-        raise ValueError(f"negative values in column {value!r} (e.g. {described}); cell values must be >= 0")
-    if kind == "count" and not np.allclose(values, np.round(values)):
-        raise ValueError(f"a count table needs whole numbers in column {value!r}")
+        raise ValueError(
+            f"negative values in column {value!r} (e.g. {described}) at {name_rows(negative)}; cell values must be >= 0"
+        )
+    fractional = ~np.isclose(values, np.round(values))
+    if kind == "count" and fractional.any():
+        raise ValueError(
+            f"a count table needs whole numbers in column {value!r}; non-integer at {name_rows(fractional)}"
+        )
 
     is_total = np.zeros(len(data), dtype=bool)
     for dim in parsed:
         dim_labels = labels[list(dim)].to_numpy()
         totals = dim_labels == total_label
         # Totals must come last within a hierarchy: once a level is a total, all below are totals.
-        bad_order = (np.cumsum(totals, axis=1) > 0) & ~totals
+        bad_order = ((np.cumsum(totals, axis=1) > 0) & ~totals).any(axis=1)
         if bad_order.any():
-            row = data.index[bad_order.any(axis=1)][0]
             raise ValueError(
-                f"row {row}: in dimension {'>'.join(dim)} a level below a {total_label!r} label is not "
+                f"{name_rows(bad_order)}: in dimension {'>'.join(dim)} a level below a {total_label!r} label is not "
                 f"{total_label!r}"
             )
         is_total |= totals.any(axis=1)
@@ -351,7 +372,11 @@ def table_from_long(
     if len(set(keys)) != len(keys):
         dup = pd.Series(keys).duplicated(keep=False)
         first = pd.Series(keys)[dup].iloc[0]
-        raise ValueError(f"cell {dict(zip(columns, first, strict=True))} appears more than once in the data")
+        same = np.zeros(len(data), dtype=bool)
+        same[np.flatnonzero(~is_total)] = [key == first for key in keys]
+        raise ValueError(
+            f"cell {dict(zip(columns, first, strict=True))} appears more than once in the data (at {name_rows(same)})"
+        )
     if not keys:
         raise ValueError("the data holds no interior cells (every row is a total)")
 
@@ -374,7 +399,9 @@ def table_from_long(
     row_cell = np.array([index_of.get(key, -1) for key in labels.itertuples(index=False, name=None)])
     if (row_cell < 0).any():
         row = data.index[row_cell < 0][0]
-        raise ValueError(f"row {row}: total {dict(labels.loc[row])} refers to labels with no interior cell")
+        raise ValueError(
+            f"{name_rows(row_cell < 0)}: total {dict(labels.loc[row])} refers to labels with no interior cell"
+        )
 
     given_total_rows = np.flatnonzero(is_total)
     if len(given_total_rows):
@@ -394,12 +421,12 @@ def table_from_long(
     for column, name in ((protection, "protection"), (capacity, "capacity"), (cost, "cost")):
         if column is None:
             continue
-        given = pd.to_numeric(data[column], errors="coerce").to_numpy(dtype=float)
+        given = _given_numbers(data, column).to_numpy(dtype=float)
+        if (given < 0).any():
+            raise ValueError(f"column {column!r} has negative values at {name_rows(given < 0)}")
         per_cell = np.full(len(cells), np.nan if name != "protection" else 0.0)
         ok = ~np.isnan(given)
         per_cell[row_cell[ok]] = given[ok]
-        if (per_cell[~np.isnan(per_cell)] < 0).any():
-            raise ValueError(f"column {column!r} has negative values")
         cells[name] = per_cell
 
     return Table(
@@ -455,13 +482,16 @@ def table_from_microdata(
     parsed = parse_dimensions(dims)
     columns = [col for dim in parsed for col in dim]
     _check_columns(data, columns + [value, contributor, weight])
+    _check_rows(data)
     labels = _labels(data, columns)
     if (labels == total_label).any().any():
         col = labels.columns[(labels == total_label).any()][0]
         raise ValueError(f"microdata column {col!r} uses the total label {total_label!r} as a category")
     amount = pd.Series(1.0, index=data.index) if value is None else _numeric(data, value)
     if (amount < 0).any():
-        raise ValueError(f"negative values in column {value!r}; contributions must be >= 0")
+        raise ValueError(
+            f"negative values in column {value!r} at {name_rows((amount < 0).to_numpy())}; contributions must be >= 0"
+        )
     if weight is not None:
         amount = amount * _numeric(data, weight)
     frame = labels.copy()
@@ -540,9 +570,9 @@ def link_tables(tables: Sequence[Table]) -> Table:
     columns: list[str] = []
     for t in tables:
         columns += [c for c in t.label_columns if c not in columns]
-    extra_columns = [c for c in ("protection", "capacity", "cost", "n_contributors") if any(
-        c in t.cells for t in tables
-    )]
+    extra_columns = [
+        c for c in ("protection", "capacity", "cost", "n_contributors") if any(c in t.cells for t in tables)
+    ]
 
     index_of: dict[tuple[str, ...], int] = {}
     rows: list[dict] = []
@@ -562,16 +592,20 @@ def link_tables(tables: Sequence[Table]) -> Table:
                 if not np.isclose(known, record["original"], rtol=1e-9, atol=1e-9):
                     name = ", ".join(f"{c}={v}" for c, v in zip(columns, key, strict=True))
                     raise ValueError(
-                        f"linked tables disagree on the shared cell {name}: "
-                        f"{known:.12g} vs {record['original']:.12g}"
+                        f"linked tables disagree on the shared cell {name}: {known:.12g} vs {record['original']:.12g}"
                     )
                 rows[j]["interior"] = rows[j]["interior"] and record["interior"]
             else:
                 j = len(rows)
                 index_of[key] = j
-                rows.append({**{c: record[c] for c in columns}, "original": record["original"],
-                             "interior": record["interior"],
-                             **{c: record.get(c, np.nan) for c in extra_columns}})
+                rows.append(
+                    {
+                        **{c: record[c] for c in columns},
+                        "original": record["original"],
+                        "interior": record["interior"],
+                        **{c: record.get(c, np.nan) for c in extra_columns},
+                    }
+                )
                 if t.top_contributions is not None:
                     tops.append(t.top_contributions[i])
                 else:
@@ -580,10 +614,7 @@ def link_tables(tables: Sequence[Table]) -> Table:
         blocks.append((t.additivity.tocoo(), mapping))
         totals.append(mapping[t.total_cell])
     n = len(rows)
-    mats = [
-        sp.csr_matrix((coo.data, (coo.row, mapping[coo.col])), shape=(coo.shape[0], n))
-        for coo, mapping in blocks
-    ]
+    mats = [sp.csr_matrix((coo.data, (coo.row, mapping[coo.col])), shape=(coo.shape[0], n)) for coo, mapping in blocks]
     cells = pd.DataFrame(rows)
     if "protection" in cells:
         cells["protection"] = cells["protection"].fillna(0.0)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .validation import name_rows
 
 __all__ = ["MISSING_LEVEL", "CategoricalData", "CategoricalDataError", "distinct_cells", "prepare_categorical"]
 
@@ -219,7 +220,7 @@ def prepare_categorical(
             f"{', '.join(repr(str(c)) for c in frame.columns)}"
         )
     if len(frame) == 0:
-        raise CategoricalDataError("the table has no records")
+        raise CategoricalDataError("the table has no rows: there are no records to model")
     if missing not in ("refuse", "level"):
         raise ValueError("missing must be 'refuse' or 'level'")
     variables = keep + synthesize
@@ -230,20 +231,19 @@ def prepare_categorical(
         is_missing = values.isna().to_numpy()
         if is_missing.any():
             if missing == "refuse":
-                rows = np.flatnonzero(is_missing)[:5] + 1
                 raise CategoricalDataError(
-                    f"column {col!r} has {int(is_missing.sum())} missing value(s) (data rows "
-                    f"{', '.join(map(str, rows))}{' ...' if is_missing.sum() > 5 else ''}); remove or impute them, "
-                    "or treat missing as a level of its own (--missing level)"
+                    f"column {col!r} has {int(is_missing.sum())} missing value(s) at {name_rows(is_missing)}; "
+                    "remove or impute them, or treat missing as a level of its own (--missing level)"
                 )
             values = values.astype(object).where(~is_missing, MISSING_LEVEL)
         if pd.api.types.is_float_dtype(values.dtype):
             finite = values.to_numpy(dtype=float)
-            if not np.all(finite == np.round(finite)):
+            fractional = finite != np.round(finite)
+            if fractional.any():
                 raise CategoricalDataError(
-                    f"column {col!r} holds non-integer numbers ({values.nunique()} distinct values): it looks "
-                    "continuous; the DPMPM models categorical data, so bin it first (for example into quantile "
-                    "groups) and pass the binned column"
+                    f"column {col!r} holds non-integer numbers at {name_rows(fractional)} ({values.nunique()} "
+                    "distinct values): it looks continuous; the DPMPM models categorical data, so bin it first (for "
+                    "example into quantile groups) and pass the binned column"
                 )
         uniques = pd.unique(values)
         if len(uniques) > max_levels:

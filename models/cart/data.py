@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..validation import describe_rows
-from .rules import ColumnSchema, Rule, rule_violations
+from .rules import ColumnSchema, Rule, RuleError, rule_violations
 
 __all__ = ["CartDataError", "check_rules_hold", "encode_columns", "validate_columns"]
 
@@ -75,6 +75,16 @@ def validate_columns(
     return frame
 
 
+def _raise_not_numbers(err: RuleError, codes: np.ndarray, schema: ColumnSchema) -> None:
+    """Re-raise ``err`` (a rule needing a numeric column that is categorical) naming the records whose values
+    are not numbers; returns when every value is a number (a column declared categorical, or booleans)."""
+    text = [k for k, level in enumerate(schema.levels) if pd.isna(pd.to_numeric(level, errors="coerce"))]
+    rows = np.flatnonzero(np.isin(codes, text))
+    if len(rows):
+        shown = ", ".join(repr(schema.levels[k]) for k in text[:5]) + (", ..." if len(text) > 5 else "")
+        raise RuleError(f"{err}: not a number ({shown}) at {describe_rows(rows)}; fix those values") from None
+
+
 def encode_columns(
     frame: pd.DataFrame, categorical: Sequence[str] = ()
 ) -> tuple[dict[str, ColumnSchema], dict[str, np.ndarray]]:
@@ -107,12 +117,19 @@ def check_rules_hold(
     Raises
     ------
     RuleError
-        A rule naming an unknown column or value.
+        A rule naming an unknown column or value, or bounding a column that holds text (its rows are named).
     CartDataError
         A rule the data violate (the first such rule and its rows are named).
     """
     for rule in rules:
-        rule.validate(schema)
+        try:
+            rule.validate(schema)
+        except RuleError as err:
+            column = err.categorical_column
+            if column is None or column not in codes:
+                raise
+            _raise_not_numbers(err, codes[column], schema[column])
+            raise
     violated = rule_violations(rules, codes, schema)
     if violated:
         name, rows = next(iter(violated.items()))

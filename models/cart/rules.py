@@ -61,7 +61,19 @@ Environment = Callable[[str], np.ndarray]
 
 
 class RuleError(InputError):
-    """A rule that cannot be read, names an unknown column or value, or is violated by the data."""
+    """A rule that cannot be read, names an unknown column or value, or is violated by the data.
+
+    ``categorical_column`` names the column when the rule needs it numeric and it is categorical (so that the
+    check against the data can name the records whose values are not numbers).
+    """
+
+    categorical_column: str | None = None
+
+
+def _needs_numeric(message: str, column: str) -> RuleError:
+    err = RuleError(message)
+    err.categorical_column = column
+    return err
 
 
 @dataclass(frozen=True)
@@ -152,9 +164,13 @@ class Condition:
             if bound is None:
                 continue
             if own.categorical:
-                raise RuleError(f"rule {rule!r}: min/max bounds need a numeric column, {self.column!r} is categorical")
+                raise _needs_numeric(
+                    f"rule {rule!r}: min/max bounds need a numeric column, {self.column!r} is categorical", self.column
+                )
             if isinstance(bound, ColumnBound) and schema[bound.column].categorical:
-                raise RuleError(f"rule {rule!r}: the bound refers to categorical column {bound.column!r}")
+                raise _needs_numeric(
+                    f"rule {rule!r}: the bound refers to categorical column {bound.column!r}", bound.column
+                )
 
     def holds(self, env: Environment, schema: Mapping[str, ColumnSchema], rule: str = "") -> np.ndarray:
         """Boolean array: where the condition holds (broadcast over the arrays ``env`` returns)."""

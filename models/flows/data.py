@@ -56,7 +56,7 @@ def validate_flows(data: pd.DataFrame, columns: FlowColumns = FlowColumns()) -> 
     Raises
     ------
     FlowDataError
-        Missing columns, missing values, counts that are not non-negative integers, duplicate
+        Missing columns, no rows, missing values, counts that are not non-negative integers, duplicate
         origin-destination rows, or an origin (destination) listed in two groups; the message names the
         column and the data rows.
     """
@@ -66,6 +66,8 @@ def validate_flows(data: pd.DataFrame, columns: FlowColumns = FlowColumns()) -> 
             f"missing column(s) {', '.join(repr(c) for c in missing)}; the table has "
             f"{', '.join(repr(str(c)) for c in data.columns)} (rename with --origin, --count, ...)"
         )
+    if len(data) == 0:
+        raise FlowDataError("the table has no rows: there is no flow to synthesize")
     out = data.reset_index(drop=True).copy()
     for col in columns.as_list():
         na = out[col].isna().to_numpy()

@@ -118,11 +118,13 @@ def prepare_spatial_data(
     ------
     SpatialDataError
         Missing columns, missing, non-numeric or infinite values, a non-positive response with
-        ``log_response``, duplicate locations without ``jitter``, or fewer than ``min_points`` records.
+        ``log_response``, duplicate locations without ``jitter``, or fewer than ``min_points`` records (or none).
     """
     if len(coords) != 2:
         raise SpatialDataError(f"give exactly two coordinate columns, got {list(coords)}")
     frame = frame.reset_index(drop=True)
+    if len(frame) == 0:
+        raise SpatialDataError(f"the table has no rows: at least {min_points} records are needed")
     if len(frame) < min_points:
         raise SpatialDataError(
             f"{len(frame)} records are too few for a spatial model: at least {min_points} are needed to "
@@ -144,8 +146,9 @@ def prepare_spatial_data(
     if duplicated.any():
         if jitter is None or jitter <= 0:
             raise SpatialDataError(
-                f"{int(duplicated.sum())} records share a location with another record ({name_rows(duplicated)}): "
-                "their nearest-neighbour distance is 0, so none of them can be flagged as a spatial outlier, "
+                f"{int(duplicated.sum())} records share a location ({coords[0]!r}, {coords[1]!r}) with another "
+                f"record ({name_rows(duplicated)}): their nearest-neighbour distance is 0, so none of them can be "
+                "flagged as a spatial outlier, "
                 "and their spatial effects cannot be told apart. Aggregate them, or pass --jitter DIST to move "
                 "each of them by a random offset of at most DIST (in coordinate units; seeded, recorded)"
             )

@@ -31,7 +31,7 @@ def test_continuous_and_many_level_columns_are_refused_with_a_binning_hint():
 def test_missing_values_are_refused_or_become_a_level():
     frame = _small_frame().astype({"b": object})
     frame.loc[3, "b"] = None
-    with pytest.raises(CategoricalDataError, match="'b' has 1 missing value.*data rows 4"):
+    with pytest.raises(CategoricalDataError, match="'b' has 1 missing value.*data row 4"):
         prepare_categorical(frame, ["g"], ["a", "b"])
     data = prepare_categorical(frame, ["g"], ["a", "b"], missing="level")
     assert "<missing>" in list(data.levels["b"])

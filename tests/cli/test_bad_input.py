@@ -1,0 +1,358 @@
+"""Bad input to every command: exit status 2, a message naming the column, row or constraint, no output folder,
+and nothing sampled (issue 20).
+
+One parametrised test holds the whole table. Every command is described once in :data:`COMMANDS` (a small
+valid table, its arguments, and the columns of each kind it reads); the cases are generated from those
+descriptions, so a synthesizer added to :data:`COMMANDS` inherits every case that applies to it. A case that
+does not apply to a command is not generated for it (the reasons are in the comments of :data:`COMMANDS`).
+
+Rows are named as 1-based data rows (row 1 is the first line after the header): the corrupted record is at
+position :data:`ROW` (``"data row 4"``), and a duplicate key copies the record at :data:`FIRST`
+(``"data rows 2, 4"``).
+
+The samplers are replaced by a function that raises, so a case that got as far as sampling fails; the first
+case of every command (``valid``) checks that its base table does get that far.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayessdc.cta
+from bayessdc.cli import main
+from bayessdc.pipeline.cart import CART
+from bayessdc.pipeline.categorical import DPMPM, DPAreal
+from bayessdc.pipeline.flows import Flows
+from bayessdc.pipeline.spatial import Spatial
+
+#: 0-based position of the corrupted record: "data row 4" in the messages.
+ROW = 3
+#: 0-based position of the record whose key a duplicate copies: "data rows 2, 4".
+FIRST = 1
+#: A column name no table has.
+UNKNOWN = "nope"
+
+
+def _flows() -> pd.DataFrame:
+    """Two group pairs of a county-to-county table; the 40 is not sensitive."""
+    return pd.DataFrame(
+        {
+            "origin": ["a1", "a1", "a2", "a2", "a3", "b1", "b2", "b2"],
+            "destination": ["b1", "b2", "b1", "b2", "b1", "a1", "a2", "a3"],
+            "origin_group": ["A", "A", "A", "A", "A", "B", "B", "B"],
+            "destination_group": ["B", "B", "B", "B", "B", "A", "A", "A"],
+            "count": [1, 3, 2, 40, 5, 2, 7, 1],
+        }
+    )
+
+
+def _spatial() -> pd.DataFrame:
+    from bayessdc.models.spatial import simulate_spatial
+
+    return simulate_spatial(15, seed=0)[0]
+
+
+def _categorical() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {"gender": rng.integers(1, 3, 40), "age": rng.integers(1, 5, 40), "county": rng.integers(1, 6, 40)}
+    )
+
+
+def _persons() -> pd.DataFrame:
+    from bayessdc.models.cart import simulate_acs_persons
+
+    return simulate_acs_persons(40, seed=0)[["age", "sex", "enrolled", "grade"]]
+
+
+def _cells() -> pd.DataFrame:
+    """A 2 x 3 magnitude table in long form (interior cells; the totals are computed)."""
+    return pd.DataFrame(
+        {
+            "row": ["R1", "R1", "R1", "R2", "R2", "R2"],
+            "column": ["C1", "C2", "C3", "C1", "C2", "C3"],
+            "value": [120.0, 35.0, 80.0, 60.0, 210.0, 15.0],
+            "protection": [0.0, 10.0, 0.0, 0.0, 0.0, 5.0],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Command:
+    """What the generic cases need to know of one command.
+
+    Attributes
+    ----------
+    name
+        The subcommand.
+    table
+        A small valid table (it must reach the sampler).
+    args
+        The arguments after the subcommand, but for the input table (given after ``data_flag``) and ``--out``;
+        ``{NAME}`` is filled in with the path of each of ``files``, ``{tmp}`` with the test's folder.
+    missing
+        Kind of column -> a column of that kind the command reads; a missing value in each is refused. The
+        first is also dropped for the missing-column case.
+    numeric
+        Columns that must hold numbers: text in them is refused.
+    fractional
+        Columns that must hold whole numbers or labels: a fractional number in them is refused.
+    negative
+        ``(column, what the message says of the constraint)`` when negative values are refused.
+    key
+        Columns whose combination must be unique in the table, when a duplicate is an error.
+    options
+        Options naming a column: each is given the unknown column ``nope`` in turn (the value is the option's
+        new value, with ``nope`` in it).
+    files
+        Auxiliary files the command reads (name -> content), given as ``--NAME``; each is also given as a file
+        that does not exist and as one that cannot be read.
+    """
+
+    name: str
+    table: Callable[[], pd.DataFrame]
+    args: tuple[str, ...]
+    missing: dict[str, str]
+    data_flag: str = "--data"
+    numeric: tuple[str, ...] = ()
+    fractional: tuple[str, ...] = ()
+    negative: tuple[str, str] | None = None
+    key: tuple[str, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+
+#: The options of dpmpm and dp-areal that name columns.
+CATEGORICAL_OPTIONS = {
+    "--synthesize": UNKNOWN,
+    "--keep": f"gender,{UNKNOWN}",
+    "--known": f"gender,{UNKNOWN}",
+    "--ordered-logit": f"county:{UNKNOWN}",
+}
+
+COMMANDS = [
+    # flows: every column is read; the count must be a non-negative whole number; origin-destination is the key.
+    Command(
+        "flows",
+        _flows,
+        ("--quiet",),
+        missing={"count": "count", "origin or destination": "origin", "group": "destination_group"},
+        numeric=("count",),
+        negative=("count", "negative counts"),
+        key=("origin", "destination"),
+        options={"--count": UNKNOWN, "--origin": UNKNOWN, "--destination-group": UNKNOWN},
+    ),
+    # spatial: the response may be negative (refused only under --log-response, in test_spatial_cli), so no
+    # negative case; a shared location is the duplicate key (refused without --jitter).
+    Command(
+        "spatial",
+        _spatial,
+        ("--response", "response", "--coords", "x,y", "--covariates", "d1", "--quiet"),
+        missing={"covariate": "d1", "response": "response", "coordinate": "x"},
+        numeric=("response", "x", "d1"),
+        key=("x", "y"),
+        options={
+            "--response": UNKNOWN,
+            "--coords": f"x,{UNKNOWN}",
+            "--covariates": UNKNOWN,
+            "--analysis-predictors": UNKNOWN,
+        },
+    ),
+    # dpmpm, dp-areal: every column is a set of labels (any type, any sign: no text or negative case); a
+    # fractional number means a continuous column. Records have no key.
+    Command(
+        "dpmpm",
+        _categorical,
+        ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
+        missing={"kept": "age", "synthesized": "county"},
+        fractional=("age", "county"),
+        options=CATEGORICAL_OPTIONS,
+    ),
+    Command(
+        "dp-areal",
+        _categorical,
+        ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
+        missing={"kept": "age", "synthesized": "county"},
+        fractional=("age", "county"),
+        options=CATEGORICAL_OPTIONS,
+    ),
+    # cart: a column's type is read from the data, so text in a column is wrong only where a rule needs a
+    # number (age here); a negative age breaks the declared rule. Records have no key.
+    Command(
+        "cart",
+        _persons,
+        ("--synthesize", "enrolled,grade", "--keep", "age,sex", "--rules", "{rules}", "--quiet"),
+        missing={"kept (numeric)": "age", "synthesized (categorical)": "grade"},
+        numeric=("age",),
+        negative=("age", "rule 'age is non-negative' is violated"),
+        options={
+            "--synthesize": f"grade,{UNKNOWN}",
+            "--keep": UNKNOWN,
+            "--table": f"sex,{UNKNOWN}",
+            "--categorical": UNKNOWN,
+        },
+        files={"rules": json.dumps([{"name": "age is non-negative", "then": {"age": {"min": 0}}}])},
+    ),
+    # cta (long form): a missing protection means "not protected", so only the labels and the value are
+    # refused when missing; a cell (its labels) is the key.
+    Command(
+        "cta",
+        _cells,
+        ("--dims", "row,column", "--value", "value", "--protection", "protection"),
+        data_flag="--table",
+        missing={"value": "value", "dimension": "row"},
+        numeric=("value", "protection"),
+        negative=("value", "negative values"),
+        key=("row", "column"),
+        options={"--value": UNKNOWN, "--dims": f"row,{UNKNOWN}", "--protection": UNKNOWN, "--capacity-column": UNKNOWN},
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the table: how the input differs from the command's valid one, and what the message says.
+
+    ``data`` turns the valid table into the input: a table (written as CSV), bytes (written as they are), or
+    None (no file). ``expect`` are regular expressions that must all occur in standard error; ``None`` means
+    the input is valid and must reach the sampler.
+    """
+
+    command: Command
+    name: str
+    expect: list[str] | None
+    data: Callable[[pd.DataFrame], pd.DataFrame | bytes | None] = lambda frame: frame
+    suffix: str = ".csv"
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def _word(column: str) -> str:
+    return rf"\b{re.escape(column)}\b"
+
+
+def _at(column: str, value: object) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.astype({column: object})
+        frame.loc[ROW, column] = value
+        return frame
+
+    return change
+
+
+def _duplicate(key: tuple[str, ...]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.copy()
+        for column in key:
+            frame.loc[ROW, column] = frame.loc[FIRST, column]
+        return frame
+
+    return change
+
+
+def _cases(c: Command) -> list[Case]:
+    """The rows of the table for command ``c`` (only the cases that apply to it)."""
+    row = rf"data row {ROW + 1}\b"
+    unknown = r"missing column|not in the|unknown column|neither kept nor synthesized|not columns of the"
+    dropped = next(iter(c.missing.values()))
+    cases = [
+        Case(c, "valid", None),
+        Case(c, f"missing column {dropped}", [_word(dropped), unknown], lambda f: f.drop(columns=dropped)),
+        Case(c, "empty table (header only)", [r"no rows"], lambda f: f.iloc[:0]),
+        Case(c, "empty file (0 bytes)", [r"input\.csv", r"is empty"], lambda f: b""),
+        Case(c, "file that does not exist", [r"input\.csv", r"does not exist"], lambda f: None),
+    ]
+    garbage = [
+        ("not Parquet", b"PK\x03\x04 garbage", ".parquet", "Parquet"),
+        ("binary, not CSV", b"\x89PNG\xff", ".csv", "CSV"),
+    ]
+    for what, content, suffix, kind in garbage:
+        expect = [rf"input\{suffix}", r"cannot read", kind]
+        cases.append(Case(c, f"unreadable file ({what})", expect, lambda f, content=content: content, suffix))
+    for kind, column in c.missing.items():
+        expect = [f"'{column}'", "missing value", row]
+        cases.append(Case(c, f"missing value in the {kind} column", expect, _at(column, np.nan)))
+    for column in c.numeric:
+        expect = [f"'{column}'", r"not numeric|not a number", row]
+        cases.append(Case(c, f"text in {column}", expect, _at(column, "many")))
+    for column in c.fractional:
+        cases.append(Case(c, f"fractional number in {column}", [f"'{column}'", "non-integer", row], _at(column, 2.5)))
+    if c.negative:
+        column, constraint = c.negative
+        cases.append(Case(c, f"negative {column}", [_word(column), re.escape(constraint), row], _at(column, -3)))
+    if c.key:
+        expect = [*map(_word, c.key), rf"data rows {FIRST + 1}, {ROW + 1}\b"]
+        cases.append(Case(c, f"duplicate {'-'.join(c.key)}", expect, _duplicate(c.key)))
+    for option, value in c.options.items():
+        cases.append(Case(c, f"unknown column in {option}", [_word(UNKNOWN), unknown], options={option: value}))
+    for name in c.files:
+        absent = {f"--{name}": "{tmp}/absent." + name}
+        cases.append(
+            Case(c, f"{name} file that does not exist", [rf"absent\.{name}", "does not exist"], options=absent)
+        )
+        garbled = {f"--{name}": "{tmp}/garbled.json"}
+        cases.append(Case(c, f"unreadable {name} file", [r"garbled\.json", "cannot read"], options=garbled))
+    return cases
+
+
+CASES = [case for command in COMMANDS for case in _cases(command)]
+
+
+def _argv(case: Case, tmp_path: Path, data: Path) -> list[str]:
+    c = case.command
+    args = list(c.args)
+    for option, value in case.options.items():
+        if option in args:
+            args[args.index(option) + 1] = value
+        else:
+            args += [option, value]
+    fill = {"tmp": str(tmp_path), **{name: str(tmp_path / f"{name}.json") for name in c.files}}
+    args = [a.format(**fill) for a in args]
+    return [c.name, c.data_flag, str(data), *args, "--out", str(tmp_path / "out")]
+
+
+class Sampled(AssertionError):
+    """Sampling (or solving) started."""
+
+
+@pytest.fixture(autouse=True)
+def no_sampling(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise Sampled("sampled")
+
+    for recipe in (Flows, Spatial, DPMPM, DPAreal, CART):
+        monkeypatch.setattr(recipe, "fit", refuse)
+    monkeypatch.setattr(bayessdc.cta, "adjust_table", refuse)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{case.command.name}: {case.name}" for case in CASES])
+def test_bad_input_exits_2_naming_the_column_row_or_constraint(case, tmp_path, capsys):
+    c = case.command
+    for name, content in c.files.items():
+        (tmp_path / f"{name}.json").write_text(content)
+    (tmp_path / "garbled.json").write_text("[{not json")
+    data = case.data(c.table())
+    path = tmp_path / f"input{case.suffix}"
+    if isinstance(data, pd.DataFrame):
+        data.to_csv(path, index=False)
+    elif isinstance(data, bytes):
+        path.write_bytes(data)
+    argv = _argv(case, tmp_path, path)
+    if case.expect is None:
+        with pytest.raises(Sampled):
+            main(argv)
+        return
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.startswith(f"bayessdc {c.name}: error: "), err
+    for pattern in case.expect:
+        assert re.search(pattern, err), f"{pattern!r} not in {err!r}"
+    assert not (tmp_path / "out").exists()
