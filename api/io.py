@@ -1,34 +1,61 @@
-"""Reading the confidential table."""
+"""Reading the confidential table: CSV, Parquet, Stata and SAS files, chosen by extension."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["read_table"]
+__all__ = ["READERS", "read_table"]
+
+#: Extension -> (kind, reader). CSV may be compressed (``.csv.gz``, ``.csv.zip``, ...), as pandas infers.
+READERS: dict[str, tuple[str, Callable[[Path], pd.DataFrame]]] = {
+    ".csv": ("CSV", pd.read_csv),
+    ".tsv": ("tab-separated", lambda path: pd.read_csv(path, sep="\t")),
+    ".parquet": ("Parquet", pd.read_parquet),
+    ".pq": ("Parquet", pd.read_parquet),
+    ".dta": ("Stata", pd.read_stata),
+    ".sas7bdat": ("SAS", lambda path: pd.read_sas(path, format="sas7bdat")),
+}
+COMPRESSION = (".gz", ".bz2", ".zip", ".xz", ".zst")
+
+
+def _extension(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] in COMPRESSION and suffixes[-2] in (".csv", ".tsv"):
+        return suffixes[-2]
+    return suffixes[-1] if suffixes else ""
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV or Parquet file, with a clear error when it is missing or cannot be read.
+    """Read a table from a CSV (optionally compressed), tab-separated, Parquet, Stata or SAS file.
+
+    The format is chosen by the file's extension: ``.csv`` (and ``.csv.gz``, ``.csv.zip``, ...), ``.tsv``,
+    ``.parquet`` or ``.pq``, ``.dta`` (Stata), ``.sas7bdat`` (SAS).
 
     Raises
     ------
     bayessdc.InputError
-        The file does not exist, is empty, or is not a readable table of its kind.
+        The file does not exist, is empty, has an extension of no supported format, or is not a readable
+        table of its kind.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
-    kind = "Parquet" if path.suffix.lower() in (".parquet", ".pq") else "CSV"
+    extension = _extension(path)
+    if extension not in READERS:
+        raise InputError(
+            f"input file {path}: unknown extension {extension or '(none)'!r}; bayessdc reads "
+            f"{', '.join(READERS)} (CSV also compressed: .csv.gz, .csv.zip, ...)"
+        )
+    kind, reader = READERS[extension]
     if path.is_file() and path.stat().st_size == 0:
         raise InputError(f"input file {path} is empty (0 bytes): expected a {kind} table with a header row")
     try:
-        if kind == "Parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
+        return reader(path)
     except Exception as err:  # noqa: BLE001 - any reader failure is the user's file
         raise InputError(f"cannot read {path} as {kind}: {err}") from err

@@ -26,7 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--table",
         required=True,
         type=pathlib.Path,
-        help="CSV or Parquet file: one row per cell (long form) or per contribution",
+        help="CSV, Parquet, Stata or SAS file (by extension): one row per cell (long form) or per contribution",
     )
     parser.add_argument(
         "--dims", required=True, help="dimension columns, comma separated; 'a>b' is a hierarchy (a above b)"

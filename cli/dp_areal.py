@@ -27,7 +27,10 @@ def add_parser(subparsers: Any) -> None:
         "inherent minimum and maximum, and utility, exactly as bayessdc dpmpm does; write release/ (synthetic "
         "data, model description) and private/ (diagnostics, risk, utility).",
     )
-    p.add_argument("--data", required=True, type=Path, help="input table, CSV or Parquet")
+    p.add_argument(
+        "--data", required=True, type=Path,
+        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
+    )  # fmt: skip
     p.add_argument("--synthesize", required=True, nargs="+", help="the label column to synthesize (one)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged; they form the patterns")
     p.add_argument("--out", required=True, type=Path, help="output folder")

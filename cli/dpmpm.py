@@ -24,7 +24,10 @@ def add_parser(subparsers: Any) -> None:
         "attribute risk against the inherent minimum and maximum, and utility, and write release/ (synthetic "
         "data, model description) and private/ (diagnostics, risk, utility).",
     )
-    p.add_argument("--data", required=True, type=Path, help="input table, CSV or Parquet")
+    p.add_argument(
+        "--data", required=True, type=Path,
+        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
+    )  # fmt: skip
     p.add_argument("--synthesize", required=True, nargs="+", help="columns to synthesize (comma-separated or words)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged and modelled")
     p.add_argument("--out", required=True, type=Path, help="output folder")

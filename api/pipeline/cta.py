@@ -195,8 +195,8 @@ def adjust(
     Parameters
     ----------
     table
-        The data (``--table``): a DataFrame, or a CSV or Parquet file; one row per cell (long form, totals
-        included) or, with ``contributor``, one row per contribution.
+        The data (``--table``): a DataFrame, or a file :func:`bayessdc.read_table` reads; one row per cell
+        (long form, totals included) or, with ``contributor``, one row per contribution.
     dims
         Dimension columns (``--dims``), comma separated or a list; ``"a>b"`` is a hierarchy (a above b).
     value
