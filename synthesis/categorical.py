@@ -176,28 +176,27 @@ def pmse(
     Returns
     -------
     dict
-        ``pmse`` and ``ratio`` (means over datasets), ``per_dataset`` lists, ``null_expectation``,
-        ``parameters``.
+        ``pmse``, ``ratio`` and ``null_expectation`` (means over datasets), and ``per_dataset`` lists of
+        ``pmse``, ``ratio``, ``parameters`` (k, which differs between datasets when one fills a cell the
+        original leaves empty) and ``null_expectation``.
     """
     columns = list(columns)
     synthesized = list(synthesized)
-    values, ratios = [], []
-    k, null = None, float("nan")
+    per_dataset: dict[str, list] = {"pmse": [], "ratio": [], "parameters": [], "null_expectation": []}
     for _, frame in synthetic.groupby(by, sort=True):
         stacked = pd.concat([original[columns].assign(_label=0), frame[columns].assign(_label=1)], ignore_index=True)
         cells = (
             stacked.groupby(columns + ["_label"], observed=True, dropna=False).size().rename("_weight").reset_index()
         )
         fit = weighted_pmse(cells[columns], cells["_label"].to_numpy(), cells["_weight"].to_numpy(), synthesized, seed)
-        values.append(fit["pmse"])
-        ratios.append(fit["ratio"])
-        k, null = fit["parameters"], fit["null_expectation"]
+        for key in per_dataset:
+            per_dataset[key].append(fit[key])
     return {
-        "pmse": float(np.mean(values)),
-        "ratio": float(np.mean(ratios)),
-        "per_dataset": {"pmse": values, "ratio": ratios},
-        "null_expectation": float(null),
-        "parameters": int(k),
+        "pmse": float(np.mean(per_dataset["pmse"])),
+        "ratio": float(np.mean(per_dataset["ratio"])),
+        "per_dataset": per_dataset,
+        # k differs between datasets when a synthetic dataset fills a cell the original leaves empty
+        "null_expectation": float(np.mean(per_dataset["null_expectation"])),
         "model": "logistic; main effects of "
         + ", ".join(columns)
         + (f"; interactions of {', '.join(synthesized)} with the other columns" if synthesized else ""),

@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from bayessdc.cli import main
 from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
@@ -31,6 +32,14 @@ def _args(folder, **options):
     return args
 
 
+def _count_table(frame, by, bins):
+    """Counts of the cells of a table (binned columns cut at ``bins``, left-closed) that occur in ``frame``."""
+    columns = frame[list(by)].copy()
+    for column, edges in bins.items():
+        columns[column] = pd.cut(columns[column], edges, right=False)
+    return columns.astype(object).groupby(list(by)).size()
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cart")
@@ -50,10 +59,25 @@ def test_outputs_and_utility(run):
     assert sorted(p.name for p in (out / "private").iterdir()) == ["diagnostics.json", "run.json", "utility.json"]
     utility = json.loads((out / "private" / "utility.json").read_text())
     assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
     for table in utility["tables"].values():
-        for source, n in (("synthetic", 4), ("bootstrap", 200)):
-            s = table[source]
-            assert s["n"] == n and 0.5 < s["q1"] <= s["median"] <= s["q3"] <= 1
+        assert table["synthetic"]["n"] == 4 and table["bootstrap"]["n"] == 200
+        # each synthetic dataset's tau = 1 - L1 / (2 n), worked from the released file, and their quartiles
+        base = _count_table(data, table["by"], table["bins"])
+        taus = []
+        for _, frame in synthetic.groupby("synthetic"):
+            original, released = base.align(_count_table(frame, table["by"], table["bins"]), fill_value=0)
+            taus.append(1 - np.abs(original - released).sum() / (2 * base.sum()))
+        assert table["synthetic_per_dataset"] == pytest.approx(taus, abs=1e-12)
+        q1, median, q3 = np.quantile(taus, [0.25, 0.5, 0.75])
+        summary = {k: table["synthetic"][k] for k in ("q1", "median", "q3", "min", "max")}
+        assert summary == pytest.approx({"q1": q1, "median": median, "q3": q3, "min": min(taus), "max": max(taus)})
+        # a bootstrap replicate's tau has expectation 1 - sum_c E|X_c - n p_c| / (2 n_table), X_c ~ Binomial(n, p_c)
+        # the resampled count of cell c: the median of 200 replicates lies within 0.003 of it (about 4 standard errors)
+        p = base.to_numpy() / len(data)
+        k = np.arange(len(data) + 1)
+        mad = sum((stats.binom.pmf(k, len(data), q) * np.abs(k - len(data) * q)).sum() for q in p)
+        assert table["bootstrap"]["median"] == pytest.approx(1 - mad / (2 * base.sum()), abs=0.003)
     assert utility["tables"]["sex x age x education"]["bins"]["age"][0] == data["age"].min()  # deciles of age
     assert set(utility["relative_errors"]["education"]) == set(data["education"])
     diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())

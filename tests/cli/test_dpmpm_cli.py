@@ -6,6 +6,7 @@ import pytest
 
 from bayessdc.cli import main
 from bayessdc.models.dpmpm import simulate_latent_class
+from tests.categorical_checks import identification_by_hand, keep_probabilities, kept_county_bounds
 from tests.release_digest import release_digest
 
 FAST = ["--draws", "1500", "--burn", "300", "--thin", "3", "--K", "10", "--repetitions", "10", "--quiet"]
@@ -39,12 +40,20 @@ def test_outputs_have_the_release_private_layout(run):
     out = folder / "out"
     synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
     assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3] and len(synthetic) == 3 * len(table)
+    per_dataset = json.loads((out / "private" / "risk_details.json").read_text())["attribute"]["per_dataset"]
+    kept = 0
     for k in (1, 2, 3):
         one = synthetic[synthetic["synthetic"] == k].reset_index(drop=True)
         # kept columns pass through unchanged, in the original order; counties are real labels
         assert (one[["gender", "income", "age"]].to_numpy() == table[["gender", "income", "age"]].to_numpy()).all()
         assert set(one["county"]) <= set(table["county"])
-        assert (one["county"] != table["county"]).any()
+        same = int((one["county"] == table["county"]).sum())
+        assert same == per_dataset[k - 1]  # the exact disclosures counted are these records
+        kept += same
+    # counties are synthesized from the pattern: more records keep theirs than a county drawn from the marginal
+    # would (about 326 of 1803), no more than the inherent maximum (about 660), far fewer than a copy
+    low, high = kept_county_bounds(table, ["gender", "income", "age"], 3)
+    assert low < kept < high, (low, kept, high)
     model = json.loads((out / "release" / "model.json").read_text())
     assert model["synthesizer"] == "dpmpm" and model["model"]["K"] == 10
     assert "alpha_mean" not in json.dumps(model)  # no estimates in the release
@@ -58,18 +67,33 @@ def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
     for entry in risk["identification"]:
         for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
             assert key in entry and key in entry["inherent"]["min"] and key in entry["inherent"]["max"]
-        assert 0 <= entry["true_match_rate"] <= 1
         assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
     details = json.loads((folder / "out" / "private" / "risk_details.json").read_text())
+    synthetic = pd.read_parquet(folder / "out" / "release" / "synthetic.parquet")
+    released = [synthetic[synthetic["synthetic"] == k].reset_index(drop=True) for k in (1, 2, 3)]
     for entry, detail in zip(risk["identification"], details["identification"], strict=True):
         assert entry["expected_match_risk"] == pytest.approx(np.mean(detail["per_dataset"]["expected_match_risk"]))
+        # every dataset's figures worked from the released and original tables (eq. 15-17)
+        by_hand = [identification_by_hand(table, one, entry["known"]) for one in released]
+        for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+            expected = [h[key] for h in by_hand]
+            assert detail["per_dataset"][key] == [None if v is None else pytest.approx(v, abs=1e-12) for v in expected]
+        assert entry["true_match_rate"] == pytest.approx(np.mean([h["true_match_rate"] for h in by_hand]), abs=1e-12)
     attribute = risk["attribute"]
     assert set(attribute) == {"disclosures", "share", "inherent"}
     assert set(attribute["inherent"]["max"]) == {"disclosures", "share"}
     assert attribute["share"] == pytest.approx(attribute["disclosures"] / len(table))
     assert set(attribute["inherent"]) == {"min", "max"}
-    # the inherent maximum resamples from the within-pattern distribution: more exact disclosures than the minimum
-    assert attribute["inherent"]["max"]["disclosures"] >= attribute["inherent"]["min"]["disclosures"]
+    # the inherent scenarios' mean disclosures over the 10 repetitions, against their expectations worked from
+    # the table (about 220 and 78 of 601) within 4 standard deviations of a mean of 10; max above min strictly
+    q = keep_probabilities(table, ["gender", "income", "age"])
+    band = {}
+    for scenario in ("max", "min"):
+        mean, sd = q[scenario].sum(), np.sqrt((q[scenario] * (1 - q[scenario])).sum() / 10)
+        band[scenario] = (mean - 4 * sd, mean + 4 * sd)
+        assert band[scenario][0] < attribute["inherent"][scenario]["disclosures"] < band[scenario][1], scenario
+    assert band["max"][0] > band["min"][1]  # the two bands are apart
+    assert attribute["inherent"]["max"]["disclosures"] > attribute["inherent"]["min"]["disclosures"]
     singles = (table.groupby(["gender", "income", "age"]).size() == 1).sum()
     assert details["attribute"]["single_record_patterns"]["records"] == singles >= 1
     assert details["attribute"]["bayesian"]["records_assessed"] == 40
@@ -83,7 +107,24 @@ def test_utility_json_has_table_deviations_and_pmse(run):
     assert set(utility["table_deviations"]) == {"one-way", "two-way", "three-way"}
     assert len(utility["table_deviations"]["two-way"]["tables"]) == 3  # county x each kept column
     patterns = len(table.groupby(["gender", "income", "age"]).size())
-    assert utility["pmse"]["pmse"] >= 0 and utility["within_pattern"]["patterns"] == patterns
+    assert utility["within_pattern"]["patterns"] == patterns
+    # pMSE: null expectation (k - 1)(1 - c)^2 c / N with c = 1/2 and N = 2 n stacked records (Snoke et al.),
+    # the ratio a dataset's pMSE over it. The design (one-hot of the cells present) differs between datasets,
+    # so k does too, and each dataset reports its own: pMSE / ratio * 8 N is that dataset's k - 1, a whole number.
+    # A synthesizer that keeps the distribution stays within 4 standard deviations of chi2_{k-1} / (k - 1)
+    # around 1 (a copy of the data would give 0, a bad synthesizer far more).
+    figures = utility["pmse"]
+    k = np.array(figures["per_dataset"]["parameters"])
+    n_stacked = 2 * len(table)
+    nulls = np.array(figures["per_dataset"]["null_expectation"])
+    assert nulls == pytest.approx((k - 1) / 8 / n_stacked, rel=1e-12)
+    assert figures["null_expectation"] == pytest.approx(nulls.mean(), rel=1e-12)
+    values, ratios = np.array(figures["per_dataset"]["pmse"]), np.array(figures["per_dataset"]["ratio"])
+    degrees = values / ratios * 8 * n_stacked
+    assert degrees == pytest.approx(k - 1, abs=1e-6)
+    assert figures["pmse"] == pytest.approx(values.mean(), rel=1e-12)
+    assert figures["ratio"] == pytest.approx(ratios.mean(), rel=1e-12)
+    assert (np.abs(ratios - 1) < 4 * np.sqrt(2 / degrees)).all(), ratios
 
 
 def test_utility_json_has_the_ordered_logit_combined_over_the_synthetic_datasets(run):
@@ -111,7 +152,18 @@ def test_utility_json_has_the_ordered_logit_combined_over_the_synthetic_datasets
         for name, c in model["coefficients"].items()
         if name not in model["not_identified"] and "/" not in name and c["interval_overlap"] is not None
     ]
-    assert model["mean_interval_overlap"] == pytest.approx(np.mean(overlaps)) and 0 < np.mean(overlaps) <= 1
+    assert model["mean_interval_overlap"] == pytest.approx(np.mean(overlaps))
+    # each overlap is Karr et al.'s (overlap / original length + overlap / synthetic length) / 2 of its intervals
+    # (an unbounded interval, written as null, adds 0: a bounded one inside it overlaps 1/2)
+    for name, c in model["coefficients"].items():
+        lower = [-np.inf if c[k] is None else c[k] for k in ("original_lower", "lower")]
+        upper = [np.inf if c[k] is None else c[k] for k in ("original_upper", "upper")]
+        if np.isinf(lower + upper).all():
+            assert c["interval_overlap"] is None, name
+            continue
+        shared = min(upper) - max(lower)
+        expected = (shared / (upper[0] - lower[0]) + shared / (upper[1] - lower[1])) / 2
+        assert c["interval_overlap"] == pytest.approx(expected, rel=1e-9), name
 
 
 @pytest.mark.parametrize(

@@ -59,11 +59,27 @@ def test_outputs_are_written(run):
     assert diagnostics["max_r_hat"] <= 1.01 and diagnostics["min_ess_bulk"] >= 400
     risk = json.loads((out / "private" / "risk.json").read_text())
     assert {"R_all", "R_unq", "d_t", "khat_over_0_7"} <= set(risk)
-    assert 0 <= risk["R_all"] <= 1
-    utility = json.loads((out / "private" / "utility.json").read_text())
-    assert 0.5 < utility["cells"]["tau"] <= 1
     cells = pd.read_parquet(out / "private" / "risk_cells.parquet")
     assert len(cells) == 120
+    # R_all (eq. 9) is the share of the 120 sensitive cells whose count the intruder guesses exactly; R_unq
+    # (eq. 10) the same among cells whose origin and destination each appear once among the sensitive cells
+    hit = (cells["intruder_guess"] == cells["count"]).to_numpy()
+    assert np.array_equal(cells["correct"].to_numpy(), hit)
+    assert risk["n_items"] == 120 and risk["R_all"] == pytest.approx(hit.sum() / 120, abs=1e-12)
+    once = [cells[c].map(cells[c].value_counts()).to_numpy() == 1 for c in ("origin", "destination")]
+    unique = once[0] & once[1]
+    assert np.array_equal(cells["unique"].to_numpy(), unique) and risk["n_unique"] == unique.sum()
+    assert risk["R_unq"] == (pytest.approx(hit[unique].mean(), abs=1e-12) if unique.any() else None)
+    # tau = 1 - L1 / (2 n) per synthetic table against the confidential one, worked from the released file
+    utility = json.loads((out / "private" / "utility.json").read_text())
+    synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
+    original = table["count"].to_numpy()
+    released = [synthetic.loc[synthetic["synthetic"] == k, "count"].to_numpy() for k in (1, 2, 3)]
+    taus = [1 - np.abs(counts - original).sum() / (2 * original.sum()) for counts in released]
+    assert utility["cells"]["per_dataset"] == pytest.approx(taus, abs=1e-12)
+    assert utility["cells"]["tau"] == pytest.approx(np.mean(taus), abs=1e-12)
+    # only the 120 cells with counts 1..9 change, each by at most 8: tau cannot fall below this
+    assert min(taus) >= 1 - 8 * 120 / (2 * original.sum())
     assert (out / "private" / "groups" / "S1__S2.posterior.nc").exists()
     assert not list(out.rglob("*.tmp"))
 
@@ -100,7 +116,10 @@ def test_release_holds_only_synthetic_data_and_no_estimates(run):
             if float(token).is_integer():
                 continue  # a whole number cannot be told apart from the description's own (1..9, 0..8)
             assert not re.search(rf"(?<![\d.]){re.escape(token)}(?!\d)", text), (name, token)
-    assert "posterior" not in {p.suffix for p in (out / "release").iterdir()}
+    # no posterior file in release/: exactly the two release files, none named after a posterior or netCDF
+    names = sorted(p.relative_to(out / "release").as_posix() for p in (out / "release").rglob("*"))
+    assert names == ["model.json", "synthetic.parquet"]
+    assert not [name for name in names if "posterior" in name or ".nc" in name]
 
 
 def test_rerun_resumes_and_same_seed_gives_same_synthetic_data(run, tmp_path):
@@ -181,7 +200,14 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
         # importance sampling and refitting estimate the same probability
         assert abs(cell["true_probability_exact"] - cell["true_probability_importance_sampling"]) < 0.3
     risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
-    assert risk["exact_check"]["max_abs_difference_true_probability"] is not None
+    differences = [abs(c["true_probability_exact"] - c["true_probability_importance_sampling"]) for c in check["cells"]]
+    assert risk["exact_check"]["max_abs_difference_true_probability"] == pytest.approx(max(differences), abs=1e-12)
+    agreement = np.mean([c["guess_exact"] == c["guess_importance_sampling"] for c in check["cells"]])
+    assert risk["exact_check"]["guess_agreement"] == pytest.approx(agreement, abs=1e-12)
+    # the two cells checked are those with the largest relevant k-hat of the run
+    cells = pd.read_parquet(folder / "out" / "private" / "risk_cells.parquet")
+    top = cells["relevant_khat"].sort_values(ascending=False, kind="stable").to_numpy()[:2]
+    assert [c["relevant_khat"] for c in check["cells"]] == pytest.approx(top, abs=1e-12)
 
 
 #: Digest of the release of the fixture's run, taken before the restructuring of issue 18.

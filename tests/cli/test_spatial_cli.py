@@ -59,10 +59,28 @@ def test_risk_and_utility_files(run):
     folder, frame, truth, status = run
     risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
     assert truth["outlier_index"] in risk["outliers"]
+    # the shares worked from the synthetic incomes of both stages (the released ones are the restricted stage's):
+    # of each record's 4 synthetic incomes, those within 10% of its income, and within the absolute band (by
+    # default a tenth of the incomes' standard deviation), averaged over the at-risk records and the others
+    income = frame["income"].to_numpy()
+    absolute = risk["bands"]["absolute"]
+    assert risk["bands"]["relative"] == 0.1 and absolute == pytest.approx(0.1 * np.std(income, ddof=1), rel=1e-9)
+    at_risk = np.isin(np.arange(len(frame)), risk["outliers"])
+    stages = {
+        "unrestricted": pd.read_parquet(folder / "out" / "private" / "synthetic_unrestricted.parquet"),
+        "restricted": pd.read_parquet(folder / "out" / "release" / "synthetic.parquet"),
+    }
+    for stage, synthetic in stages.items():
+        values = np.stack([group["income"].to_numpy() for _, group in synthetic.groupby("synthetic")])
+        assert values.shape == (4, len(frame))
+        distance = np.abs(values - income)
+        shares = {"within_band": (distance <= 0.1 * income).mean(0), "within_absolute": (distance <= absolute).mean(0)}
+        for key, share in shares.items():
+            expected = {"at_risk": share[at_risk].mean(), "other": share[~at_risk].mean()}
+            assert risk[key][stage] == pytest.approx(expected, abs=1e-12), (key, stage)
     for key in ("within_band", "within_absolute"):
-        for stage in ("unrestricted", "restricted"):
-            assert set(risk[key][stage]) == {"at_risk", "other"}
-            assert all(0 <= v <= 1 for v in risk[key][stage].values())
+        before, after = risk[key]["unrestricted"], risk[key]["restricted"]
+        assert risk["reduction"][key] == pytest.approx({g: 1 - after[g] / before[g] for g in before}, abs=1e-12)
     utility = json.loads((folder / "out" / "private" / "utility.json").read_text())
     rows = {row["coefficient"]: row for row in utility["regression"]}
     assert set(rows) == {"intercept", "d1", "d2"}

@@ -86,7 +86,10 @@ def test_diagnostics_say_what_was_fitted_and_pass(persons, release):
     assert len(d.posteriors) == 0 and d.passed and d.verdict == "passed"
     assert list(d["trees"]) == SYNTHESIZE
     for tree in d["trees"].values():
-        assert tree["leaves"] >= 1 and tree["depth"] >= 0 and tree["fallbacks"]["draws"] == M * len(data)
+        assert tree["fallbacks"]["draws"] == M * len(data)
+        # a binary tree of depth d has d + 1 to 2^d leaves, each of at least min_leaf = 5 records; these split
+        assert tree["depth"] >= 1
+        assert tree["depth"] + 1 <= tree["leaves"] <= min(2 ** tree["depth"], len(data) // 5)
     assert d["n_records"] == len(data)
     assert d["dropped_columns"] == [c for c in data.columns if c not in KEEP + SYNTHESIZE]
     assert d["synthesis_seconds"] > 0

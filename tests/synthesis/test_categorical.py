@@ -114,3 +114,19 @@ def test_ordered_logit_fit_matches_statsmodels_and_recovers_the_simulated_effect
     truth = {"a_1": 0.7, "a_2": 1.4, "b_y": -0.9}
     for name, value in truth.items():
         assert abs(fit.params[name] - value) < 3 * fit.bse[name]
+
+
+def test_pmse_reports_each_datasets_own_number_of_parameters():
+    """A synthetic dataset that fills a cell the original leaves empty has one parameter more (k), and its
+    null expectation (k - 1) / (8 N) is its own (N = 200 stacked records)."""
+    original = pd.DataFrame({"a": ["x"] * 50 + ["y"] * 50, "b": ["p"] * 30 + ["q"] * 70})
+    first = original.assign(synthetic=1)
+    first.loc[0, "b"] = "q"  # (x, q) exists in the original
+    second = original.assign(synthetic=2)
+    second.loc[60, "b"] = "p"  # (y, p) does not
+    figures = pmse(original, pd.concat([first, second]), ["a", "b"], synthesized=["b"])
+    assert figures["per_dataset"]["parameters"] == [5, 6]
+    assert figures["per_dataset"]["null_expectation"] == pytest.approx([4 / 1600, 5 / 1600], rel=1e-12)
+    assert figures["null_expectation"] == pytest.approx(4.5 / 1600, rel=1e-12)
+    ratios = np.array(figures["per_dataset"]["pmse"]) / np.array([4 / 1600, 5 / 1600])
+    assert figures["per_dataset"]["ratio"] == pytest.approx(ratios, rel=1e-12)

@@ -1,13 +1,16 @@
+import arviz as az
 import numpy as np
 import pandas as pd
+import pytest
 
 from bayessdc.synthesis.runner import GroupResult, GroupTask, run_groups
 from tests.conjugate import DirichletSynthesizer
 
 
 def _groups():
+    """Four groups of categories 0..3, category 0 the common one (the uniform prior predictive is far off)."""
     rng = np.random.default_rng(0)
-    return [(f"g{k}", rng.integers(0, 4, 30 + 10 * k)) for k in range(4)]
+    return [(f"g{k}", rng.choice(4, 30 + 10 * k, p=[0.55, 0.25, 0.15, 0.05])) for k in range(4)]
 
 
 def _assess(synthesizer, idata, data, synthetic, rng):
@@ -21,11 +24,33 @@ def test_every_group_is_processed_stored_and_resumed(tmp_path):
     results = run_groups(task, _groups(), scheduler="synchronous", progress=None)
     assert [r.name for r in results] == ["g0", "g1", "g2", "g3"]
     assert len(synth.fits) == 4
+    alpha = synth.alpha
+    zeros, expected, variance, total = 0, 0.0, 0.0, 0
     for (name, data), result in zip(_groups(), results, strict=True):
-        assert result.converged
-        assert result.synthetic_values().shape == (3, len(data))
-        assert (tmp_path / f"{name}.posterior.nc").exists()
-        assert "mean_share_equal" in result.summary
+        synthetic = result.synthetic_values()
+        assert synthetic.shape == (3, len(data))
+        # the group's stored summary is the assessor's figure on this group's own synthetic values
+        same = (synthetic == data).mean(axis=0)
+        np.testing.assert_allclose(result.items["share_equal"], same, rtol=0, atol=1e-12)
+        assert result.summary["mean_share_equal"] == pytest.approx(same.mean(), abs=1e-12)
+        assert result.summary["draws_per_chain"] == 2000 and result.summary["fit_attempts"] == 1
+        # the stored posterior is this group's Dirichlet(alpha + counts): its mean within 5 Monte Carlo SEs
+        posterior = az.from_netcdf(tmp_path / f"{name}.posterior.nc").posterior["theta"].to_numpy()
+        a = alpha + np.bincount(data, minlength=4)
+        mean, sd = a / a.sum(), np.sqrt(a * (a.sum() - a) / (a.sum() ** 2 * (a.sum() + 1)))
+        assert (np.abs(posterior.mean(axis=(0, 1)) - mean) < 5 * sd / np.sqrt(posterior[..., 0].size)).all()
+        # exact draws: nothing for the gate to object to
+        assert result.convergence["max_r_hat"] < 1.01 and result.convergence["divergences"] == 0
+        # Dirichlet-multinomial posterior predictive of category 0 in one synthetic dataset of n items:
+        # mean n p, variance n p (1 - p) (A + n) / (A + 1), p = a_0 / A, A = sum(a)
+        n, p, big_a = len(data), a[0] / a.sum(), a.sum()
+        zeros += (synthetic == 0).sum()
+        expected += 3 * n * p
+        variance += 3 * n * p * (1 - p) * (big_a + n) / (big_a + 1)
+        total += 3 * n
+    # category 0 is the common one: the synthetic values follow the posterior predictive within 4 standard
+    # deviations, a band that leaves out the uniform prior predictive (a quarter of the values)
+    assert abs(zeros - expected) < 4 * np.sqrt(variance) < expected - total / 4
     # an interrupted run: one group's marker is gone, so only that group is refitted
     (tmp_path / "g2.json").unlink()
     again = run_groups(task, _groups(), scheduler="synchronous", progress=None)

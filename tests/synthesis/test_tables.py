@@ -56,6 +56,10 @@ def test_bootstrap_tables_have_the_distribution_of_resampled_records():
     assert fast.mean() == pytest.approx(np.mean(direct), abs=0.01)
     assert np.quantile(fast, 0.25) == pytest.approx(np.quantile(direct, 0.25), abs=0.02)
     assert (fast <= 1).all() and (fast > 0.5).all()
+    # tau = 1 - L1 / (2 n) with n the adults of the data and L1 a whole number of records: 2 n tau is whole
+    lattice = 2 * base.sum() * np.asarray(fast)
+    assert np.allclose(lattice, np.round(lattice), rtol=0, atol=1e-9)
+    assert (fast == 1).mean() < 0.05  # a resample rarely reproduces every cell count
 
 
 def test_tau_distributions_and_summary():
