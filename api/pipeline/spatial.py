@@ -272,10 +272,11 @@ class Spatial(Recipe):
         extra, fit = prepared.extra, fitted.state
         data, response = fit.data, extra["response"]
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
-        values = {
-            "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng).to_numpy(),
-            "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng).to_numpy(),
+        drawn = {
+            "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng),
+            "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng),
         }
+        values = {name: stage.to_numpy() for name, stage in drawn.items()}
         original = extra["frame"].reset_index(drop=True)
         measures = SpatialMeasures(
             data=data,
@@ -320,9 +321,36 @@ class Spatial(Recipe):
             private_tables={
                 "risk_records.parquet": records,
                 "synthetic_unrestricted.parquet": measures.datasets["unrestricted"],
+                "drawn.parquet": drawn_table(drawn),
             },
             measures=measures,
         )
+
+
+def drawn_table(drawn: dict[str, Any]) -> pd.DataFrame:
+    """What each stage drew (``private/drawn.parquet``): one row per stage, synthetic dataset and record.
+
+    Columns ``stage``, ``synthetic`` (1..m), ``posterior_draw`` (the stacked posterior draw the dataset came
+    from), ``row`` (0-based position in the input table) and ``value``, the synthetic response on the
+    modelling scale (its log under ``log_response``). The released response is the restricted stage's
+    ``value`` on the released scale.
+    """
+    frames = []
+    for stage, values in drawn.items():
+        table = values.transpose("synthetic", "item")
+        m, n = table.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "stage": stage,
+                    "synthetic": np.repeat(table["synthetic"].to_numpy(), n),
+                    "posterior_draw": np.repeat(table["posterior_draw"].to_numpy(), n),
+                    "row": np.tile(np.arange(n), m),
+                    "value": table.to_numpy().ravel(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
 
 
 class SpatialMeasures(Measures):
