@@ -22,6 +22,9 @@ SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart",
 #: An error in the user's input or options: printed without a traceback, exit status 2.
 UserError = InputError
 
+#: Help of every subcommand's input option (the formats :func:`bayessdc.read_table` reads).
+DATA_HELP = "input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension"
+
 #: The exit statuses of every subcommand (shown by ``--help``).
 EXIT_STATUS = """exit status:
   0  released (or, for demo, every example ran)

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import DATA_HELP
+
 __all__ = ["add_parser", "demo", "run", "summary"]
 
 
@@ -25,10 +27,7 @@ def add_parser(subparsers: Any) -> None:
         "values and never violating the declared logical rules; measure tau = 1 - L1/(2n) of tables against "
         "bootstrap replicates of the original; write release/ (synthetic data, model description) and private/.",
     )
-    p.add_argument(
-        "--data", required=True, type=Path,
-        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
-    )  # fmt: skip
+    p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--synthesize", required=True, help="comma-separated columns to synthesize, in order")
     p.add_argument("--keep", default="", help="comma-separated columns kept as observed predictors")
     p.add_argument("--rules", type=Path, default=None, help="logical rules, JSON or YAML (bayessdc.models.cart.rules)")

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from . import DATA_HELP
 from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, refusal, shared_recipe_options
 
 __all__ = ["add_parser", "demo", "run"]
@@ -27,10 +28,7 @@ def add_parser(subparsers: Any) -> None:
         "inherent minimum and maximum, and utility, exactly as bayessdc dpmpm does; write release/ (synthetic "
         "data, model description) and private/ (diagnostics, risk, utility).",
     )
-    p.add_argument(
-        "--data", required=True, type=Path,
-        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
-    )  # fmt: skip
+    p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--synthesize", required=True, nargs="+", help="the label column to synthesize (one)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged; they form the patterns")
     p.add_argument("--out", required=True, type=Path, help="output folder")

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from . import DATA_HELP
 from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, refusal, shared_recipe_options
 
 __all__ = ["add_parser", "demo", "run"]
@@ -24,10 +25,7 @@ def add_parser(subparsers: Any) -> None:
         "attribute risk against the inherent minimum and maximum, and utility, and write release/ (synthetic "
         "data, model description) and private/ (diagnostics, risk, utility).",
     )
-    p.add_argument(
-        "--data", required=True, type=Path,
-        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
-    )  # fmt: skip
+    p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--synthesize", required=True, nargs="+", help="columns to synthesize (comma-separated or words)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged and modelled")
     p.add_argument("--out", required=True, type=Path, help="output folder")

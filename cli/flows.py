@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import UserError
+from . import DATA_HELP, UserError
 
 __all__ = ["add_parser", "demo", "run"]
 
@@ -21,10 +21,7 @@ def add_parser(subparsers: Any) -> None:
         "truncated-Poisson model fitted per (origin group, destination group), assess attribute risk by "
         "importance sampling, and write release/ (synthetic data, model description) and private/.",
     )
-    p.add_argument(
-        "--data", required=True, type=Path,
-        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
-    )  # fmt: skip
+    p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path, help="output folder (resumed if it holds the same run)")
     p.add_argument("--m", type=int, default=5, help="number of synthetic datasets (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import UserError
+from . import DATA_HELP, UserError
 
 __all__ = ["add_parser", "demo", "run", "summary"]
 
@@ -28,10 +28,7 @@ def add_parser(subparsers: Any) -> None:
         "locations and covariates pass through. Writes release/ (synthetic data, model description) and "
         "private/ (posteriors, diagnostics, proximity risk, regression utility).",
     )
-    p.add_argument(
-        "--data", required=True, type=Path,
-        help="input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension",
-    )  # fmt: skip
+    p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--response", required=True, help="column of the continuous response to synthesize")
     p.add_argument("--coords", required=True, help="the two coordinate columns, XCOL,YCOL")
