@@ -168,21 +168,16 @@ COMMANDS = [
     ),
     # dpmpm, dp-areal: every column is a set of labels (any type, any sign: no text or negative case); a
     # fractional number means a continuous column. Records have no key.
-    Command(
-        "dpmpm",
-        _categorical,
-        ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
-        missing={"kept": "age", "synthesized": "county"},
-        fractional=("age", "county"),
-        options=CATEGORICAL_OPTIONS,
-    ),
-    Command(
-        "dp-areal",
-        _categorical,
-        ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
-        missing={"kept": "age", "synthesized": "county"},
-        fractional=("age", "county"),
-        options=CATEGORICAL_OPTIONS,
+    *(
+        Command(
+            name,
+            _categorical,
+            ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
+            missing={"kept": "age", "synthesized": "county"},
+            fractional=("age", "county"),
+            options=CATEGORICAL_OPTIONS,
+        )
+        for name in ("dpmpm", "dp-areal")
     ),
     # cart: a column's type is read from the data, so text in a column is wrong only where a rule needs a
     # number (age here); a negative age breaks the declared rule. Records have no key.
