@@ -102,7 +102,7 @@ def to_jsonable(value: Any) -> Any:
 def write_json(target: str | os.PathLike[str], payload: Mapping[str, Any]) -> Path:
     """Write ``payload`` as indented JSON, atomically."""
     with atomic_path(target) as tmp:
-        tmp.write_text(json.dumps(to_jsonable(payload), indent=2, sort_keys=False) + "\n")
+        json_writer(payload)(tmp)
     return Path(target)
 
 
@@ -253,10 +253,7 @@ class OutputFolder:
 
     def write_private_table(self, name: str, frame: pd.DataFrame) -> Path:
         """Write a table to ``private/<name>`` (Parquet), atomically."""
-        target = self.private / name
-        with atomic_path(target) as tmp:
-            frame.to_parquet(tmp, index=False)
-        return target
+        return self.write_private_file(name, table_writer(frame))
 
     def write_private_json(self, name: str, payload: Mapping[str, Any]) -> Path:
         """Write ``private/<name>`` (JSON), atomically."""
