@@ -6,7 +6,7 @@ The public face, in a few verbs for every synthesizer::
     release = bsd.synthesize(frame, bsd.DPMPM(K=40), synthesize=["county"], keep=["gender", "age"], m=20, seed=1)
     release.synthetic        # all m datasets, a column `synthetic` = 1..m
     release.diagnostics      # the posterior of every fit and the gate's verdict
-    release.risk(); release.utility(); release.save("out/")
+    release.risk(); release.utility(); release.save("out/"); release.report("report.html")
 
 Synthesizers: :class:`Flows` (Hawala, Reiter & Wang), :class:`Spatial` (Quick, Holan & Wikle),
 :class:`DPMPM` and :class:`DPAreal` (Hu & Savitsky), :class:`CART` (Rodriguez, Freiman, Reiter & Lauger);
@@ -48,6 +48,7 @@ _LAZY = {
     "Adjustment": "bayessdc.pipeline.cta",
     "Diagnostics": "bayessdc.release",
     "Release": "bayessdc.release",
+    "compare_releases": "bayessdc.report",
 }
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "RunMismatchError",
     "SamplerSettings",
     "__version__",
+    "compare_releases",
     "read_table",
     "synthesize",
 ]

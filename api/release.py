@@ -141,6 +141,9 @@ class Release:
     private_json, private_tables, private_files
         Further private outputs: JSON payloads, tables (Parquet) and writers ``write(path)`` of other files,
         by file name under ``private/``.
+    report_content
+        The synthesizer's material for :meth:`report` (a :class:`bayessdc.report.ReportContent`; it holds the
+        confidential values compared, in memory only).
     """
 
     synthesizer: str
@@ -159,6 +162,7 @@ class Release:
     private_files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
     measures: Measures | None = field(default=None, repr=False)
     no_risk_hint: str = ""
+    report_content: Any = field(default=None, repr=False)
 
     # -- the verbs ----------------------------------------------------------------------------------
 
@@ -191,6 +195,28 @@ class Release:
                 f"run's own options are {kind}() without arguments."
             )
         return getattr(self.measures, kind)(**options)
+
+    def report(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run's report: one self-contained HTML file a disclosure review board reads.
+
+        It states what was synthesized and how and the gate's verdict, shows the posterior diagnostics, the
+        original against the synthetic data, the risk figures beside their reference points, the utility
+        figures and a risk-utility plot. It shows the confidential data's distributions: keep it private
+        (:meth:`save` writes it to ``private/report.html``).
+
+        Parameters
+        ----------
+        path
+            The HTML file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+        """
+        from bayessdc.report import write_run_report
+
+        return write_run_report(self, path)
 
     def save(self, out: str | os.PathLike[str]) -> Path:
         """Write ``out/release`` (synthetic data and model description) and ``out/private`` (the rest).
@@ -247,6 +273,14 @@ class Release:
             folder.write_private_json("utility.json", self.utility_figures)
         for name, payload in self.private_json.items():
             folder.write_private_json(name, payload)
+        self._write_report(folder)
+
+    def _write_report(self, folder: OutputFolder) -> None:
+        """``private/risk_utility.json`` (what ``bayessdc report`` compares across runs) and ``private/report.html``."""
+        from bayessdc.report import FIGURES_FILE, render_run_report, run_figures
+
+        folder.write_private_json(FIGURES_FILE, run_figures(self).to_dict())
+        folder.write_private_file("report.html", lambda path: Path(path).write_text(render_run_report(self), "utf-8"))
 
     def __repr__(self) -> str:
         return (

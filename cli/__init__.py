@@ -3,7 +3,9 @@
 One module per subcommand in this package, each with ``add_parser(subparsers)`` (which sets
 ``func`` to its ``run(args) -> int``) and, when it has a bundled example, ``demo(out, seed) -> list[dict]``
 returning rows of figures for ``bayessdc demo``. The CLI parses arguments and wires the layers together;
-it holds no statistics. Heavy imports happen inside ``run`` so that ``bayessdc --help`` is quick.
+it holds no statistics. Heavy imports happen inside ``run`` so that ``bayessdc --help`` is quick. Every
+subcommand takes ``-q/--quiet`` and ``-v/--verbose`` (:func:`common_options`, added by ``build_parser``), and
+:func:`main` configures logging accordingly for the run.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from bayessdc import InputError, __version__
+from bayessdc.progress import cli_logging
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "demo")
+SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "report", "demo")
 
 
 #: An error in the user's input or options: printed without a traceback, exit status 2.
@@ -24,6 +28,10 @@ UserError = InputError
 
 #: Help of every subcommand's input option (the formats :func:`bayessdc.read_table` reads).
 DATA_HELP = "input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension"
+
+#: Help of the options every subcommand takes (:func:`common_options`).
+MESSAGES_HELP = """messages: stages of the run and each group's figures go to standard error, with progress bars when it
+is a terminal; -q/--quiet: no bars, warnings and errors only; -v/--verbose: debug messages too"""
 
 #: The exit statuses of every subcommand (shown by ``--help``).
 EXIT_STATUS = """exit status:
@@ -33,30 +41,67 @@ EXIT_STATUS = """exit status:
      meets the protection"""
 
 
+def common_options() -> argparse.ArgumentParser:
+    """The options every subcommand takes (a parent parser): ``-q/--quiet`` and ``-v/--verbose``."""
+    common = argparse.ArgumentParser(add_help=False)
+    level = common.add_mutually_exclusive_group()
+    level.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars and no messages but warnings and errors"
+    )
+    level.add_argument(
+        "-v", "--verbose", action="store_true", help="debug messages too (sampler settings, timings, every part)"
+    )
+    return common
+
+
+class _Subcommands:
+    """The subparsers action as the subcommand modules see it: every ``add_parser`` gets :func:`common_options`."""
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+        self._common = common_options()
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """Register subcommand ``name`` (keyword arguments as :meth:`argparse._SubParsersAction.add_parser`)."""
+        kwargs["parents"] = [*kwargs.get("parents", []), self._common]
+        return self._action.add_parser(name, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._action, name)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="bayessdc",
         description=("Bayesian synthetic data with measured disclosure risk, and controlled tabular adjustment."),
-        epilog=EXIT_STATUS,
+        epilog=f"{MESSAGES_HELP}\n\n{EXIT_STATUS}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"bayessdc {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = _Subcommands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     for name in SUBCOMMANDS:
         importlib.import_module(f"bayessdc.cli.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bayessdc`` command; returns the exit status."""
+    """Entry point of the ``bayessdc`` command; returns the exit status.
+
+    Configures logging for the run (:func:`bayessdc.progress.cli_logging`: INFO messages of the ``bayessdc``
+    logger on standard error as ``bayessdc COMMAND: message``, WARNING and above with ``--quiet``, DEBUG with
+    ``--verbose``; progress bars on a terminal unless ``--quiet``) and restores the previous configuration when
+    the command ends.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:
-        print(f"bayessdc {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
+    with cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"):
+        try:
+            return int(args.func(args) or 0)
+        except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:
+            print(f"bayessdc {args.command}: error: {err}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

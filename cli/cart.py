@@ -48,7 +48,6 @@ def add_parser(subparsers: Any) -> None:
         "cut into deciles)",
     )
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the original (default 1000)")
-    p.add_argument("--quiet", action="store_true", help="no report")
     p.set_defaults(func=run)
 
 
@@ -96,7 +95,8 @@ def summary(release: Any, out: Path) -> str:
             f"{b['median']:.4f} [{b['q1']:.4f}, {b['q3']:.4f}]"
         )
     lines.append(f"  rule fallbacks to an ancestor node: {json.dumps(f['rule_fallbacks'])}")
-    lines.append(f"  written: {out / 'release'} and {out / 'private'}")
+    report = out / "private" / "report.html"
+    lines.append(f"  written: {out / 'release'} and {out / 'private'} (the run's report: {report})")
     return "\n".join(lines)
 
 

@@ -36,7 +36,8 @@ def parse_ordered_logit(spec: str) -> tuple[str, list[str]]:
 
 def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
     """The options both commands take: knowledge sets, inherent repetitions, missing values, level limit,
-    ordered logits, the release gate's settings, ``--allow-unconverged`` and ``--quiet``."""
+    ordered logits, the release gate's settings and ``--allow-unconverged`` (``--quiet`` and ``--verbose`` are
+    every subcommand's)."""
     p.add_argument(
         "--known", action="append", default=None, help="columns an intruder knows, comma-separated; repeat for "
         "several knowledge sets (default: every kept and synthesized column)",
@@ -73,7 +74,6 @@ def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
         "--allow-unconverged", action="store_true", help="write release outputs even if the release gate fails "
         "(recorded in release/model.json)",
     )  # fmt: skip
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def shared_recipe_options(args: argparse.Namespace) -> dict[str, Any]:

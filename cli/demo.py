@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 __all__ = ["DEMOS", "add_parser", "run"]
+
+_log = logging.getLogger(__name__)
 
 #: Subcommand modules whose ``demo(out, seed)`` the demo runs, in order.
 DEMOS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta")
@@ -39,12 +42,13 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for name in args.only or DEMOS:
         start = time.perf_counter()
-        print(f"running the {name} demo ...", flush=True)
+        _log.info("running the %s demo ...", name)
         rows.extend(importlib.import_module(f"bayessdc.cli.{name}").demo(args.out, args.seed))
-        print(f"  done in {time.perf_counter() - start:.1f} s", flush=True)
+        _log.info("the %s demo took %.1f s", name, time.perf_counter() - start)
     width = max(len(r["measure"]) for r in rows)
     print(f"\n{'synthesizer':<12} {'measure':<{width}} value")
     for r in rows:
         print(f"{r['synthesizer']:<12} {r['measure']:<{width}} {_format(r['value'])}")
     print(f"\noutputs in {args.out}/ (release/ may be published; private/ never)")
+    print(f"each run's report: {args.out}/<synthesizer>/private/report.html")
     return 0

@@ -84,7 +84,7 @@ def summary(release: Any, out: Path) -> str:
             f"dpmpm: {f['records']} records in {f['cells']} cells, {release.seconds:.1f} s",
             *gate_lines(release),
             *categorical_lines(release),
-            f"  written: {out / 'release'} and {out / 'private'}",
+            f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
         ]
     )
 

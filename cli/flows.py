@@ -60,7 +60,6 @@ def add_parser(subparsers: Any) -> None:
         help="refit the model for the N cells with the largest k-hat, once per candidate count, to measure "
         "the importance-sampling approximation (private/exact_check.json)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
 
@@ -115,7 +114,7 @@ def summary(release: Any, out: Path) -> str:
             f"mean d_t {r['d_t']['mean']:.2f}, cells with k-hat > 0.7: {r['khat_over_0_7']}",
             f"  utility: tau (all cells) {u['cells']['tau']:.4f}, tau (sensitive cells) "
             f"{u['sensitive_cells']['tau']:.3f}, origin totals tau {u['origin_totals']['tau']:.3f}",
-            f"  written: {out / 'release'} and {out / 'private'}",
+            f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
         ]
     )
 

@@ -89,7 +89,6 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="write release outputs even if a stage fails the convergence gate (recorded in the outputs)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
 
@@ -163,7 +162,7 @@ def summary(release: Any, out: Path) -> str:
             f"  within {r['bands']['relative']:.0%}: at-risk {_fmt(band_u['at_risk'])} -> {_fmt(band_r['at_risk'])}, "
             f"others {_fmt(band_u['other'])} -> {_fmt(band_r['other'])} (unrestricted -> restricted)",
             f"  utility: mean CI overlap of the analyst's regression {f['mean_ci_overlap']:.3f}",
-            f"  written: {out / 'release'} and {out / 'private'}",
+            f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
         ]
     )
 

@@ -7,7 +7,9 @@ Every synthesizer declares a PyMC model and hands it here. This module
 * keeps compiled models for reuse across groups (compilation costs seconds, a small group's sampling
   less than that),
 * applies the convergence gate (split r_hat, bulk ESS, divergences) and
-* records the sampler settings and the wall time in the returned :class:`arviz.InferenceData`.
+* records the sampler settings and the wall time in the returned :class:`arviz.InferenceData`,
+* shows the backend's own progress bar when :mod:`bayessdc.progress` allows it (switch on, standard error a
+  terminal or a notebook, no bayessdc bar already showing).
 
 The backends were measured on the truncated-Poisson flow model (``bench/flows.py``): nutpie and numpyro
 were several times faster than PyMC's own sampler; nutpie needs no JAX and caches compiled models across
@@ -18,16 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import arviz as az
 import numpy as np
 import xarray as xr
+
+from bayessdc import progress
 
 # Two threads of BLAS on two busy cores made a GP gradient 14 times slower on the machines this suite
 # targets: one BLAS thread per process, parallelism comes from chains and groups instead.
@@ -51,7 +57,23 @@ def _exact_floating_point() -> None:
     pytensor.config.numba__fastmath = False
 
 
+def _load_numba_dispatch() -> None:
+    """Register PyTensor's numba implementations now, in the importing thread, before any thread compiles.
+
+    PyTensor registers them on the first numba compilation, by importing ``pytensor.link.numba.dispatch``,
+    whose ``basic`` module is in ``sys.modules`` before the others (elemwise, subtensor, ...) have registered.
+    A second thread compiling meanwhile (the flow groups compile their size classes in parallel) found no
+    implementation for Add, Sum, Subtensor, Join, ... and ran them in numba's object mode ("Numba will use
+    object mode to run ...'s perform method"): every one of them then waits for the GIL at each gradient
+    evaluation, 61 ms instead of 26-60 us for the flow demo's largest group, and the flow demo did not end.
+    """
+    import pytensor.link.numba.dispatch  # noqa: F401
+
+
 _exact_floating_point()
+_load_numba_dispatch()
+
+_log = logging.getLogger(__name__)
 
 Backend = Literal["auto", "nutpie", "pymc", "numpyro"]
 
@@ -85,7 +107,9 @@ class SamplerSettings:
     low_rank_mass_matrix
         nutpie's low-rank modified mass-matrix adaptation (helps strongly correlated posteriors).
     progressbar
-        Show the sampler's progress bar.
+        Show the sampler's own progress bar even when bayessdc's progress switch is off (still only on a
+        terminal or in a notebook). By default it follows the switch (:mod:`bayessdc.progress`): shown when
+        progress is on, standard error is a terminal or a notebook, and no bayessdc bar is already showing.
     """
 
     draws: int = 1000
@@ -252,6 +276,31 @@ class CompiledModelCache:
         return len(self._compiled)
 
 
+_pymc_quiet = {"lock": threading.Lock(), "count": 0, "level": logging.NOTSET}
+
+
+@contextmanager
+def _pymc_messages() -> Iterator[None]:
+    """PyMC's own INFO lines ("Sampling 4 chains ...", through the handler PyMC attaches on import) are shown
+    only when bayessdc's INFO messages are: held back under ``--quiet`` or ``progress=False``."""
+    if _log.isEnabledFor(logging.INFO):
+        yield
+        return
+    pymc_log = logging.getLogger("pymc")
+    with _pymc_quiet["lock"]:  # groups sampled at once in threads: the first sets the level, the last restores it
+        _pymc_quiet["count"] += 1
+        if _pymc_quiet["count"] == 1:
+            _pymc_quiet["level"] = pymc_log.level
+            pymc_log.setLevel(max(pymc_log.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        with _pymc_quiet["lock"]:
+            _pymc_quiet["count"] -= 1
+            if _pymc_quiet["count"] == 0:
+                pymc_log.setLevel(_pymc_quiet["level"])
+
+
 def _compile(model: Any, backend: str) -> Any:
     if backend != "nutpie":
         raise ValueError("only nutpie models are compiled ahead of sampling; PyMC compiles in pm.sample")
@@ -299,6 +348,11 @@ def sample_model(
     backend = resolve_backend(settings.backend)
     if steps is not None and backend != "pymc":
         raise ValueError(f"custom step methods need the PyMC sampler, not {backend!r}: set backend='pymc'")
+    bar = progress.sampler_bars(force=settings.progressbar)
+    _log.debug(
+        "NUTS (%s): %d chains x (%d warm-up + %d draws), target_accept %s, seed %d",
+        backend, settings.chains, settings.tune, settings.draws, settings.target_accept, seed,
+    )  # fmt: skip
     start = time.perf_counter()
     if backend == "nutpie":
         import nutpie
@@ -314,7 +368,7 @@ def sample_model(
             chains=settings.chains,
             cores=settings.cores,
             seed=int(seed),
-            progress_bar=settings.progressbar,
+            progress_bar=bar,
             low_rank_modified_mass_matrix=settings.low_rank_mass_matrix,
             target_accept=settings.target_accept,
             save_warmup=False,
@@ -332,22 +386,24 @@ def sample_model(
                 others = [v for v in model.value_vars if all(v not in s.vars for s in step)]
                 if others:
                     step.append(pm.NUTS(others, target_accept=settings.target_accept))
-        idata = pm.sample(
-            step=step,
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=min(settings.cores, settings.chains),
-            random_seed=int(seed),
-            progressbar=settings.progressbar,
-            nuts_sampler=backend,
-            compute_convergence_checks=False,
-            model=model,
-            var_names=list(var_names) if var_names is not None else None,
-            # the NUTS of explicit steps has its target already (and pm.sample refuses it then)
-            **({} if step is not None else {"target_accept": settings.target_accept}),
-        )
+        with _pymc_messages():
+            idata = pm.sample(
+                step=step,
+                draws=settings.draws,
+                tune=settings.tune,
+                chains=settings.chains,
+                cores=min(settings.cores, settings.chains),
+                random_seed=int(seed),
+                progressbar=bar,
+                nuts_sampler=backend,
+                compute_convergence_checks=False,
+                model=model,
+                var_names=list(var_names) if var_names is not None else None,
+                # the NUTS of explicit steps has its target already (and pm.sample refuses it then)
+                **({} if step is not None else {"target_accept": settings.target_accept}),
+            )
     seconds = time.perf_counter() - start
+    _log.debug("NUTS (%s): sampled in %.1f s", backend, seconds)
     if var_names is not None:
         keep = [v for v in var_names if v in idata.posterior]
         idata.posterior = idata.posterior[keep]

@@ -42,6 +42,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
 
+from bayessdc import progress
 from bayessdc.models.base import stack_draws
 
 from .psis import pareto_smoothed_log_weights
@@ -277,17 +278,19 @@ def exact_attribute_risk(
     synth = synthetic.transpose("synthetic", "item").to_numpy()
     log_prior = _prior_log(prior, 1, len(candidates))[0] if prior is None or "item" not in prior.dims else None
     rows = []
-    for t in items:
-        prior_t = log_prior if log_prior is not None else _prior_log(prior.isel(item=[t]), 1, len(candidates))[0]
-        log_rho = prior_t.copy()
-        released = _positions(xr.DataArray(synth[:, t]), candidates, "synthetic")
-        for k, c in enumerate(candidates):
-            lp = refit_log_prob(int(t), c).transpose("sample", "candidate").to_numpy()
-            n = lp.shape[0]
-            # P(D~(l) | D_t^c) = mean_s p(y~_t(l) | theta_s), theta_s ~ p(theta | D_t^c).
-            log_rho[k] += sum(logsumexp(lp[:, released[l]]) - np.log(n) for l in range(len(released)))
-        log_rho -= logsumexp(log_rho)
-        rows.append(np.exp(log_rho))
+    with progress.bar(len(items) * len(candidates), "exact attribute risk, refits") as bar:
+        for t in items:
+            prior_t = log_prior if log_prior is not None else _prior_log(prior.isel(item=[t]), 1, len(candidates))[0]
+            log_rho = prior_t.copy()
+            released = _positions(xr.DataArray(synth[:, t]), candidates, "synthetic")
+            for k, c in enumerate(candidates):
+                lp = refit_log_prob(int(t), c).transpose("sample", "candidate").to_numpy()
+                n = lp.shape[0]
+                # P(D~(l) | D_t^c) = mean_s p(y~_t(l) | theta_s), theta_s ~ p(theta | D_t^c).
+                log_rho[k] += sum(logsumexp(lp[:, released[l]]) - np.log(n) for l in range(len(released)))
+                bar.advance()
+            log_rho -= logsumexp(log_rho)
+            rows.append(np.exp(log_rho))
     return xr.DataArray(
         np.array(rows), dims=("item", "candidate"), coords={"item": list(items), "candidate": candidates}, name="rho"
     )

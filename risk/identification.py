@@ -31,6 +31,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayessdc import progress
+
 __all__ = [
     "IDENTIFICATION_MEASURES",
     "attribute_disclosures",
@@ -265,22 +267,24 @@ def inherent_risk(
     codes = {c: pd.factorize(original[c], use_na_sentinel=False)[0].astype(np.int64) for c in columns}
     sizes = {c: max(int(codes[c].max()) + 1, 1) if n else 1 for c in columns}
     out = {}
-    for k, scenario in enumerate(("min", "max")):
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, k]))
-        rows = []
-        for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
-            drawn = {c: (codes[c][source] if c in synthesized else codes[c]) for c in columns}
-            same = np.ones(n, dtype=bool)
-            for c in synthesized:
-                same &= drawn[c] == codes[c]
-            attribute = {"disclosures": int(same.sum()), "share": float(same.mean()) if n else float("nan")}
-            for known in known_sets:
-                target, released = _joint_keys(
-                    [codes[c] for c in known], [drawn[c] for c in known], [sizes[c] for c in known]
-                )
-                measures = identification_from_keys(target, released)
-                rows.append({"repetition": s + 1, "known": "+".join(known), **measures, **attribute})
-        out[scenario] = pd.DataFrame(rows)
+    with progress.bar(2 * repetitions, "inherent risk scenarios") as bar:
+        for k, scenario in enumerate(("min", "max")):
+            rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, k]))
+            rows = []
+            for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
+                drawn = {c: (codes[c][source] if c in synthesized else codes[c]) for c in columns}
+                same = np.ones(n, dtype=bool)
+                for c in synthesized:
+                    same &= drawn[c] == codes[c]
+                attribute = {"disclosures": int(same.sum()), "share": float(same.mean()) if n else float("nan")}
+                for known in known_sets:
+                    target, released = _joint_keys(
+                        [codes[c] for c in known], [drawn[c] for c in known], [sizes[c] for c in known]
+                    )
+                    measures = identification_from_keys(target, released)
+                    rows.append({"repetition": s + 1, "known": "+".join(known), **measures, **attribute})
+                bar.advance()
+            out[scenario] = pd.DataFrame(rows)
     return out
 
 
@@ -386,31 +390,33 @@ def label_attribute_risk(
 
     rows = np.arange(synthetic.sizes["item"]) if rows is None else np.asarray(rows, dtype=np.int64)
     frames = []
-    for start in range(0, len(rows), chunk_size):
-        chunk = rows[start : start + chunk_size]
-        part = data.take(chunk)
-        released = synthetic.isel(item=xr.DataArray(chunk, dims="item")).drop_vars("item", errors="ignore")
-        release = None
-        if hasattr(synthesizer, "release_log_prob"):
-            release = synthesizer.release_log_prob(posterior, part, released)
-        risk = attribute_risk(
-            synthesizer.candidate_log_prob(posterior, part),
-            synthesizer.observed(part),
-            released,
-            release_log_prob=release,
-        )
-        frames.append(
-            pd.DataFrame(
-                {
-                    "record": chunk,
-                    "true_probability": risk["true_probability"].to_numpy(),
-                    "guess": risk["guess"].to_numpy(),
-                    "correct": risk["correct"].to_numpy(),
-                    "max_khat": risk["max_khat"].to_numpy(),
-                    "relevant_khat": risk["relevant_khat"].to_numpy(),
-                }
+    with progress.bar(len(rows), "Bayesian attribute risk, records") as bar:
+        for start in range(0, len(rows), chunk_size):
+            chunk = rows[start : start + chunk_size]
+            part = data.take(chunk)
+            released = synthetic.isel(item=xr.DataArray(chunk, dims="item")).drop_vars("item", errors="ignore")
+            release = None
+            if hasattr(synthesizer, "release_log_prob"):
+                release = synthesizer.release_log_prob(posterior, part, released)
+            risk = attribute_risk(
+                synthesizer.candidate_log_prob(posterior, part),
+                synthesizer.observed(part),
+                released,
+                release_log_prob=release,
             )
-        )
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "record": chunk,
+                        "true_probability": risk["true_probability"].to_numpy(),
+                        "guess": risk["guess"].to_numpy(),
+                        "correct": risk["correct"].to_numpy(),
+                        "max_khat": risk["max_khat"].to_numpy(),
+                        "relevant_khat": risk["relevant_khat"].to_numpy(),
+                    }
+                )
+            )
+            bar.advance(len(chunk))
     records = pd.concat(frames, ignore_index=True)
     summary = {
         "records_assessed": len(records),

@@ -10,14 +10,18 @@ finished parts instead of recomputing them.
 :func:`run_groups` is the flow model's use of it: each group is fitted, checked, synthesized and assessed by
 a :class:`GroupTask`, which stores its result under ``private/groups/`` itself (on a cluster, the output
 folder must then be on a file system every worker sees).
+
+Progress: a bar over the parts (:mod:`bayessdc.progress`, on a terminal only) and, for the groups, one log
+record per group (:func:`log_progress`: INFO with its r_hat, ESS, divergences and time; WARNING for a group
+that did not converge).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import pandas as pd
 
+from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
 from .datasets import draw_synthetic, group_seed
@@ -39,12 +44,14 @@ __all__ = [
     "GroupTask",
     "InferenceDataStore",
     "PartStore",
-    "print_progress",
+    "log_progress",
     "run_groups",
     "run_parts",
 ]
 
 R = TypeVar("R")
+
+_log = logging.getLogger(__name__)
 
 #: ``assess(synthesizer, idata, data, synthetic, rng) -> (per-item table, summary dict)``.
 Assessor = Callable[..., tuple[pd.DataFrame, dict[str, Any]]]
@@ -195,16 +202,55 @@ class GroupTask:
         return result
 
 
-def print_progress(done: int, total: int, result: GroupResult, skipped: bool) -> None:
+def log_progress(done: int, total: int, result: GroupResult, skipped: bool) -> None:
+    """Log one finished group: an INFO record with its figures, and a WARNING when it did not converge.
+
+    The INFO record reads ``[done/total] name: r_hat 1.003, ESS 812, div 0, 4.2 s`` (``resumed`` instead of the
+    time for a group loaded from an earlier run) and carries the figures as attributes ``group``, ``r_hat``,
+    ``ess_bulk``, ``divergences``, ``seconds`` (``None`` when resumed), ``converged`` and ``resumed``.
+
+    Parameters
+    ----------
+    done, total
+        Groups finished so far, and in all.
+    result
+        The group's result.
+    skipped
+        Whether the group was loaded from an earlier run rather than fitted.
+    """
     conv = result.convergence
-    status = "resumed" if skipped else f"{result.summary.get('fit_seconds', 0):6.1f} s"
-    flag = "" if result.converged else "  NOT CONVERGED"
-    print(
-        f"[{done:>{len(str(total))}}/{total}] {result.name:<24} r_hat {conv['max_r_hat']:.3f}  "
-        f"ESS {conv['min_ess_bulk']:7.0f}  div {conv['divergences']}  {status}{flag}",
-        file=sys.stderr,
-        flush=True,
-    )
+    seconds = None if skipped else float(result.summary.get("fit_seconds", 0.0))
+    figures = {
+        "group": result.name,
+        "r_hat": float(conv["max_r_hat"]),
+        "ess_bulk": float(conv["min_ess_bulk"]),
+        "divergences": int(conv["divergences"]),
+        "seconds": seconds,
+        "converged": result.converged,
+        "resumed": skipped,
+    }
+    status = "resumed" if skipped else f"{seconds:.1f} s"
+    _log.info(
+        "[%*d/%d] %s: r_hat %.3f, ESS %.0f, div %d, %s",
+        len(str(total)), done, total, result.name, figures["r_hat"], figures["ess_bulk"], figures["divergences"],
+        status, extra=figures,
+    )  # fmt: skip
+    if not result.converged:
+        problems = "; ".join(_problems(conv)) or "failed the convergence gate"
+        _log.warning("group %s did not converge: %s", result.name, problems, extra=figures)
+
+
+def _problems(convergence: dict[str, Any]) -> list[str]:
+    """The gate's reasons for a group's failure, from its stored figures."""
+    criteria = convergence.get("criteria") or {}
+    out = []
+    if "max_r_hat" in criteria and not convergence["max_r_hat"] <= criteria["max_r_hat"]:
+        out.append(f"r_hat {convergence['max_r_hat']:.3f} > {criteria['max_r_hat']}")
+    if "min_ess_bulk" in criteria and convergence["min_ess_bulk"] < criteria["min_ess_bulk"]:
+        out.append(f"bulk ESS {convergence['min_ess_bulk']:.0f} < {criteria['min_ess_bulk']:.0f}")
+    if "max_divergences" in criteria and convergence["divergences"] > criteria["max_divergences"]:
+        out.append(f"{convergence['divergences']} divergent transitions")
+    return out
 
 
 class PartStore(Protocol):
@@ -263,6 +309,7 @@ def run_parts(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int, str, R, bool], None] | None = None,
+    label: str = "parts",
 ) -> list[R]:
     """Run ``task(name, part)`` on every part not stored yet and return all results, in the order of ``parts``.
 
@@ -285,6 +332,9 @@ def run_parts(
         part the tasks run in this thread).
     progress
         Called after each part as ``progress(done, total, name, result, resumed)``; ``None`` for silence.
+    label
+        What the parts are, for the progress bar (shown on a terminal when :mod:`bayessdc.progress` is on;
+        the parts of earlier runs count as done).
 
     Returns
     -------
@@ -297,26 +347,30 @@ def run_parts(
     results: dict[str, Any] = {}
     total = len(parts)
 
-    def finished(name: str, result: Any, resumed: bool) -> None:
-        results[name] = result
-        if store is not None and not resumed:
-            store.save(name, result)
-        if progress:
-            progress(len(results), total, name, result, resumed)
+    with _progress.bar(total, label) as bar:
 
-    for name in names:
-        stored = store.load(name) if store is not None else None
-        if stored is not None:
-            finished(name, stored, True)
-    pending = [(name, part) for name, part in parts if name not in results]
-    workers = workers or os.cpu_count() or 1
-    if scheduler == "synchronous" or (scheduler is None and (workers == 1 or len(pending) == 1)):
-        for name, part in pending:
-            finished(name, task(name, part), False)
-    elif pending:
-        share = getattr(task, "share_cores", None)
-        for name, result in _run_on_dask(share(workers) if share else task, pending, scheduler, workers):
-            finished(name, result, False)
+        def finished(name: str, result: Any, resumed: bool) -> None:
+            results[name] = result
+            if store is not None and not resumed:
+                store.save(name, result)
+            bar.advance()
+            if progress:
+                progress(len(results), total, name, result, resumed)
+
+        for name in names:
+            stored = store.load(name) if store is not None else None
+            if stored is not None:
+                finished(name, stored, True)
+        pending = [(name, part) for name, part in parts if name not in results]
+        _log.debug("%d %s: %d done in an earlier run, %d to run", total, label, total - len(pending), len(pending))
+        workers = workers or os.cpu_count() or 1
+        if scheduler == "synchronous" or (scheduler is None and (workers == 1 or len(pending) == 1)):
+            for name, part in pending:
+                finished(name, task(name, part), False)
+        elif pending:
+            share = getattr(task, "share_cores", None)
+            for name, result in _run_on_dask(share(workers) if share else task, pending, scheduler, workers):
+                finished(name, result, False)
     return [results[name] for name in names]
 
 
@@ -327,7 +381,15 @@ def _run_on_dask(
     from dask.distributed import Client, LocalCluster, as_completed
 
     if scheduler is None:
-        cluster = LocalCluster(n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None)
+        # The scheduler always serves HTTP (health routes); by default on port 8787, warning "Port 8787 is
+        # already in use" when another run holds it. A free port on the loopback interface, no dashboard.
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=workers,
+            processes=False,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        )
     else:
         cluster = nullcontext(scheduler)
     run = uuid.uuid4().hex[:12]  # task keys unique to this run: a shared scheduler may serve several runs
@@ -346,7 +408,7 @@ def run_groups(
     *,
     scheduler: str | None = None,
     workers: int | None = None,
-    progress: Callable[[int, int, GroupResult, bool], None] | None = print_progress,
+    progress: Callable[[int, int, GroupResult, bool], None] | None = log_progress,
 ) -> list[GroupResult]:
     """Run ``task`` on every group not finished yet and return all results, in the order of ``groups``.
 
@@ -367,7 +429,9 @@ def run_groups(
         Groups processed at once on the local cluster (default: the number of cores). When several run
         at once, each sampler gets an equal share of the cores.
     progress
-        Called after each group as ``progress(done, total, result, resumed)``; ``None`` for silence.
+        Called after each group as ``progress(done, total, result, resumed)`` (default :func:`log_progress`:
+        a log record per group); ``None`` for silence. The bar over the groups is shown either way, on a
+        terminal when :mod:`bayessdc.progress` is on.
 
     Returns
     -------
@@ -377,7 +441,8 @@ def run_groups(
         raise ValueError("group names must be unique")
     task.folder.mkdir(parents=True, exist_ok=True)
     each = (lambda done, total, name, result, resumed: progress(done, total, result, resumed)) if progress else None
-    return run_parts(task, groups, store=_GroupStore(task.folder), scheduler=scheduler, workers=workers, progress=each)
+    store = _GroupStore(task.folder)
+    return run_parts(task, groups, store=store, scheduler=scheduler, workers=workers, progress=each, label="groups")
 
 
 @dataclass(frozen=True)

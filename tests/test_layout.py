@@ -40,7 +40,7 @@ def _python_files(folder: str) -> list[Path]:
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-@pytest.mark.parametrize("folder", ["synthesis", "risk"])
+@pytest.mark.parametrize("folder", ["synthesis", "risk", "report"])
 def test_generic_layers_import_no_specific_model(folder):
     offending = {
         str(path.relative_to(ROOT)): sorted(m for m in _imports(path) if m.startswith("bayessdc.models"))
@@ -99,3 +99,14 @@ def test_import_bayessdc_is_light_until_a_synthesizer_is_asked_for():
 def test_every_public_name_resolves():
     for name in bsd.__all__:
         assert getattr(bsd, name) is not None, name
+
+
+def test_the_report_knows_no_synthesizer():
+    """The report lays out what a synthesizer's pipeline hands it; it imports no pipeline or model."""
+    offending = {
+        str(p.relative_to(ROOT)): sorted(
+            m for m in _imports(p) if m.startswith(("bayessdc.pipeline", "bayessdc.models"))
+        )
+        for p in _python_files("report")
+    }
+    assert not {k: v for k, v in offending.items() if v}

@@ -22,6 +22,7 @@ given) whatever the verdict, and a failed gate raises :class:`bayessdc.Convergen
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from abc import ABC, abstractmethod
@@ -32,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError, ConvergenceReport
 from bayessdc.synthesis.output import OutputFolder
 
@@ -39,6 +41,8 @@ from ..errors import InputError
 from ..release import Diagnostics, Release
 
 __all__ = ["Fitted", "Prepared", "Recipe", "column_list", "synthesize"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -132,6 +136,13 @@ class Recipe(ABC):
         priors and settings."""
         raise NotImplementedError(f"{type(self).__name__} has no single model object")
 
+    def report_content(self, prepared: Prepared, release: Release) -> Any:
+        """The synthesizer's material for the run's report (:class:`bayessdc.report.ReportContent`): the data
+        to compare, its risk and utility figures with their reference points. By default none."""
+        from bayessdc.report import ReportContent
+
+        return ReportContent()
+
     def check_m(self, m: int) -> None:  # noqa: B027 - optional hook, nothing to check by default
         """Refuse an ``m`` the recipe cannot deliver (before sampling)."""
 
@@ -171,7 +182,12 @@ def synthesize(
     allow_unconverged
         Release although the gate fails (recorded in ``release/model.json``).
     progress
-        Progress messages on standard error.
+        Progress bars (on a terminal or in a notebook, see :mod:`bayessdc.progress`) and the stages of the run
+        as INFO messages of the ``bayessdc`` logger. ``False``: neither, for this call; notices (columns
+        dropped, groups released unchanged) are WARNING messages and still shown. When logging is not
+        configured at all (no handler on the ``bayessdc`` logger nor on the root logger, as in a fresh
+        notebook), a handler writing ``bayessdc: message`` lines to standard error is attached for the call
+        and removed after it; a program that configures :mod:`logging` decides itself what is shown.
 
     Returns
     -------
@@ -203,7 +219,8 @@ def synthesize(
     identity = {**prepared.identity, "m": m, "seed": seed}
     folder = OutputFolder(out, identity) if out is not None else None
     try:
-        return _run(synthesizer, prepared, identity, folder, m, seed, allow_unconverged, progress, start)
+        with _progress.call_logging(progress):
+            return _run(synthesizer, prepared, identity, folder, m, seed, allow_unconverged, progress, start)
     finally:
         if folder is not None:
             folder.close()
@@ -222,8 +239,11 @@ def _run(
 ) -> Release:
     """Fit, gate, release and write (the steps of :func:`synthesize` after its checks)."""
     for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
-        _say(f"notice: {notice}")
+        _log.warning("%s", notice)
+    _log.debug("%s run: %s", synthesizer.name, {k: v for k, v in identity.items() if k != "input"})
+    fit_start = time.perf_counter()
     fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
+    _log.debug("%s: fitted in %.1f s", synthesizer.name, time.perf_counter() - fit_start)
     fitted.diagnostics.allow_unconverged = allow_unconverged
     fitted.diagnostics.summary["allow_unconverged"] = allow_unconverged
     release_gate = fitted.release_gate is not None
@@ -244,16 +264,42 @@ def _run(
             fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice
         )
         refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
+        if folder is not None:
+            _write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal
+    release_start = time.perf_counter()
     release = synthesizer.release(prepared, fitted, m, seed, progress)
+    _log.debug("%s: %d datasets, risk and utility in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release.identity = identity
     # What every release/model.json states, written here once for all synthesizers.
     release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
     release.private_files = {**fitted.private_files, **release.private_files}
+    release.report_content = synthesizer.report_content(prepared, release)
     release.seconds = time.perf_counter() - start
     if folder is not None:
         release.write_to(folder, written=set(fitted.private_files))
     return release
+
+
+def _write_refusal_report(
+    folder: OutputFolder, synthesizer: Recipe, identity: dict[str, Any], fitted: Fitted, m: int, seed: int,
+    seconds: float,
+) -> None:
+    """``private/report.html`` of a refused run: the verdict and the posterior diagnostics (nothing released,
+    so nothing to compare); the run's settings stand in for the model description."""
+    from bayessdc.report import render_run_report
+
+    refused = Release(
+        synthesizer=synthesizer.name,
+        synthetic=pd.DataFrame(),
+        description={k: v for k, v in identity.items() if k != "input"},
+        diagnostics=fitted.diagnostics,
+        identity=identity,
+        m=m,
+        seed=seed,
+        seconds=seconds,
+    )
+    folder.write_private_file("report.html", lambda path: Path(path).write_text(render_run_report(refused), "utf-8"))
 
 
 def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
@@ -267,8 +313,3 @@ def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
         out.extend(c.strip() for c in str(value).split(",") if c.strip())
     return out
 
-
-def _say(message: str) -> None:
-    import sys
-
-    print(message, file=sys.stderr, flush=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
@@ -77,6 +78,9 @@ class CART(Recipe):
         or ``"A,B,C"`` strings (see :func:`parse_table`); default :func:`default_tables`.
     bootstrap
         Bootstrap replicates of the original per table (``--bootstrap``, default 1000).
+    report_repetitions
+        Repetitions of the inherent scenarios behind the identification risk of the categorical synthesized
+        columns that the run's report shows beside its bounds (0: the report shows no risk).
 
     Notes
     -----
@@ -91,6 +95,7 @@ class CART(Recipe):
     categorical: Sequence[str] = ()
     tables: Sequence[TableSpec | str] | None = None
     bootstrap: int = 1000
+    report_repetitions: int = 20
     name: ClassVar[str] = "cart"
 
     def _rules(self) -> list[Rule]:
@@ -148,6 +153,11 @@ class CART(Recipe):
             "dropped_columns": prepared.extra["dropped"],
         }
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
+
+    def report_content(self, prepared: Prepared, release: Release) -> Any:
+        """The report's material: the synthesized columns compared, the trees, identification risk of the
+        categorical columns beside its inherent bounds, tau of every table against the bootstrap."""
+        return cart_report_content(prepared, release, self.report_repetitions)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
         """Draw the m datasets, measure tau of every table against the bootstrap, describe the model."""
@@ -421,3 +431,91 @@ class CartMeasures(Measures):
             raise InputError(f"bootstrap must be at least 1 (--bootstrap), got {bootstrap!r}")
         specs = _table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
         return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)
+
+
+def cart_report_content(prepared: Prepared, release: Release, repetitions: int) -> Any:
+    """The report material of a CART release (see :class:`bayessdc.report.ReportContent`)."""
+    from functools import partial
+
+    from bayessdc.report import BoundsMeasure, Figure, ReportContent, RiskUtilityPanel, Table, Text, plots
+
+    synthesizer: CartSynthesizer = prepared.extra["synthesizer"]
+    released, kinds = prepared.data, synthesizer.describe()["trees"]
+    synthesize = list(kinds)
+    content = ReportContent(
+        original=released,
+        synthetic=release.synthetic,
+        compared=synthesize,
+        about=[
+            f"Sequential CART (Rodriguez, Freiman, Reiter & Lauger): {', '.join(synthesize)} of {len(released):,} "
+            f"records are synthesized one after another, each from a tree grown on the kept column(s) "
+            f"{', '.join(synthesizer.keep)} and the columns before it, with values drawn from a Bayesian bootstrap of "
+            f"its leaf, in each of the m = {release.m} datasets.",
+        ],
+    )
+    trees = pd.DataFrame.from_dict(release.diagnostics.summary.get("trees", {}), orient="index")
+    if len(trees):
+        trees.index.name = "column"
+        content.diagnostics.append(Text(
+            "CART fits no posterior by MCMC, so there is no r_hat or ESS to gate. What can go wrong is in the trees: "
+            "their size, and draws that broke a rule and fell back to an ancestor leaf."
+        ))
+        content.diagnostics.append(Figure(
+            partial(plots.bars, trees[["leaves", "depth"]], "", "the trees", horizontal=True),
+            "Leaves and depth of each column's tree.",
+        ))
+        shown = trees.assign(fallbacks=trees["fallbacks"].map(lambda f: f.get("ancestor", 0)))
+        content.diagnostics.append(Table(shown[["leaves", "depth", "rules_enforced", "fallbacks"]],
+                                         "The trees (fallbacks: draws that broke a rule and came from an ancestor)",
+                                         index=True))
+    risk = None
+    categorical = [c for c, kind in kinds.items() if kind == "classification"]
+    if categorical and release.measures is not None and repetitions > 0:
+        risk = release.measures.risk(repetitions=repetitions)
+    if risk:
+        measures, rows = [], []
+        for entry in risk["identification"]:
+            known = "+".join(entry["known"])
+            for key in ("expected_match_risk", "true_match_rate"):
+                name = f"{key.replace('_', ' ')}\n[{known}]"
+                measures.append(BoundsMeasure(name, entry["per_dataset"][key],
+                                              [entry["inherent"]["min"][key]], [entry["inherent"]["max"][key]]))
+            rows += [{"measure": f"{key.replace('_', ' ')} [{known}]", "synthetic": entry[key],
+                      "inherent minimum": entry["inherent"]["min"][key],
+                      "inherent maximum": entry["inherent"]["max"][key]}
+                     for key in ("expected_match_risk", "true_match_rate", "false_match_rate")]
+        content.risk.append(Text(
+            f"Identification risk of the categorical synthesized column(s) {', '.join(categorical)}: the intruder "
+            f"knows every kept and categorical synthesized value of a target ({repetitions} repetitions of the "
+            "inherent scenarios; release.risk(known=...) recomputes it for other knowledge)."
+        ))
+        content.risk.append(Figure(
+            partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
+            "Each measure in the m synthetic datasets (blue) beside the mean of the inherent minimum (green: the "
+            "synthesized values redrawn from their own distribution) and maximum (red: the original released).",
+        ))
+        content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))
+    tables = (release.utility_figures or {}).get("tables", {})
+    if tables:
+        content.utility.append(Figure(
+            partial(plots.summary_boxes,
+                    {name: {"bootstrap": t["bootstrap"], "synthetic": t["synthetic"]} for name, t in tables.items()},
+                    "tau = 1 - L1 / (2n)", "tables: synthetic datasets against bootstrap replicates"),
+            "tau of each table in the synthetic datasets beside bootstrap replicates of the original (the "
+            "variability any sample would show): synthetic boxes overlapping the bootstrap's are as close to the "
+            "original as another sample would be.",
+        ))
+        content.utility.append(Table(pd.DataFrame(
+            [{"table": name, "by": t["by"], "where": t.get("where"), "bootstrap median": t["bootstrap"]["median"],
+              "synthetic median": t["synthetic"]["median"]} for name, t in tables.items()]), "tau by table"))
+        if risk:
+            entry = risk["identification"][0]
+            content.risk_utility.append(RiskUtilityPanel(
+                risk_measure=f"expected match risk [{'+'.join(entry['known'])}]",
+                utility_measure="mean tau of the tables",
+                points=[{"label": "cart release", "risk": entry["expected_match_risk"],
+                         "utility": float(np.mean([t["synthetic"]["median"] for t in tables.values()]))}],
+                risk_bounds={"inherent minimum": entry["inherent"]["min"]["expected_match_risk"],
+                             "inherent maximum": entry["inherent"]["max"]["expected_match_risk"]},
+            ))
+    return content

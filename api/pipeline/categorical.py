@@ -21,7 +21,7 @@ they are never written to ``release/``.
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayessdc import progress as _progress
 from bayessdc.models.categorical import prepare_categorical
 from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
@@ -54,6 +55,8 @@ __all__ = [
     "check_ordered_logits",
     "ordered_logit_summary",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: An intruder's knowledge sets: each a list of columns or one comma-separated string.
 KnownSets = Sequence[Sequence[str] | str] | None
@@ -272,9 +275,11 @@ class CategoricalMeasures(Measures):
 
 
 def _say(prefix: str, progress: bool) -> Callable[[str], None]:
+    """The stage messages of a run: INFO records of this module's logger (nothing when ``progress`` is false).
+    ``prefix`` names the synthesizer in the record's ``synthesizer`` attribute."""
     if not progress:
         return lambda msg: None
-    return lambda msg: print(f"{prefix}: {msg}", file=sys.stderr, flush=True)
+    return lambda msg: _log.info("%s", msg, extra={"synthesizer": prefix})
 
 
 class _CategoricalRecipe(Recipe):
@@ -288,6 +293,11 @@ class _CategoricalRecipe(Recipe):
     gate: ReleaseGatePolicy
     #: Whether the sampler counts divergences (NUTS): any fails the release gate.
     counts_divergences: ClassVar[bool] = False
+
+    def report_content(self, prepared: Prepared, release: Release) -> Any:
+        """The report's material: the synthesized columns compared, identification and attribute risk beside
+        their inherent bounds (Hu & Savitsky, Figure 4), table deviations, pMSE and within-pattern shares."""
+        return categorical_report_content(self.label, prepared, release)
 
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:
@@ -324,16 +334,18 @@ class _CategoricalRecipe(Recipe):
         records = max(len(x["original"]), 1)
         batch = max(1, min(per_chain, 20_000_000 // records))  # bounds the memory of one batch of datasets
         rows = []
-        for chain in range(chains):
-            rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5, chain]))
-            positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
-            for start in range(0, per_chain, batch):
-                chosen = positions[start : start + batch]
-                values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
-                joint = values.rename(sample="synthetic").assign_coords(synthetic=np.arange(1, len(chosen) + 1))
-                frame = synthesizer.release_frame(prepared.data, joint)
-                for _, dataset in frame.groupby("synthetic", sort=True):
-                    rows.append({"chain": chain, **figures.of_dataset(dataset.reset_index(drop=True))})
+        with _progress.bar(chains * per_chain, "release gate datasets") as bar:
+            for chain in range(chains):
+                rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5, chain]))
+                positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
+                for start in range(0, per_chain, batch):
+                    chosen = positions[start : start + batch]
+                    values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
+                    joint = values.rename(sample="synthetic").assign_coords(synthetic=np.arange(1, len(chosen) + 1))
+                    frame = synthesizer.release_frame(prepared.data, joint)
+                    for _, dataset in frame.groupby("synthetic", sort=True):
+                        rows.append({"chain": chain, **figures.of_dataset(dataset.reset_index(drop=True))})
+                        bar.advance()
         return judge_release(pd.DataFrame(rows), kinds, self.gate, divergences=divergences)
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
@@ -624,6 +636,7 @@ class DPMPM(_CategoricalRecipe):
             scheduler=self.scheduler,
             workers=self.workers,
             progress=report,
+            label="chains",
         )
         # Chains read back from the store carry text level coordinates (netCDF's limit): the data's own.
         levels = {level_dim(v): data.levels[v] for v in data.variables}
@@ -838,3 +851,144 @@ class DPAreal(_CategoricalRecipe):
         _, synthetic = _draw(synthesizer, fitted, data, m, seed)
         facts = {"records": data.records.n_records, "patterns": data.n_patterns, "labels": data.n_labels}
         return self._release(prepared, fitted, synthetic, m, seed, progress, facts)
+
+
+# --------------------------------------------------------------------------------------------------
+# The report
+
+
+def categorical_report_content(label: str, prepared: Prepared, release: Release) -> Any:
+    """The report material of a DPMPM or DP-areal release (see :class:`bayessdc.report.ReportContent`)."""
+    from functools import partial
+
+    from bayessdc.report import BoundsMeasure, Figure, ReportContent, RiskUtilityPanel, Table, Text, plots
+
+    x = prepared.extra
+    synthesize, keep = x["synthesize"], x["keep"]
+    risk, utility = release.risk_figures or {}, release.utility_figures or {}
+    by_dataset = release.private_tables.get("risk_by_dataset.parquet")
+    inherent = release.private_tables.get("risk_inherent.parquet")
+    description = release.description
+    k = description.get("model", {}).get("K", description.get("K"))
+    about = [
+        f"The {label} model (K = {k}) was fitted to {release.facts.get('records', 0):,} records. "
+        f"Each of the m = {release.m} synthetic datasets replaces {', '.join(synthesize)} by a draw from the posterior "
+        f"predictive given the kept column(s) {', '.join(keep)}, which are released unchanged.",
+    ]
+    content = ReportContent(
+        original=x["original"], synthetic=release.synthetic, compared=list(synthesize), about=about
+    )
+
+    # risk: each measure of each knowledge set beside its inherent bounds
+    measures, rows = [], []
+    names = {"expected_match_risk": "expected match risk", "true_match_rate": "true match rate",
+             "false_match_rate": "false match rate"}
+    for entry in risk.get("identification", []):
+        known = "+".join(entry["known"])
+        for key, name in names.items():
+            rows.append({"measure": f"{name} [{known}]", "synthetic": entry.get(key),
+                         "inherent minimum": entry["inherent"]["min"].get(key),
+                         "inherent maximum": entry["inherent"]["max"].get(key)})
+            if by_dataset is not None and inherent is not None and key != "false_match_rate":
+                measures.append(BoundsMeasure(
+                    f"{name}\n[{known}]",
+                    by_dataset.loc[by_dataset["known"] == known, key].to_numpy(float),
+                    inherent.loc[(inherent["known"] == known) & (inherent["scenario"] == "min"), key].to_numpy(float),
+                    inherent.loc[(inherent["known"] == known) & (inherent["scenario"] == "max"), key].to_numpy(float),
+                ))
+    attribute = risk.get("attribute")
+    if attribute:
+        rows.append({"measure": "share of records exactly disclosed", "synthetic": attribute.get("share"),
+                     "inherent minimum": attribute["inherent"]["min"].get("share"),
+                     "inherent maximum": attribute["inherent"]["max"].get("share")})
+        if by_dataset is not None and inherent is not None:
+            first = by_dataset["known"].iloc[0]
+            measures.append(BoundsMeasure(
+                "share of records\nexactly disclosed",
+                by_dataset.loc[by_dataset["known"] == first, "share"].to_numpy(float),
+                inherent.loc[(inherent["known"] == first) & (inherent["scenario"] == "min"), "share"].to_numpy(float),
+                inherent.loc[(inherent["known"] == first) & (inherent["scenario"] == "max"), "share"].to_numpy(float),
+            ))
+    if measures:
+        content.risk.append(Figure(
+            partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
+            "Each measure in the m synthetic datasets (blue) beside the inherent minimum (green: the risk no "
+            "synthesis can remove, the kept values with the synthesized ones redrawn from their own distribution) "
+            "and maximum (red: the original values released), over the repetitions (Hu & Savitsky, Figure 4). "
+            "The intruder knows the columns named in brackets.",
+        ))
+    if rows:
+        content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))
+    bayesian = risk.get("bayesian_attribute") or risk.get("bayesian")
+    records = release.private_tables.get("risk_records.parquet")
+    if records is not None and "true_probability" in records and records["true_probability"].notna().any():
+        chosen = records[records["true_probability"].notna()]
+        content.risk.append(Figure(
+            partial(plots.histogram, chosen["true_probability"], "posterior probability of the true label",
+                    f"Bayesian attribute risk of {len(chosen)} records"),
+            "The intruder's posterior probability of each chosen record's true label, by importance sampling.",
+        ))
+        if np.isfinite(chosen["relevant_khat"].to_numpy(float)).any():
+            content.risk.append(Figure(
+                partial(plots.histogram, chosen["relevant_khat"], "Pareto k-hat", "importance-sampling reliability",
+                        {"0.7: unreliable beyond": 0.7}),
+                "Pareto k-hat of each record's importance weights: above 0.7 the estimate is unreliable.",
+            ))
+    if isinstance(bayesian, dict):
+        content.risk.append(Table({k: v for k, v in bayesian.items() if not isinstance(v, dict | list)},
+                                  "Bayesian attribute risk"))
+
+    # utility
+    deviations = utility.get("table_deviations", {})
+    if deviations:
+        per_table = {name: value for level in deviations.values() for name, value in level["tables"].items()}
+        frame = pd.DataFrame({"mean deviation": per_table})
+        content.utility.append(Figure(
+            partial(plots.bars, frame, "sum of |original - synthetic| cell counts", "table deviations",
+                    horizontal=True),
+            "Each table's total absolute deviation of the synthetic from the original counts, averaged over the "
+            "datasets (smaller is better).",
+        ))
+        content.utility.append(Table(
+            pd.DataFrame([{"tables": k, "mean": v["mean"], "per dataset": v["per_dataset"]}
+                          for k, v in deviations.items()]), "Table deviations by order"))
+    pmse = utility.get("pmse")
+    if pmse:
+        content.utility.append(Figure(
+            partial(plots.strips, {"pMSE ratio": pmse["per_dataset"]["ratio"]}, "pMSE / its null expectation",
+                    "propensity-score utility", 1.0, "1: indistinguishable"),
+            f"pMSE of each synthetic dataset over its expectation were it drawn from the original's distribution "
+            f"({pmse.get('model', 'logistic')}); near 1 is best.",
+        ))
+    within = release.private_tables.get("within_pattern.parquet")
+    if within is not None and len(within):
+        content.utility.append(Figure(
+            partial(plots.scatter_identity, within["original_share"], within["synthetic_share"],
+                    "share within its pattern, original", "share within its pattern, synthetic",
+                    "within-pattern distributions"),
+            "Each synthesized value's share among the records of its kept-column pattern.",
+        ))
+    for fit in utility.get("ordered_logit", []):
+        table = pd.DataFrame.from_dict(fit["coefficients"], orient="index")
+        table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper"}).dropna()
+        if len(table):
+            content.utility.append(Figure(
+                partial(plots.intervals, table, f"ordered logit of {fit['response']}"),
+                f"Mean interval overlap {fit.get('mean_interval_overlap')}; {fit['model']}.",
+            ))
+    if not content.utility:
+        content.utility.append(Text("No utility figures."))
+
+    # risk against utility: each knowledge set's expected match risk against the pMSE ratio
+    for entry in risk.get("identification", []):
+        if pmse is None:
+            break
+        content.risk_utility.append(RiskUtilityPanel(
+            risk_measure=f"expected match risk [{'+'.join(entry['known'])}]",
+            utility_measure="pMSE ratio",
+            points=[{"label": f"{label} release", "risk": entry.get("expected_match_risk"), "utility": pmse["ratio"]}],
+            risk_bounds={"inherent minimum": entry["inherent"]["min"].get("expected_match_risk"),
+                         "inherent maximum": entry["inherent"]["max"].get("expected_match_risk")},
+            utility_better="lower",
+        ))
+    return content

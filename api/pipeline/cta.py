@@ -133,6 +133,7 @@ class Adjustment:
         with OutputFolder(out, self.identity) as folder:
             folder.write_private_file(PRIVATE_CELLS, lambda path: self.table.to_csv(path, index=False))
             folder.write_private_json(QUALITY, self.quality)
+            folder.write_private_file("report.html", lambda path: Path(path).write_text(self.render_report(), "utf-8"))
             if not self.passed and not allow_unprotected:
                 raise ProtectionNotMetError(
                     f"nothing released: {self._failed_checks()}; the quality figures are in {folder.private}",
@@ -147,6 +148,72 @@ class Adjustment:
                 }
             )
         return Path(out)
+
+    def report(self, path: str | os.PathLike[str]) -> Path:
+        """Write the adjustment's report (one self-contained HTML file): what was adjusted and how, whether
+        every sensitive cell got its protection, original against adjusted values, and the quality table.
+        It shows the original values: keep it private (:meth:`save` writes it to ``private/report.html``).
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+        """
+        from bayessdc.report.html import write_html
+
+        return write_html(path, self.render_report())
+
+    def render_report(self) -> str:
+        """The HTML text of :meth:`report`."""
+        from bayessdc.report import plots
+        from bayessdc.report.html import Document
+        from bayessdc.report.run import flatten
+
+        cells, checks = self.table, self.quality["checks"]
+        doc = Document(f"bayessdc report: controlled tabular adjustment of {checks['n_cells']} cells")
+        doc.paragraph("Confidential: this report shows the original values. Keep it in private/.", css="private")
+        doc.heading("What was adjusted and how")
+        doc.paragraph(
+            f"Controlled tabular adjustment (Cox): each of the {checks['n_sensitive']} sensitive cells is moved by "
+            "at least its protection level, the other cells by as little as possible, so that every total still "
+            "adds up."
+        )
+        if self.passed:
+            verdict = (f"PASSED: every sensitive cell moved by at least its protection and every total adds up "
+                       f"(solver status {self.status}).")
+        else:
+            verdict = f"FAILED: {self._failed_checks()}. Nothing is released unless allow_unprotected is given."
+        doc.verdict(verdict, self.passed)
+        doc.table(flatten(self.description), caption="The adjustment as release/model.json describes it")
+        doc.table(flatten({"solver": self.quality["solver"], "settings": self.quality["settings"]}),
+                  caption="The solver and its settings")
+        doc.heading("Protection of the sensitive cells")
+        sensitive = cells[cells["sensitive"].astype(bool)]
+        labels = [" / ".join(str(v) for v in row) for row in sensitive[self.solution.table.label_columns].to_numpy()]
+        frame = pd.DataFrame(
+            {"protection required": sensitive["protection"].to_numpy(float),
+             "adjustment made": sensitive["adjustment"].abs().to_numpy(float)},
+            index=labels,
+        )
+        doc.figure(plots.bars(frame, "absolute change", "each sensitive cell's protection", horizontal=True),
+                   "The move each sensitive cell needed (its protection level) and the move it got.")
+        doc.heading("Original and adjusted values")
+        doc.figure(
+            plots.scatter_identity(cells["original"], cells["adjusted"], "original", "adjusted",
+                                   "every cell and total"),
+            "Adjusted against original value of every cell and total; the sensitive cells leave the diagonal.",
+        )
+        doc.heading("Quality")
+        parts = {k: v for k, v in self.quality.items() if k in ("sensitive_cells", "interior_cells", "all_cells")}
+        quality = pd.DataFrame(parts)
+        quality.index.name = "statistic"
+        doc.table(quality, caption="Quality of the adjusted table (Cox's measures)", index=True)
+        doc.figure(
+            plots.bars(quality.loc[["correlation", "slope", "variance_ratio"]].T, "original vs adjusted",
+                       "correlation, slope and variance ratio (1 is best)"),
+            "Correlation, regression slope and variance ratio of adjusted on original values, by set of cells.",
+        )
+        return doc.render()
 
     def _failed_checks(self) -> str:
         checks = self.quality["checks"]

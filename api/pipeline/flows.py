@@ -7,6 +7,7 @@ sensitive cell by importance sampling (eq. 3-8 of the paper).
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceReport, Sam
 from bayessdc.risk.attribute import AttributeRiskAssessor, attribute_risk_summary
 from bayessdc.synthesis.datasets import stack_datasets
 from bayessdc.synthesis.output import fingerprint_frame
-from bayessdc.synthesis.runner import GroupTask, print_progress, run_groups
+from bayessdc.synthesis.runner import GroupTask, log_progress, run_groups
 from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_variation
 
 from ..errors import InputError
@@ -28,6 +29,8 @@ from ..release import Diagnostics, PosteriorFiles, Release
 from . import Fitted, Prepared, Recipe
 
 __all__ = ["Flows"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,6 +106,8 @@ class Flows(Recipe):
         """Fit every group pair through the group runner (each pair's synthetic counts and per-cell risk are
         drawn in the same task, so that a finished pair is stored whole); the gate applies to each pair."""
         groups = prepared.extra["groups"]
+        if progress:
+            _log.info("fitting %d group pair(s) ...", len(groups))
         scratch = None
         if workdir is None:
             scratch = tempfile.TemporaryDirectory(prefix="bayessdc-flows-")
@@ -121,7 +126,7 @@ class Flows(Recipe):
             [(g.name, g) for g in groups],
             scheduler=self.scheduler,
             workers=self.workers,
-            progress=print_progress if progress else None,
+            progress=log_progress,  # INFO per group, WARNING for one that did not converge
         )
         unconverged = [r.name for r in results if not r.converged]
         summary = {
@@ -154,6 +159,11 @@ class Flows(Recipe):
             state={"results": results},
             reports={r.name: r.convergence for r in results},
         )
+
+    def report_content(self, prepared: Prepared, release: Release) -> Any:
+        """The report's material: the sensitive counts compared, rho_t, k-hat and d_t (the intruder's
+        posterior and its reliability), tau of cells and margins per dataset."""
+        return flows_report_content(self, prepared, release)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
         """The synthetic tables, per-cell attribute risk (R_all, R_unq, d_t) and utility (tau, margins)."""
@@ -277,3 +287,90 @@ class Flows(Recipe):
             if cells
             else None,
         }
+
+
+def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) -> Any:
+    """The report material of a flows release (see :class:`bayessdc.report.ReportContent`)."""
+    from functools import partial
+
+    from bayessdc.report import Figure, ReportContent, RiskUtilityPanel, Table, plots
+
+    columns, data = recipe.columns, prepared.data
+    rows = np.concatenate([g.rows for g in prepared.extra["groups"]]) if prepared.extra["groups"] else np.array([], int)
+    stacked = release.synthetic
+    synthetic = pd.concat(
+        [stacked[stacked["synthetic"] == k].iloc[rows] for k in range(1, release.m + 1)], ignore_index=True
+    )
+    original = data.iloc[rows].reset_index(drop=True)
+    risk, utility = release.risk_figures or {}, release.utility_figures or {}
+    cells = release.private_tables.get("risk_cells.parquet")
+    levels = recipe.upper - recipe.lower + 1
+    content = ReportContent(
+        original=original,
+        synthetic=synthetic,
+        compared=[columns.count],
+        about=[
+            f"Counts of {columns.count} in {recipe.lower}..{recipe.upper} are sensitive: {len(rows):,} cells in "
+            f"{release.facts.get('groups', 0)} {columns.origin_group} x {columns.destination_group} pair(s), each "
+            "fitted separately by the truncated-Poisson model (Hawala, Reiter & Wang), are replaced by posterior "
+            f"predictive draws in each of the m = {release.m} datasets; other counts are released unchanged.",
+        ],
+    )
+    if len(rows):
+        totals = pd.DataFrame({"original": original.groupby(columns.origin)[columns.count].sum()})
+        totals["synthetic"] = synthetic.groupby(columns.origin)[columns.count].sum() / release.m
+        content.comparison.append(Figure(
+            partial(plots.scatter_identity, totals["original"], totals["synthetic"], "original",
+                    "synthetic (mean of datasets)", f"sensitive counts by {columns.origin}"),
+            f"Each {columns.origin}'s total over its sensitive cells.",
+        ))
+    if cells is not None and len(cells):
+        content.risk.append(Figure(
+            partial(plots.histogram, cells["true_probability"], "rho_t: posterior probability of the true count",
+                    "the intruder's posterior of each sensitive cell",
+                    {f"1/{levels}: guessing from the range": 1 / levels},
+                    {"guessed exactly": cells["correct"].to_numpy(bool),
+                     "guessed wrong": ~cells["correct"].to_numpy(bool)}),
+            "rho_t of every sensitive cell (eq. 3-8: the intruder knows every other sensitive count and the range), "
+            "split by whether the intruder's most probable count is the true one.",
+        ))
+        content.risk.append(Figure(
+            partial(plots.histogram, cells["relevant_khat"], "Pareto k-hat", "importance-sampling reliability",
+                    {"0.7: unreliable beyond": 0.7}),
+            "Pareto k-hat of the importance weights behind each cell's rho_t: above 0.7 the estimate is unreliable "
+            "(an exact refit checks the worst cells when exact_check is set).",
+        ))
+    d_t = risk.get("d_t", {}).get("counts")
+    if d_t:
+        content.risk.append(Figure(
+            partial(plots.bars, pd.DataFrame({"cells": {int(k): v for k, v in d_t.items()}}).sort_index(),
+                    "cells", "distance of the intruder's guess from the true count", "d_t"),
+            "d_t: how far the intruder's most probable count is from the true one (0: disclosed exactly).",
+        ))
+    content.risk.append(Table({k: v for k, v in risk.items() if not isinstance(v, dict | list)}, "Risk figures"))
+    margins = {"cells": "cells", "origin_totals": "origin totals", "destination_totals": "destination totals",
+               "group_pair_totals": "group-pair totals"}
+    per_dataset = {
+        label: (utility[key]["per_dataset"]["tau"] if isinstance(utility[key]["per_dataset"], dict)
+                else utility[key]["per_dataset"])
+        for key, label in margins.items() if key in utility
+    }
+    if per_dataset:
+        content.utility.append(Figure(
+            partial(plots.strips, per_dataset, "tau = 1 - L1 / (2 total)", "utility of each synthetic dataset",
+                    1.0, "1: identical"),
+            "tau of each synthetic dataset (points; the bar is their mean) for the cells and the totals.",
+        ))
+        content.utility.append(Table(pd.DataFrame(
+            [{"what": label, "tau": utility[key].get("tau"),
+              "total absolute deviation": utility[key].get("total_absolute_deviation")}
+             for key, label in {**margins, "sensitive_cells": "sensitive cells"}.items() if key in utility]),
+            "Utility (means over the datasets)"))
+    if "R_all" in risk and "sensitive_cells" in utility:
+        content.risk_utility.append(RiskUtilityPanel(
+            risk_measure="R_all: share of sensitive cells guessed exactly",
+            utility_measure="tau of the sensitive cells",
+            points=[{"label": "flows release", "risk": risk["R_all"], "utility": utility["sensitive_cells"]["tau"]}],
+            risk_bounds={"guessing from the range": 1 / levels, "original released": 1.0},
+        ))
+    return content

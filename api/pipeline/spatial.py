@@ -9,9 +9,9 @@ regression on the m datasets combined by Reiter's (2003) rules for partially syn
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +39,8 @@ from ..release import Diagnostics, Measures, Release
 from . import Fitted, Prepared, Recipe, column_list
 
 __all__ = ["Spatial", "SpatialMeasures"]
+
+_log = logging.getLogger(__name__)
 
 #: The two stages, in the order they are fitted and their synthetic data drawn.
 STAGES: tuple[str, str] = ("unrestricted", "restricted")
@@ -223,11 +225,7 @@ class Spatial(Recipe):
         method = extra["method"]
         if progress:
             how = "exact GP" if method == "exact" else f"nearest-neighbour GP, {self.neighbours} neighbours"
-            print(
-                f"spatial: {data.n} records ({how}); fitting the unrestricted and the restricted model ...",
-                file=sys.stderr,
-                flush=True,
-            )
+            _log.info("%d records (%s); fitting the unrestricted and the restricted model ...", data.n, how)
         fit = fit_two_stage(
             data,
             priors=self.priors,
@@ -266,6 +264,11 @@ class Spatial(Recipe):
         )
 
     # -- release ------------------------------------------------------------------------------------
+
+    def report_content(self, prepared: Prepared, release: Release) -> Any:
+        """The report's material: the response compared, a map of the locations with the outliers marked,
+        proximity shares before and after smoothing, the analyst's regression against the original."""
+        return spatial_report_content(prepared, release)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
         """m synthetic datasets from each stage (the restricted ones released), proximity risk, utility."""
@@ -460,3 +463,86 @@ class SpatialMeasures(Measures):
             key = "regression" if name == "restricted" else "regression_unrestricted"
             utility[key] = table.reset_index().to_dict(orient="records")
         return utility
+
+
+def spatial_report_content(prepared: Prepared, release: Release) -> Any:
+    """The report material of a spatial release (see :class:`bayessdc.report.ReportContent`)."""
+    from functools import partial
+
+    from bayessdc.report import Figure, ReportContent, RiskUtilityPanel, Table, plots
+
+    extra = prepared.extra
+    response, coords = extra["response"], list(extra["coords"])
+    original = extra["frame"].reset_index(drop=True)
+    risk, utility = release.risk_figures or {}, release.utility_figures or {}
+    at_risk = np.zeros(len(original), bool)
+    at_risk[risk.get("outliers", [])] = True
+    content = ReportContent(
+        original=original,
+        synthetic=release.synthetic,
+        compared=[response],
+        about=[
+            f"The response {response} of {len(original):,} geocoded records is replaced, in each of the m = "
+            f"{release.m} datasets, by a posterior predictive draw of a spatial Gaussian process (Quick, Holan & "
+            f"Wikle). Stage 2 smooths the {int(at_risk.sum())} records the model flags as outliers towards their "
+            "neighbours (differential smoothing); the released data are stage 2's. Locations and covariates are "
+            "released unchanged.",
+        ],
+    )
+    first = release.synthetic[release.synthetic["synthetic"] == 1][response].to_numpy(float)
+    if len(coords) == 2:
+        content.comparison.append(Figure(
+            partial(plots.location_map, original[coords[0]], original[coords[1]],
+                    {"original": original[response].to_numpy(float), "synthetic dataset 1": first},
+                    at_risk, coords[0], coords[1], response),
+            f"The locations coloured by {response}, original and in the first synthetic dataset; the outliers that "
+            "differential smoothing protects are circled in red.",
+        ))
+    rows = {}
+    for column, what in (("within_band", f"within {risk.get('bands', {}).get('relative', 0):.0%} of the truth"),
+                         ("within_absolute", f"within {risk.get('bands', {}).get('absolute', 0):.3g} of the truth")):
+        for group, label in (("at_risk", "outliers"), ("other", "other records")):
+            stages = risk.get(column, {})
+            if stages:
+                rows[f"{label}, {what}"] = {"before smoothing (stage 1)": stages["unrestricted"][group],
+                                            "released (stage 2)": stages["restricted"][group]}
+    if rows:
+        frame = pd.DataFrame(rows).T
+        content.risk.append(Figure(
+            partial(plots.bars, frame, "share of synthetic values", "proximity of synthetic to true values",
+                    horizontal=True),
+            "The share of synthetic values close to the true value (an intruder's best guess), for the outliers and "
+            "the other records, before and after differential smoothing.",
+        ))
+        content.risk.append(Table(frame, "Proximity shares", index=True))
+    intervals = {}
+    for key, label in (("regression", "released (stage 2)"), ("regression_unrestricted", "stage 1")):
+        if key in utility:
+            intervals[label] = pd.DataFrame(utility[key]).set_index("coefficient")
+    if intervals:
+        released = intervals["released (stage 2)"]
+        table = released[["original", "original_lower", "original_upper"]].copy()
+        stages = {}
+        for k, (label, frame) in enumerate(intervals.items()):
+            table[[f"e{k}", f"l{k}", f"u{k}"]] = frame[["estimate", "ci_lower", "ci_upper"]].to_numpy()
+            stages[label] = (f"e{k}", f"l{k}", f"u{k}")
+        content.utility.append(Figure(
+            partial(plots.intervals, table, utility.get("analysis", "regression"), stages),
+            "The analyst's coefficients and 95% intervals on the original data and combined over the synthetic "
+            f"datasets ({utility.get('combining_rules', '')}).",
+        ))
+        content.utility.append(Table(
+            released[["original", "estimate", "ci_lower", "ci_upper", "ci_overlap"]], "Released stage: coefficients",
+            index=True))
+        overlap = {label: float(frame["ci_overlap"].mean()) for label, frame in intervals.items()}
+        within = risk.get("within_band", {})
+        if within:
+            content.risk_utility.append(RiskUtilityPanel(
+                risk_measure="outliers' synthetic values within the relative band",
+                utility_measure="mean confidence-interval overlap",
+                points=[{"label": "spatial release (stage 2)", "risk": within["restricted"]["at_risk"],
+                         "utility": overlap["released (stage 2)"]},
+                        {"label": "before smoothing (stage 1)", "risk": within["unrestricted"]["at_risk"],
+                         "utility": overlap.get("stage 1")}],
+            ))
+    return content

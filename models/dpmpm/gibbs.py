@@ -58,12 +58,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numba
 import numpy as np
+
+from bayessdc import progress
 
 from ..categorical import CategoricalData
 from ..exact_draws import multinomial_cdf
@@ -282,6 +284,7 @@ def _gibbs_chain(
     split_merge_moves: int,
     launch_scans: int,
     power: float,  # the likelihood's power (1: the posterior)
+    done: np.ndarray,  # (1,) iterations finished, written as the chain runs (read by the progress bar)
 ):
     # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
@@ -527,6 +530,7 @@ def _gibbs_chain(
                     occ += 1
             occupied_out[kept] = occ
             kept += 1
+        done[0] = it + 1
     return alpha_out, pi_out, theta_out, occupied_out
 
 
@@ -599,6 +603,8 @@ def run_gibbs(
     pattern_cdf = np.cumsum(np.bincount(pattern_of, weights=data.cell_counts)).astype(np.float64)
     pattern_moves = settings.pattern_moves * hyperparameters["K"] if len(data.keep_index) else 0
 
+    done = np.zeros((settings.chains, 1), dtype=np.int64)  # iterations finished by each chain
+
     def one_chain(chain: int) -> tuple[np.ndarray, ...]:
         return _gibbs_chain(
             cell_index,
@@ -627,16 +633,26 @@ def run_gibbs(
             settings.split_merge_moves,
             settings.launch_scans,
             float(settings.likelihood_power),
+            done[chain],
         )
 
     # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
     # seeded inside each chain, so the draws do not depend on the number of threads).
     workers = max(1, min(len(chosen), cores if cores is not None else (os.cpu_count() or 1)))
-    if workers == 1:
-        runs = [one_chain(c) for c in chosen]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            runs = list(pool.map(one_chain, chosen))
+    iterations = settings.burn + settings.draws
+    with progress.bar(len(chosen) * iterations, f"Gibbs, {len(chosen)} chain(s)") as bar:
+        if bar.shown:  # the chains run in threads while this one reads their counters into the bar
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(one_chain, c) for c in chosen]
+                while wait(futures, timeout=0.25).not_done:
+                    bar.update(completed=int(done.sum()))
+                bar.update(completed=int(done.sum()))
+                runs = [future.result() for future in futures]
+        elif workers == 1:
+            runs = [one_chain(c) for c in chosen]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                runs = list(pool.map(one_chain, chosen))
     out = {key: [run[i] for run in runs] for i, key in enumerate(("alpha", "pi", "theta", "occupied"))}
     result = {key: np.stack(values) for key, values in out.items()}
     result["var_start"] = var_start

@@ -56,7 +56,9 @@ def test_outputs_and_utility(run):
     assert status == 0
     out = folder / "out"
     assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
-    assert sorted(p.name for p in (out / "private").iterdir()) == ["diagnostics.json", "run.json", "utility.json"]
+    assert sorted(p.name for p in (out / "private").iterdir()) == [
+        "diagnostics.json", "report.html", "risk_utility.json", "run.json", "utility.json"
+    ]
     utility = json.loads((out / "private" / "utility.json").read_text())
     assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}
     synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")

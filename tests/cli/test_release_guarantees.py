@@ -744,6 +744,13 @@ def test_a_refused_gate_exits_3_and_releases_nothing(runs, name):
     verdict = diagnostics["passed"] if "passed" in diagnostics else diagnostics["all_converged"]
     assert verdict is False, f"{name}: the refused run's diagnostics say the gate passed"
     assert not [p.name for p in run.out.iterdir() if p.name.startswith(".release-")]
+    # the review board can read why: the report's verdict says the gate failed and nothing was released
+    from tests.report.html_sections import by_title, parse_report
+
+    report = parse_report((run.out / "private" / "report.html").read_text())
+    assert len(report.verdicts) == 1 and "FAILED" in report.verdicts[0], report.verdicts
+    assert report.verdicts[0].endswith("Nothing was released.")
+    assert by_title(report)["Posterior diagnostics"].tables >= 1
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -829,3 +836,70 @@ def test_the_watcher_catches_a_release_written_in_place_and_passes_one_renamed_w
         os.replace(building, whole / "release")
         time.sleep(0.05)
     assert watcher.violations == [] and watcher.seen_complete
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The report a review board reads
+
+#: Every synthesizer's report: its sections, each with at least one image.
+REPORT_SECTIONS = (
+    "What was synthesized and how",
+    "Posterior diagnostics",
+    "Original and synthetic data",
+    "Disclosure risk",
+    "Utility",
+    "Risk against utility",
+)
+CTA_SECTIONS = ("Protection of the sensitive cells", "Original and adjusted values", "Quality")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_run_writes_a_self_contained_report_with_images_in_every_section_and_the_verdict(runs, name):
+    from tests.report.html_sections import by_title, parse_report
+
+    run = runs[name].get("A")
+    assert run.status == 0, run.stderr
+    assert not (run.out / "release" / "report.html").exists()
+    parsed = parse_report((run.out / "private" / "report.html").read_text())
+    assert not parsed.external, f"{name}: the report refers to outside assets {parsed.external}"
+    sections = by_title(parsed)
+    expected = CTA_SECTIONS if name == "cta" else REPORT_SECTIONS
+    missing = [s for s in expected if s not in sections or not sections[s].images]
+    assert not missing, f"{name}: sections without an image: {missing} (found {list(sections)})"
+    # the verdict in words, the same as the gate's
+    assert len(parsed.verdicts) == 1
+    if name == "cta":
+        assert parsed.verdicts[0].startswith("PASSED: every sensitive cell moved by at least its protection")
+        return
+    summary = json.loads((run.out / "private" / "diagnostics.json").read_text())
+    if "release_gate" in summary:
+        word = "PASSED" if summary["release_gate"]["passed"] else "FAILED"
+        assert parsed.verdicts[0].startswith(f"Release gate {word}: ")
+    elif summary["parameter_gate"]["fits"]:
+        word = "PASSED" if summary["parameter_gate"]["passed"] else "FAILED"
+        assert parsed.verdicts[0].startswith(f"Parameter gate {word}: ")
+    else:
+        assert parsed.verdicts[0].startswith("No posterior to gate")
+    if "FAILED" in parsed.verdicts[0]:  # these tiny runs release with --allow-unconverged
+        assert parsed.verdicts[0].endswith("Released only because allow_unconverged / --allow-unconverged was given.")
+    figures = json.loads((run.out / "private" / "risk_utility.json").read_text())
+    assert figures["synthesizer"] == name.replace("-", "_") and figures["m"] == 3 and figures["panels"]
+
+
+def test_report_command_puts_two_runs_with_the_same_measures_on_one_plot(runs, tmp_path):
+    from tests.report.html_sections import by_title, parse_report
+
+    dpmpm, areal = runs["dpmpm"], runs["dp-areal"]
+    folders = [str(dpmpm.get("A").out), str(dpmpm.get("D").out), str(areal.get("A").out)]
+    out = tmp_path / "compare.html"
+    assert main(["report", *folders, "--out", str(out), "--labels", "dpmpm seed 1,dpmpm seed 2,dp-areal"]) == 0
+    parsed = parse_report(out.read_text())
+    assert not parsed.external
+    section = by_title(parsed)["Risk against utility"]
+    shared = json.loads((dpmpm.get("A").out / "private" / "risk_utility.json").read_text())["panels"]
+    areal_panels = json.loads((areal.get("A").out / "private" / "risk_utility.json").read_text())["panels"]
+    # the two DPMPM runs share their panels; the DP-areal run (other kept columns, so another knowledge set)
+    # has its own
+    assert len(section.images) == len(shared) + len(areal_panels)
+    assert section.text.count("dpmpm seed 1") == section.text.count("dpmpm seed 2") == len(shared)
+    assert main(["report", str(dpmpm.get("A").out), "--out", str(dpmpm.get("A").out / "release" / "x.html")]) == 2

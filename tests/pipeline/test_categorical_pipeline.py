@@ -139,6 +139,7 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
     assert private == {
         "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
         "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
+        "report.html", "risk_utility.json",
     }  # fmt: skip
 
 

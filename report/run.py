@@ -1,0 +1,311 @@
+"""The report of one run (``private/report.html``): how it was made, whether it converged, what it releases.
+
+Sections, in the order a disclosure review board reads them:
+
+1. what was synthesized and how, and the gate's verdict in words;
+2. posterior diagnostics of the gated quantities: the r_hat/ESS table, ArviZ rank plots of the worst fit
+   and, for the Dirichlet-process synthesizers, the release gate's figures against their tolerances;
+3. the original against the synthetic data, variable by variable (synthpop's ``compare()``);
+4. disclosure risk with its reference points;
+5. utility;
+6. risk against utility.
+
+The report shows the confidential data's distributions: it belongs in ``private/``, never in ``release/``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import plots
+from .content import Figure, Item, ReportContent, Table, Text
+from .html import Document, write_html
+
+__all__ = ["flatten", "gate_verdict", "render_run_report", "write_run_report"]
+
+#: Fits listed in the r_hat/ESS table (the worst first); a national flow run has thousands.
+MAX_FIT_ROWS = 12
+#: Quantities shown in rank plots.
+MAX_RANK_VARIABLES = 4
+
+
+def write_run_report(release: Any, path: str | os.PathLike[str]) -> Path:
+    """Write the report of ``release`` (a :class:`bayessdc.Release`) as one self-contained HTML file.
+
+    Parameters
+    ----------
+    release
+        The release, with its confidential comparison data still in memory.
+    path
+        The file to write (its folder is created). It shows the confidential data's distributions: keep
+        it private.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    return write_html(path, render_run_report(release))
+
+
+def render_run_report(release: Any) -> str:
+    """The HTML text of the report of ``release`` (see :func:`write_run_report`)."""
+    content: ReportContent = getattr(release, "report_content", None) or ReportContent()
+    doc = Document(f"bayessdc report: {release.synthesizer} synthesis, m = {release.m}, seed {release.seed}")
+    doc.paragraph(
+        "Confidential: this report shows the original data's distributions and the posterior. It is written to "
+        "private/ and must not be published with release/.",
+        css="private",
+    )
+    _about(doc, release, content)
+    _diagnostics(doc, release, content)
+    _comparison(doc, content)
+    _section_items(doc, "Disclosure risk", content.risk, "This release has no disclosure-risk figures.")
+    _section_items(doc, "Utility", content.utility, "This release has no utility figures.")
+    _risk_utility(doc, content.risk_utility)
+    doc.paragraph(f"Written by bayessdc on {time.strftime('%Y-%m-%d %H:%M %Z')}.", css="note")
+    return doc.render()
+
+
+# -- 1. what and how -----------------------------------------------------------------------------
+
+
+def gate_verdict(summary: Mapping[str, Any], allow_unconverged: bool = False) -> tuple[str, bool]:
+    """The gate's verdict in words, and whether it passed, from ``private/diagnostics.json``'s figures."""
+    parameter = summary.get("parameter_gate", {})
+    criteria = parameter.get("criteria", {})
+    limits = (
+        f"split r_hat at most {criteria.get('max_r_hat', 1.01)}, bulk ESS at least "
+        f"{criteria.get('min_ess_bulk', 400):g} and {criteria.get('max_divergences', 0)} divergences"
+    )
+    fits = parameter.get("fits", {})
+    gate = summary.get("release_gate")
+    if gate:
+        figures = gate.get("figures", {})
+        within = sum(bool(f.get("passed")) for f in figures.values())
+        passed = bool(gate.get("passed"))
+        text = (
+            f"Release gate {'PASSED' if passed else 'FAILED'}: {within} of {len(figures)} pooled risk and utility "
+            f"figures have a between-chain standard error within their tolerance ({gate.get('chains')} chains, "
+            f"{gate.get('datasets_per_chain')} synthetic datasets per chain). The parameter gate ({limits}) "
+            f"{'passed' if parameter.get('passed') else 'did not pass'}; for this synthesizer it is a diagnostic "
+            "only, the release gate decides."
+        )
+        if not passed and gate.get("failed"):
+            text += " Why: " + " ".join(str(reason).rstrip(".") + "." for reason in gate["failed"])
+    elif fits:
+        failed = [name for name, f in fits.items() if not f.get("passed", True)]
+        passed = bool(parameter.get("passed", not failed))
+        what = f"all {len(fits)} fits" if len(fits) > 1 else "the fit"
+        text = (
+            f"Parameter gate PASSED: {what} met the criteria ({limits})."
+            if passed
+            else f"Parameter gate FAILED: {len(failed)} of {len(fits)} fits ({', '.join(failed[:5])}"
+            f"{', ...' if len(failed) > 5 else ''}) missed the criteria ({limits})."
+        )
+    else:
+        passed = bool(parameter.get("passed", True))
+        text = "No posterior to gate: this synthesizer draws from fitted models without MCMC; released."
+    if not passed:
+        text += (
+            " Released only because allow_unconverged / --allow-unconverged was given."
+            if allow_unconverged
+            else " Nothing was released."
+        )
+    return text, passed
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level, keys joined by dots."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _about(doc: Document, release: Any, content: ReportContent) -> None:
+    doc.heading("What was synthesized and how")
+    for sentence in content.about:
+        doc.paragraph(sentence)
+    text, passed = gate_verdict(release.diagnostics.summary, release.diagnostics.allow_unconverged)
+    doc.verdict(text, passed)
+    synthetic = release.synthetic
+    if "synthetic" in synthetic:
+        synthetic = synthetic[synthetic["synthetic"] == synthetic["synthetic"].iloc[0]].drop(columns="synthetic")
+    if len(synthetic.columns):
+        doc.figure(
+            plots.variable_roles(synthetic, content.compared),
+            "The released columns: synthesized (replaced in every synthetic dataset) and released unchanged.",
+        )
+    facts = {
+        "synthesizer": release.synthesizer,
+        "synthetic datasets (m)": release.m,
+        "seed": release.seed,
+        "wall time (s)": round(float(release.seconds), 1),
+        **{k.replace("_", " "): v for k, v in release.facts.items() if not isinstance(v, Mapping | list)},
+    }
+    doc.table(facts, caption="The run")
+    doc.table(
+        flatten(release.description),
+        caption="The model as release/model.json describes it (priors, settings): click to show",
+        folded=True,
+    )
+
+
+# -- 2. diagnostics ------------------------------------------------------------------------------
+
+
+def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
+    doc.heading("Posterior diagnostics")
+    summary = release.diagnostics.summary
+    parameter = summary.get("parameter_gate", {})
+    fits = parameter.get("fits", {})
+    criteria = parameter.get("criteria", {"max_r_hat": 1.01, "min_ess_bulk": 400.0, "max_divergences": 0})
+    if fits:
+        table = pd.DataFrame.from_dict(fits, orient="index")
+        table.index.name = "fit"
+        columns = [c for c in ("max_r_hat", "min_ess_bulk", "divergences", "worst_r_hat", "passed") if c in table]
+        table = table[columns].sort_values("max_r_hat", ascending=False)
+        caption = "Split r_hat, bulk ESS and divergences of every fit"
+        if len(table) > MAX_FIT_ROWS:
+            caption = f"The {MAX_FIT_ROWS} fits with the largest r_hat, of {len(table)}"
+        doc.table(table.head(MAX_FIT_ROWS), caption=caption, index=True)
+        if len(table) > 1:
+            doc.figure(
+                plots.fit_histograms(table["max_r_hat"], table["min_ess_bulk"], criteria["max_r_hat"],
+                                     criteria["min_ess_bulk"]),
+                "Every fit's largest r_hat and smallest bulk ESS against the gate's limits.",
+            )
+        worst = str(table.index[0])
+        ranked = _rank_quantities(release.diagnostics.posteriors, worst, fits[worst], summary.get("monitored", []))
+        if ranked is not None:
+            what = "the fit" if len(fits) == 1 else f"the fit with the largest r_hat ({worst})"
+            doc.figure(
+                plots.rank_plot(ranked, f"rank plots: {worst}"),
+                f"ArviZ rank plots of the gated quantities of {what}: each chain's ranks should be uniform (bars "
+                "near the dashed line); a chain whose bars slope has not mixed with the others. Vector quantities "
+                "show their element with the largest r_hat.",
+            )
+    gate = summary.get("release_gate")
+    if gate:
+        figures = pd.DataFrame.from_dict(gate["figures"], orient="index")
+        ratio = figures["between_chain_se"] / figures["tolerance"].replace(0, np.nan)
+        ratio = ratio.where(~((figures["between_chain_se"] == 0) & (figures["tolerance"] == 0)), 0.0)
+        doc.heading("The release gate", 3)
+        doc.paragraph(
+            "The Dirichlet-process posteriors are multimodal in their labels, so the parameter gate cannot judge "
+            "them; the release gate draws synthetic datasets from every chain and asks whether the chains agree on "
+            "what matters for the release: each risk and utility figure's between-chain standard error must be "
+            "within its tolerance."
+        )
+        doc.figure(
+            plots.ratio_bars(list(figures.index), ratio, figures["passed"].astype(bool),
+                             "between-chain SE / tolerance (at most 1 passes)", "release gate"),
+            "Each pooled figure's between-chain standard error relative to its tolerance.",
+        )
+        columns = [c for c in ("kind", "pooled", "between_chain_se", "tolerance", "tolerance_rule", "passed")
+                   if c in figures]
+        figures.index.name = "figure"
+        doc.table(figures[columns], caption="The release gate's figures", index=True)
+    _items(doc, content.diagnostics)
+    if not fits and not gate and not content.diagnostics:
+        doc.paragraph("This synthesizer fits no posterior by MCMC: there is nothing to diagnose.")
+
+
+def _rank_quantities(posteriors: Mapping[str, Any], fit: str, report: Mapping[str, Any],
+                     monitored: Sequence[str]) -> Any:
+    """A Dataset of at most four scalar quantities of fit ``fit`` for rank plots, or ``None``."""
+    import arviz as az
+    import xarray as xr
+
+    try:
+        idata = posteriors[fit] if fit in posteriors else next(iter(posteriors.values()))
+    except StopIteration:
+        return None
+    posterior = getattr(idata, "posterior", None)
+    if posterior is None or posterior.sizes.get("chain", 1) < 2:
+        return None
+    wanted = [*monitored, report.get("worst_r_hat"), report.get("worst_ess_bulk")]
+    wanted += [n for n, v in posterior.data_vars.items() if v.ndim == 2]
+    chosen: dict[str, xr.DataArray] = {}
+    for name in dict.fromkeys(w for w in wanted if w and w in posterior.data_vars):
+        values = posterior[name]
+        other = [d for d in values.dims if d not in ("chain", "draw")]
+        if other:
+            flat = values.stack(element=other)
+            spread = flat.std(("chain", "draw")).to_numpy()
+            if not (spread > 0).any():
+                continue
+            flat = flat.isel(element=np.flatnonzero(spread > 0))
+            r_hat = az.rhat(xr.Dataset({"v": flat.reset_index("element", drop=True)}))["v"].to_numpy()
+            k = int(np.nanargmax(r_hat))
+            key = flat["element"].to_numpy()[k]
+            label = ",".join(map(str, key)) if isinstance(key, tuple) else str(key)
+            values = flat.isel(element=k).drop_vars([c for c in flat.coords if c not in ("chain", "draw")])
+            name = f"{name}[{label}]"
+        elif float(values.std()) == 0:
+            continue
+        chosen[name] = values
+        if len(chosen) == MAX_RANK_VARIABLES:
+            break
+    return xr.Dataset(chosen) if chosen else None
+
+
+# -- 3. to 6. ------------------------------------------------------------------------------------
+
+
+def _comparison(doc: Document, content: ReportContent) -> None:
+    doc.heading("Original and synthetic data")
+    if content.original is not None and content.synthetic is not None and content.compared:
+        doc.paragraph(
+            "Each synthesized variable's distribution in the original data and in the synthetic datasets."
+        )
+        doc.figures(
+            (plots.compare_column(content.original[c], content.synthetic, c), "", f"{c}: original and synthetic")
+            for c in content.compared
+        )
+    _items(doc, content.comparison)
+
+
+def _section_items(doc: Document, title: str, items: Sequence[Item], empty: str) -> None:
+    doc.heading(title)
+    if not items:
+        doc.paragraph(empty)
+    _items(doc, items)
+
+
+def _risk_utility(doc: Document, panels: Sequence[plots.RiskUtilityPanel]) -> None:
+    doc.heading("Risk against utility")
+    if not panels:
+        doc.paragraph("No risk and utility figures to set against each other.")
+        return
+    doc.paragraph(
+        "The release (filled circle) and any reference stages (open squares) by risk and utility; vertical lines "
+        "mark the reference risks (for the categorical synthesizers the inherent minimum, the risk no synthesis "
+        "avoids, and maximum, the risk of releasing the original values)."
+    )
+    for panel in panels:
+        doc.figure(plots.risk_utility([("", panel)]), f"{panel.risk_measure} against {panel.utility_measure}")
+
+
+def _items(doc: Document, items: Sequence[Item]) -> None:
+    for item in items:
+        if isinstance(item, Figure):
+            doc.figure(item.draw(), item.caption)
+        elif isinstance(item, Table):
+            doc.table(item.data, caption=item.caption, index=item.index)
+        elif isinstance(item, Text):
+            doc.paragraph(item.text)
+        else:  # pragma: no cover - a programming error in a synthesizer's content
+            raise TypeError(f"not a report item: {item!r}")
