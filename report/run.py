@@ -195,7 +195,7 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
                 plots.rank_plot(ranked, f"rank plots: {worst}"),
                 f"ArviZ rank plots of the gated quantities of {what}: each chain's ranks should be uniform (bars "
                 "near the dashed line); a chain whose bars slope has not mixed with the others. Vector quantities "
-                "show their element with the largest r_hat.",
+                "show their element whose chain means disagree most.",
             )
     gate = summary.get("release_gate")
     if gate:
@@ -223,10 +223,18 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
         doc.paragraph("This synthesizer fits no posterior by MCMC: there is nothing to diagnose.")
 
 
+def _chain_disagreement(values: np.ndarray) -> np.ndarray:
+    """Per element (last axis) of ``(chain, draw, element)`` values: the sd of the chain means over the mean
+    within-chain sd (inf where chains are each constant at different values). Picks the element a rank plot
+    shows; unlike r_hat it needs no care for quantities constant within a chain."""
+    between = values.mean(axis=1).std(axis=0)
+    within = values.std(axis=1).mean(axis=0)
+    return np.where(within > 0, between / np.where(within > 0, within, 1.0), np.where(between > 0, np.inf, 0.0))
+
+
 def _rank_quantities(posteriors: Mapping[str, Any], fit: str, report: Mapping[str, Any],
                      monitored: Sequence[str]) -> Any:
     """A Dataset of at most four scalar quantities of fit ``fit`` for rank plots, or ``None``."""
-    import arviz as az
     import xarray as xr
 
     try:
@@ -248,8 +256,7 @@ def _rank_quantities(posteriors: Mapping[str, Any], fit: str, report: Mapping[st
             if not (spread > 0).any():
                 continue
             flat = flat.isel(element=np.flatnonzero(spread > 0))
-            r_hat = az.rhat(xr.Dataset({"v": flat.reset_index("element", drop=True)}))["v"].to_numpy()
-            k = int(np.nanargmax(r_hat))
+            k = int(np.argmax(_chain_disagreement(flat.transpose("chain", "draw", "element").to_numpy())))
             key = flat["element"].to_numpy()[k]
             label = ",".join(map(str, key)) if isinstance(key, tuple) else str(key)
             values = flat.isel(element=k).drop_vars([c for c in flat.coords if c not in ("chain", "draw")])

@@ -164,3 +164,31 @@ def test_a_panel_without_a_drawable_point_draws_without_a_warning():
         figure = plots.risk_utility([("", panel)])
         figure.savefig(__import__("io").BytesIO(), format="png")
     assert figure.axes[0].get_legend() is None
+
+
+def test_the_rank_plot_shows_the_element_whose_chains_disagree_most_and_skips_constants():
+    import warnings
+
+    import xarray as xr
+
+    from bayessdc.report.run import _rank_quantities
+
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(4, 100, 3))
+    theta[1, :, 2] += 3.0  # chain 1 stuck elsewhere for element 2
+    occupied = np.repeat([[5.0], [5.0], [6.0], [6.0]], 100, axis=1)  # constant within each chain
+    posterior = xr.Dataset(
+        {"theta": (("chain", "draw", "k"), theta), "occupied": (("chain", "draw"), occupied),
+         "fixed": (("chain", "draw"), np.ones((4, 100)))},
+        coords={"k": ["a", "b", "c"]},
+    )
+
+    class Idata:
+        pass
+
+    idata = Idata()
+    idata.posterior = posterior
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = _rank_quantities({"all": idata}, "all", {"worst_r_hat": "theta"}, ["occupied"])
+    assert list(chosen.data_vars) == ["occupied", "theta[c]"]  # the constant "fixed" has no ranks to show
