@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from bayessdc import InputError, __version__
@@ -85,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _no_arviz_announcement() -> Iterator[None]:
+    """ArviZ 0.23 announces at its first import each day (FutureWarning "ArviZ is undergoing a major refactor
+    ... Some upcoming changes may be backward incompatible") its 1.0 rewrite. Nothing in a run can act on it
+    (bayessdc pins arviz < 1), so a command ignores that one warning, by message, category and module."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning, module=r"arviz\Z"
+        )
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bayessdc`` command; returns the exit status.
 
@@ -96,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
-    with cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"):
+    with cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), _no_arviz_announcement():
         try:
             return int(args.func(args) or 0)
         except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:

@@ -421,6 +421,51 @@ def sample_model(
     return idata
 
 
+def rank_r_hat(values: xr.DataArray) -> np.ndarray:
+    """Rank-normalised split r_hat of every element of ``values`` (``az.rhat``), its degenerate cases decided here.
+
+    ``az.rhat`` is the larger of a bulk r_hat (of the ranks of the split chains) and a tail r_hat (of the ranks
+    of their distances from the median), each ``sqrt((B / W + n - 1) / n)`` (Vehtari et al. 2021). ``W``, the
+    mean variance within the split chains, is 0 when each split chain is constant, and ``B / W`` is then 0/0 if
+    they all hold the same value (a quantity constant over every draw: the DPMPM's occupied components when all
+    are in use; the distance from the median of a 0/1 quantity drawn as often 0 as 1) and B/0 otherwise. ArviZ
+    warns ("invalid value encountered in scalar divide") and returns NaN, which the gate read as r_hat inf: a
+    constant quantity failed it. Such a part is not computed here: it is 1 when constant over every draw (all
+    chains agree exactly) and inf when its split chains are each constant at different values (stuck chains).
+
+    Returns
+    -------
+    numpy.ndarray
+        One r_hat per element (the dimensions other than ``chain`` and ``draw``, flattened in order); NaN,
+        as ArviZ gives it, for values holding NaN or fewer than 2 chains or 4 draws.
+    """
+    values = values.transpose("chain", "draw", ...)
+    x = np.asarray(values.to_numpy(), dtype=float)
+    n_chain, n_draw = x.shape[:2]
+    x = x.reshape(n_chain, n_draw, int(np.prod(x.shape[2:])))  # (0 elements: -1 cannot say)
+    if x.shape[2] == 0:
+        return np.empty(0)
+    if n_chain < 2 or n_draw < 4:
+        return np.asarray(az.rhat(xr.Dataset({"v": values}))["v"].to_numpy(), dtype=float).ravel()
+    half = n_draw // 2
+    split = np.concatenate([x[:, :half], x[:, n_draw - half :]])  # ArviZ's split chains
+    folded = np.abs(split - np.median(split, axis=(0, 1)))
+    r_hat = np.full(x.shape[2], -np.inf)
+    for part, method in ((split, "z_scale"), (folded, "folded")):  # bulk and tail: az.rhat is the larger
+        still = (part.max(axis=1) == part.min(axis=1)).all(axis=0)  # W = 0
+        constant = part.max(axis=(0, 1)) == part.min(axis=(0, 1))  # and B = 0
+        value = np.where(constant, 1.0, np.inf)
+        rest = np.flatnonzero(~still)
+        if rest.size:
+            some = xr.Dataset({"v": (("chain", "draw", "element"), x[:, :, rest])})
+            value[rest] = az.rhat(some, method=method)["v"].to_numpy()
+        r_hat = np.maximum(r_hat, value)
+    constant = x.max(axis=(0, 1)) == x.min(axis=(0, 1))
+    if constant.any():
+        _log.debug("%s: %d element(s) constant over every draw, r_hat 1", values.name, int(constant.sum()))
+    return r_hat
+
+
 def check_convergence(
     idata: az.InferenceData,
     criteria: ConvergenceCriteria | None = None,
@@ -453,12 +498,11 @@ def check_convergence(
     monitored = xr.Dataset({name: posterior[name] for name in names})
     for name, values in (derived or {}).items():
         monitored[name] = values
-    r_hat = az.rhat(monitored)
     ess = az.ess(monitored, method="bulk")
     worst_r, max_r = "", -np.inf
     worst_e, min_e = "", np.inf
     for name in monitored.data_vars:
-        r_values = np.asarray(r_hat[name].values, dtype=float).ravel()
+        r_values = rank_r_hat(monitored[name])
         e_values = np.asarray(ess[name].values, dtype=float).ravel()
         r_here = np.inf if np.isnan(r_values).any() else float(r_values.max(initial=-np.inf))
         e_here = 0.0 if np.isnan(e_values).any() else float(e_values.min(initial=np.inf))

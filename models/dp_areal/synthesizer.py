@@ -13,6 +13,9 @@ number of occupied components, and the posterior mean of every distinct cell's l
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -20,6 +23,8 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from bayessdc import progress
 
 from ..sampling import (
     CompiledModelCache,
@@ -40,6 +45,38 @@ __all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
 
 #: Compiled nutpie models, keyed by the shapes of the data (one compilation serves every refit).
 COMPILED_MODELS = CompiledModelCache()
+
+
+@contextmanager
+def _without_c_blas(active: bool) -> Iterator[None]:
+    """Compile and sample the nutpie model (when ``active``) without PyTensor's C backend and its BLAS probe.
+
+    Two PyTensor paths read the lazy default of ``config.blas__ldflags``, a search for a C BLAS to link which,
+    on a pip install, warns "PyTensor could not link to a BLAS installation", although the model runs in numba:
+
+    * nutpie's initial point is PyMC's ``FAST_COMPILE`` function, which evaluates the LKJ prior draw of
+      ``chol`` for its shape; that draw's einsums are ``OpFromGraph`` whose inner graphs compile, on first
+      use, in PyTensor's default mode: C, whose ``use_c_gemv`` rewrite reads the flags. Here they compile in
+      NUMBA mode, like the model (only the draw's shape is used: the draws are bitwise the same). On a cold
+      ``~/.pytensor`` that also saves a C compilation (first sampling of a small model: 8.8 s with C, 0.8 s).
+    * the sparse rewrite ``local_usmm`` reads the flags in every mode, NUMBA included, whenever a graph holds
+      ``z - a * w`` with a scalar ``a`` (pymc-devs/pytensor#1625, open), as the DP-areal log density does.
+      No mode avoids that read; the warning concerns the C backend, which bayessdc does not use, so it is
+      ignored, by message, category and module, while the model compiles and samples here.
+    """
+    if not active:
+        yield
+        return
+    import pytensor
+
+    with pytensor.config.change_flags(mode="NUMBA"), warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore",
+            message="PyTensor could not link to a BLAS installation",
+            category=UserWarning,
+            module=r"pytensor\.link\.c\.cmodule",
+        )
+        yield
 
 
 @dataclass
@@ -131,9 +168,11 @@ class DPArealSynthesizer:
                 data.counts.tobytes(),
                 data.design.tobytes(),
             )
-            compiled = COMPILED_MODELS.get(key, lambda: model)
         keep = ["alpha", "stick", "rho", "location", "tau_lambda", "tau_theta", "tau_phi", "tau_mu"]
-        idata = sample_model(model, settings, seed, compiled=compiled, var_names=keep, steps=steps)
+        with _without_c_blas(backend == "nutpie"):
+            if backend == "nutpie":
+                compiled = COMPILED_MODELS.get(key, lambda: model)
+            idata = sample_model(model, settings, seed, compiled=compiled, var_names=keep, steps=steps)
         start = time.perf_counter()
         self._add_summaries(idata, data)
         idata.attrs.update(
@@ -160,8 +199,8 @@ class DPArealSynthesizer:
         expected = np.empty((chains, draws, data.n_distinct))
         occupied = np.empty((chains, draws))
         weight = data.distinct_weight.astype(float)
-        for c in range(chains):
-            for d in range(draws):
+        with progress.bar(chains * draws, "DP-areal summaries of the draws") as bar:
+            for c, d in np.ndindex(chains, draws):
                 log_resp, mean = cell_posterior(location[c, d], rho[c, d], tau[c, d], data, nodes=self.quadrature_nodes)
                 resp = np.exp(log_resp)
                 expected[c, d] = (resp * mean).sum(axis=0)
@@ -169,6 +208,7 @@ class DPArealSynthesizer:
                 with np.errstate(divide="ignore"):  # a component certain to hold a cell: log(0) = -inf, exact
                     log_empty = (weight * np.log1p(-np.minimum(resp, 1.0))).sum(axis=1)
                 occupied[c, d] = float((1.0 - np.exp(log_empty)).sum())
+                bar.advance()
         posterior["expected_log_rate"] = (("chain", "draw", "distinct"), expected)
         posterior["occupied"] = (("chain", "draw"), occupied)
         idata.posterior = posterior.assign_coords(distinct=np.arange(data.n_distinct))

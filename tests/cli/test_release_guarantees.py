@@ -765,6 +765,20 @@ def test_the_same_seed_twice_gives_byte_identical_release_files(runs, name):
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_a_run_prints_no_warning_of_a_library(runs, name):
+    """Issue 22 (clean output): a whole run in a fresh process, under Python's default warning filters (a
+    user's, not pytest's), prints no line with "Warning" (Python's warnings) or "WARNING" (a library's
+    logging) on standard error; bayessdc's own notices say "warning:"."""
+    outcome = runs[name]
+    second = "B" if outcome.command.separate_b else "C-rerun"  # uninterrupted, in a child process
+    run = outcome.get(second)
+    assert run.status == 0, run.stderr
+    log = run.out.parent / f"{run.out.name}.stderr.txt"  # the whole of it (Run.stderr keeps the end)
+    lines = [line for line in log.read_text(errors="replace").splitlines() if "Warning" in line or "WARNING" in line]
+    assert not lines, f"{name}: run {second} printed warnings:\n" + "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_a_killed_run_never_shows_a_partial_release_and_its_rerun_equals_the_uninterrupted_run(runs, name):
     outcome = runs[name]
     a, c, rerun = outcome.get("A"), outcome.get("C"), outcome.get("C-rerun")
