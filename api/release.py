@@ -278,9 +278,10 @@ class Release:
     def _write_report(self, folder: OutputFolder) -> None:
         """``private/risk_utility.json`` (what ``bayessdc report`` compares across runs) and ``private/report.html``."""
         from bayessdc.report import FIGURES_FILE, render_run_report, run_figures
+        from bayessdc.report.html import html_writer
 
         folder.write_private_json(FIGURES_FILE, run_figures(self).to_dict())
-        folder.write_private_file("report.html", lambda path: Path(path).write_text(render_run_report(self), "utf-8"))
+        folder.write_private_file("report.html", html_writer(lambda: render_run_report(self)))
 
     def __repr__(self) -> str:
         return (

@@ -10,7 +10,7 @@ import base64
 import html
 import io
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-__all__ = ["Document", "figure_png", "format_value", "write_html"]
+__all__ = ["Document", "figure_png", "format_value", "html_writer", "write_html"]
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto;
@@ -50,6 +50,12 @@ def write_html(path: str | os.PathLike[str], text: str) -> Path:
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def html_writer(render: Callable[[], str]) -> Callable[[Path], None]:
+    """A writer of the page ``render()`` returns, rendered when written (for
+    :meth:`bayessdc.synthesis.output.OutputFolder.write_private_file`, beside its JSON and Parquet writers)."""
+    return lambda path: Path(path).write_text(render(), encoding="utf-8")
 
 
 def figure_png(figure: MplFigure, dpi: int = 110) -> str:

@@ -288,6 +288,7 @@ def _write_refusal_report(
     """``private/report.html`` of a refused run: the verdict and the posterior diagnostics (nothing released,
     so nothing to compare); the run's settings stand in for the model description."""
     from bayessdc.report import render_run_report
+    from bayessdc.report.html import html_writer
 
     refused = Release(
         synthesizer=synthesizer.name,
@@ -299,7 +300,7 @@ def _write_refusal_report(
         seed=seed,
         seconds=seconds,
     )
-    folder.write_private_file("report.html", lambda path: Path(path).write_text(render_run_report(refused), "utf-8"))
+    folder.write_private_file("report.html", html_writer(lambda: render_run_report(refused)))
 
 
 def column_list(columns: Sequence[str] | str | None) -> list[str] | None:

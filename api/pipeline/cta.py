@@ -130,10 +130,12 @@ class Adjustment:
             The table is not safe and ``allow_unprotected`` is false: ``private/`` is written, ``release/``
             is not.
         """
+        from bayessdc.report.html import html_writer
+
         with OutputFolder(out, self.identity) as folder:
             folder.write_private_file(PRIVATE_CELLS, lambda path: self.table.to_csv(path, index=False))
             folder.write_private_json(QUALITY, self.quality)
-            folder.write_private_file("report.html", lambda path: Path(path).write_text(self.render_report(), "utf-8"))
+            folder.write_private_file("report.html", html_writer(self.render_report))
             if not self.passed and not allow_unprotected:
                 raise ProtectionNotMetError(
                     f"nothing released: {self._failed_checks()}; the quality figures are in {folder.private}",

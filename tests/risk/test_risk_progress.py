@@ -1,26 +1,14 @@
 """Bars over the long loops of the risk layer (the inherent scenarios' repetitions, the refits of the exact
 attribute risk), drawn on a terminal only and without changing a figure."""
 
-import io
 
 import numpy as np
 import pandas as pd
-import pytest
 import xarray as xr
-from rich.console import Console
 
 from bayessdc import progress
 from bayessdc.risk.attribute import exact_attribute_risk
 from bayessdc.risk.identification import inherent_risk
-
-
-@pytest.fixture
-def terminal(monkeypatch):
-    monkeypatch.setenv("TERM", "xterm")
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=True, force_interactive=True, width=120, color_system=None)
-    with progress.enabled(True), progress.use_console(console):
-        yield out
 
 
 def _records():

@@ -1,14 +1,11 @@
 """The group runner's progress: a bar over the groups on a terminal, one log record per group with its figures,
 and a warning for a group that did not converge."""
 
-import io
 import logging
 from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
-import pytest
-from rich.console import Console
 
 from bayessdc import progress
 from bayessdc.synthesis.runner import GroupTask, run_groups, run_parts
@@ -66,15 +63,6 @@ def test_silenced_runner_logs_nothing(tmp_path, caplog):
         run_groups(GroupTask(DirichletSynthesizer(draws=200), tmp_path, m=2, seed=3), _groups()[:2],
                    scheduler="synchronous", progress=None)  # fmt: skip
     assert not [r for r in caplog.records if r.levelno >= logging.INFO]
-
-
-@pytest.fixture
-def terminal(monkeypatch):
-    monkeypatch.setenv("TERM", "xterm")
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=True, force_interactive=True, width=120, color_system=None)
-    with progress.enabled(True), progress.use_console(console):
-        yield out
 
 
 def test_a_bar_over_the_groups_on_a_terminal(tmp_path, terminal):
