@@ -12,12 +12,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
+# setuptools' editable build warns (BuildBackendWarning "Editable installation. ... Please be careful with folders
+# in your working directory with the same name as your package"): our package-dir mapping (bayessdc.models ->
+# models/, ...) needs its import finder, and no folder here is named bayessdc. That one message is ignored.
+EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation"
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -e .
+	$(EDITABLE_QUIET) $(BIN)/pip install -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -e '.[dev]'
+	$(EDITABLE_QUIET) $(BIN)/pip install -e '.[dev]'
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed

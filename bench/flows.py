@@ -369,7 +369,8 @@ def part_national(args: argparse.Namespace) -> None:
     import pandas as pd
 
     import bayessdc as bsd
-    from bayessdc.models.flows import COMPILED_MODELS, simulate_flow_table
+    from bayessdc.models.flows import COMPILED_MODELS, describe_priors, named_priors, simulate_flow_table
+    from bayessdc.models.sampling import SamplerSettings
     from bayessdc.synthesis.runner import GroupResult
 
     _rule(f"Part 2: national-scale run ({args.states} states)")
@@ -382,8 +383,9 @@ def part_national(args: argparse.Namespace) -> None:
     sizes = _describe_table(table, "realised table")
     workers = args.workers or os.cpu_count() or 1
     print(
-        "bsd.synthesize(table, bsd.Flows()): default sampler settings (nutpie low-rank, 4 x (1,000 + 1,000)), "
-        f"m = 5, {workers} workers"
+        f"bsd.synthesize(table, bsd.Flows()): sampler backend {args.backend!r} ('auto': the compiled NUTS of "
+        f"bayessdc.models.nuts), 4 x (1,000 + 1,000), m = 5, {workers} workers; precision prior: "
+        f"{describe_priors(named_priors(args.phi_prior))[:60]}..."
     )
     print(f"  (local dask cluster of threads: COMPILED_MODELS is shared in-process); load average: {_load()}")
     base = Path(tempfile.mkdtemp(prefix="bayessdc-bench-flows-", dir=args.tmpdir))
@@ -398,7 +400,12 @@ def part_national(args: argparse.Namespace) -> None:
         try:
             release = bsd.synthesize(
                 table,
-                bsd.Flows(workers=workers),
+                bsd.Flows(
+                    workers=workers,
+                    priors=named_priors(args.phi_prior),
+                    settings=SamplerSettings(backend=args.backend, low_rank_mass_matrix=True),
+                    scheduler=args.scheduler,
+                ),
                 m=5,
                 seed=args.seed,
                 out=out,
@@ -433,6 +440,7 @@ def part_national(args: argparse.Namespace) -> None:
                 "sampling": summary.get("sampling_seconds") or 0.0,
                 "attempts": summary.get("fit_attempts", 1),
                 "passed": bool(conv.get("passed")),
+                **{f"stage_{k}": v for k, v in summary.get("stage_seconds", {}).items()},
             }
         )
     groups = pd.DataFrame(records)
@@ -498,6 +506,13 @@ def part_national(args: argparse.Namespace) -> None:
             )
     print("\nper-group figures by size (seconds; fit includes compiles, waits for the compile lock, extensions):")
     _table(["cells", "groups", "fit mean", "fit max", "fit sum", "risk mean", "extended", "not conv."], by_size)
+    stages = [c for c in groups.columns if c.startswith("stage_")]
+    if stages:
+        print("\nwhere the time goes (seconds summed over groups, in the workers; then the steps after the groups):")
+        stage_rows = [[c[len("stage_"):], _fmt(groups[c].sum(), 1), _fmt(groups[c].sum() / workers, 1)] for c in stages]
+        stage_rows.append(["after the groups: assembly, utility, report, writing", "", _fmt(wall - runner_wall, 1)])
+        stage_rows.append(["whole run (wall)", "", _fmt(wall, 1)])
+        _table(["stage", "sum over groups", "wall (sum / workers)"], stage_rows)
     slow = groups.sort_values("fit", ascending=False).head(5)
     print(
         "slowest groups: "
@@ -656,6 +671,13 @@ def main(argv: list[str] | None = None) -> int:
     nat.add_argument("--strict", action="store_true", help="stop at the convergence gate (default: allow_unconverged)")
     nat.add_argument("--quiet", action="store_true", help="no per-group progress lines on stderr")
     nat.add_argument("--tmpdir", default=None, help="parent of the temporary output folder")
+    nat.add_argument(
+        "--phi-prior", default="weakly-informative", help="precision prior: weakly-informative, paper or SHAPE,RATE"
+    )
+    nat.add_argument(
+        "--backend", default="auto", help="auto (the compiled NUTS), or nutpie / pymc (the PyMC model: before)"
+    )
+    nat.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local threads)")
     args = parser.parse_args(argv)
 
     print("bayessdc flow benchmark (bench/flows.py): figures taken under load on a shared machine")

@@ -56,6 +56,15 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
+class _KeepBlocksFormatter(argparse.HelpFormatter):
+    """Wraps a description as usual, but prints a block of indented lines (the exit statuses) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n  " in text:
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 class _Subcommands:
     """The subparsers action as the subcommand modules see it: every ``add_parser`` gets :func:`common_options`."""
 
@@ -64,8 +73,11 @@ class _Subcommands:
         self._common = common_options()
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        """Register subcommand ``name`` (keyword arguments as :meth:`argparse._SubParsersAction.add_parser`)."""
+        """Register subcommand ``name`` (keyword arguments as :meth:`argparse._SubParsersAction.add_parser`); its
+        ``--help`` ends with the exit statuses."""
         kwargs["parents"] = [*kwargs.get("parents", []), self._common]
+        kwargs["epilog"] = f"{kwargs['epilog']}\n\n{EXIT_STATUS}" if kwargs.get("epilog") else EXIT_STATUS
+        kwargs.setdefault("formatter_class", _KeepBlocksFormatter)
         return self._action.add_parser(name, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -49,8 +49,9 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--phi-prior",
-        default="0.01,0.01",
-        help="shape,rate of the Gamma priors of the precisions phi_beta, phi_gamma (default the paper's 0.01,0.01)",
+        default="weakly-informative",
+        help="Gamma prior of the precisions phi_beta, phi_gamma: weakly-informative (Gamma(1, 1), the default), "
+        "paper (the paper's Gamma(0.01, 0.01)) or SHAPE,RATE",
     )
     p.add_argument(
         "--exact-check",
@@ -66,14 +67,14 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc flows`` from parsed arguments."""
     import bayessdc as bsd
-    from bayessdc.models.flows import FlowColumns, FlowPriors
+    from bayessdc.models.flows import FlowColumns, named_priors
 
     try:
-        shape, rate = (float(v) for v in args.phi_prior.split(","))
-    except ValueError:
-        raise UserError(f"--phi-prior takes SHAPE,RATE (two numbers), got {args.phi_prior!r}") from None
+        priors = named_priors(args.phi_prior)
+    except ValueError as err:
+        raise UserError(f"--phi-prior: {err}") from None
     recipe = bsd.Flows(
-        priors=FlowPriors(phi_shape=shape, phi_rate=rate),
+        priors=priors,
         settings=bsd.SamplerSettings(
             draws=args.draws, tune=args.tune, chains=args.chains, backend=args.backend, low_rank_mass_matrix=True
         ),
@@ -122,14 +123,11 @@ def summary(release: Any, out: Path) -> str:
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """Run the flow synthesizer on the bundled simulated example; rows of figures for ``bayessdc demo``."""
     import bayessdc as bsd
-    from bayessdc.models.flows import FlowPriors, simulate_flow_table
+    from bayessdc.models.flows import simulate_flow_table
 
     table = simulate_flow_table(n_states=3, counties_per_state=12, scale=0.01, seed=seed)
     recipe = bsd.Flows(
         settings=bsd.SamplerSettings(draws=1000, tune=1000, chains=4, low_rank_mass_matrix=True),
-        # The example's small cross-state pairs (a few cells, mostly 1s) have nearly improper posteriors
-        # under the paper's Gamma(0.01, 0.01); the demo uses the weakly informative Gamma(1, 1) (README).
-        priors=FlowPriors(phi_shape=1.0, phi_rate=1.0),
         risk_draws=500,
     )
     release = bsd.synthesize(table, recipe, m=5, seed=seed, out=Path(out) / "flows", progress=False)

@@ -130,9 +130,10 @@ class GroupTask:
         Optional ``assess(synthesizer, idata, data, synthetic, rng)`` returning a per-item table and
         summary figures (the risk layer plugs in here; this module does not import it).
     max_extensions, extension_factor
-        A group that fails the gate is refitted with ``extension_factor`` times the draws (and twice the
-        warm-up), at most ``max_extensions`` times; the last fit is kept and judged. Synthesizers without a
-        ``settings`` dataclass are fitted once.
+        A group that fails the gate is refitted, at most ``max_extensions`` times: with ``extension_factor``
+        times the draws (and twice the warm-up) when r_hat or ESS failed, with a higher ``target_accept`` when
+        it diverged; the last fit is kept and judged. Synthesizers without a ``settings`` dataclass are fitted
+        once.
     """
 
     synthesizer: Any
@@ -154,6 +155,18 @@ class GroupTask:
         shared = dataclasses.replace(synthesizer, settings=dataclasses.replace(settings, cores=cores))
         return dataclasses.replace(self, synthesizer=shared)
 
+    def _extended(self, settings: Any, report: Any) -> Any:
+        """The settings of the next attempt: a slowly mixing group (r_hat, ESS) gets ``extension_factor`` times the
+        draws and twice the warm-up; a group with divergences a smaller step (target_accept halfway to 1, Stan's
+        advice), its draws unchanged when they were not also too few."""
+        changes: dict[str, Any] = {}
+        c = report.criteria
+        if not (report.max_r_hat <= c.max_r_hat and report.min_ess_bulk >= c.min_ess_bulk):
+            changes.update(draws=settings.draws * self.extension_factor, tune=settings.tune * 2)
+        if report.divergences > c.max_divergences and hasattr(settings, "target_accept"):
+            changes["target_accept"] = min(0.99, 1 - (1 - settings.target_accept) / 2)
+        return dataclasses.replace(settings, **changes)
+
     def _check(self, synthesizer: Any, idata: Any, data: Any) -> Any:
         if hasattr(synthesizer, "convergence_quantities"):
             monitored = synthesizer.convergence_quantities(idata, data)
@@ -167,19 +180,27 @@ class GroupTask:
         start = time.perf_counter()
         synthesizer = self.synthesizer
         attempts = []
+        sampling_seconds = check_seconds = 0.0
         for attempt in range(self.max_extensions + 1):
+            fit_start = time.perf_counter()
             idata = synthesizer.fit(data, seed=int(fit_seeds[attempt]))
+            check_start = time.perf_counter()
             report = self._check(synthesizer, idata, data)
+            sampling_seconds += check_start - fit_start
+            check_seconds += time.perf_counter() - check_start
             attempts.append(report.to_dict())
             settings = getattr(synthesizer, "settings", None)
             if report.passed or attempt == self.max_extensions or settings is None:
                 break
-            # Longer chains for a group that mixes slowly: small groups are cheap to extend.
-            longer = dataclasses.replace(settings, draws=settings.draws * self.extension_factor, tune=settings.tune * 2)
-            synthesizer = dataclasses.replace(synthesizer, settings=longer)
+            synthesizer = dataclasses.replace(synthesizer, settings=self._extended(settings, report))
+            _log.info("group %s: refitting with %d draws per chain, target_accept %.3g (%s)", name,
+                      synthesizer.settings.draws, synthesizer.settings.target_accept,
+                      "; ".join(_problems(attempts[-1])) or "failed the convergence gate")  # fmt: skip
         fit_seconds = time.perf_counter() - start
+        write_start = time.perf_counter()
         with atomic_path(self.folder / f"{name}.posterior.nc") as tmp:
             idata.to_netcdf(str(tmp), engine="h5netcdf")
+        synth_start = time.perf_counter()
         synthetic = draw_synthetic(synthesizer, idata, data, self.m, np.random.default_rng(synth_seq))
         items = pd.DataFrame(
             {f"synthetic_{k}": synthetic.sel(synthetic=k).to_numpy() for k in synthetic["synthetic"].to_numpy()}
@@ -189,6 +210,12 @@ class GroupTask:
             "fit_attempts": len(attempts),
             "draws_per_chain": int(idata.posterior.sizes["draw"]),
             "sampling_seconds": idata.attrs.get("sampling_seconds"),
+            "stage_seconds": {
+                "fit": sampling_seconds,
+                "convergence": check_seconds,
+                "write_posterior": synth_start - write_start,
+                "synthesize": time.perf_counter() - synth_start,
+            },
             "posterior_draws_used": synthetic["posterior_draw"].to_numpy().tolist(),
         }
         if self.assess is not None:
@@ -197,6 +224,7 @@ class GroupTask:
             items = pd.concat([items, table.reset_index(drop=True)], axis=1)
             summary.update(figures)
             summary["assess_seconds"] = time.perf_counter() - start
+            summary["stage_seconds"]["risk"] = summary["assess_seconds"]
         result = GroupResult(name, items, report.to_dict(), summary)
         result.save(self.folder)
         return result

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayessdc.models.flows import FlowColumns, FlowPriors, FlowSynthesizer, split_groups, validate_flows
+from bayessdc.models.flows import (
+    WEAKLY_INFORMATIVE_PRIORS,
+    FlowColumns,
+    FlowPriors,
+    FlowSynthesizer,
+    split_groups,
+    validate_flows,
+)
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceReport, SamplerSettings
 from bayessdc.risk.attribute import AttributeRiskAssessor, attribute_risk_summary
 from bayessdc.synthesis.datasets import stack_datasets
@@ -40,7 +47,8 @@ class Flows(Recipe):
     Parameters
     ----------
     priors
-        The precision and mean priors of Section 2.1 (default the paper's Gamma(0.01, 0.01)).
+        The precision and mean priors of Section 2.1 (default the weakly informative Gamma(1, 1) on the
+        precisions; the paper's Gamma(0.01, 0.01) is ``bayessdc.models.flows.PAPER_PRIORS``).
     settings
         NUTS settings per state pair (nutpie with a low-rank mass matrix by default).
     columns
@@ -59,7 +67,7 @@ class Flows(Recipe):
         the importance-sampling approximation (``private/exact_check.json``).
     """
 
-    priors: FlowPriors = field(default_factory=FlowPriors)
+    priors: FlowPriors = WEAKLY_INFORMATIVE_PRIORS
     settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(low_rank_mass_matrix=True))
     columns: FlowColumns = field(default_factory=FlowColumns)
     lower: int = 1
@@ -96,7 +104,17 @@ class Flows(Recipe):
             "risk_draws": self.risk_draws,
         }
         notices = [f"group {a} -> {b} has no sensitive cells; released unchanged" for a, b in skipped]
-        return Prepared(data, identity, notices, {"groups": groups, "skipped": skipped})
+        floor = [g for g in groups if not g.y.any()]
+        if floor:
+            names = ", ".join(f"{a} -> {b}" for a, b in (g.key for g in floor[:5]))
+            notices.append(
+                f"{len(floor)} group pair(s) ({names}{', ...' if len(floor) > 5 else ''}) have every sensitive count "
+                f"at the lower bound {self.lower}: their data say only that the rates are small (the likelihood is "
+                "flat as a rate goes to 0), so how small is set by the prior; their synthetic counts will be "
+                f"mostly {self.lower}, and their risk figures measure what the prior and the range allow, not the data"
+            )
+        extra = {"groups": groups, "skipped": skipped, "at_lower_bound": [list(g.key) for g in floor]}
+        return Prepared(data, identity, notices, extra)
 
     def synthesizer(self) -> FlowSynthesizer:
         """The model this recipe fits to each group pair (the contract object of ``bayessdc.models.base``)."""
@@ -154,8 +172,8 @@ class Flows(Recipe):
             report,
             what=f"{len(unconverged)} group(s) ({', '.join(unconverged[:5])})",
             hint="Groups with few origins or destinations and mostly minimum counts have a nearly improper "
-            "posterior under the paper's Gamma(0.01, 0.01) precision priors; a weakly informative prior such "
-            "as --phi-prior 1,1 makes them proper (recorded in model.json).",
+            "posterior under the paper's Gamma(0.01, 0.01) precision priors; the default weakly informative "
+            "prior (--phi-prior weakly-informative, Gamma(1, 1)) makes them proper (recorded in model.json).",
             state={"results": results},
             reports={r.name: r.convergence for r in results},
         )
@@ -243,6 +261,7 @@ class Flows(Recipe):
                 "groups": len(groups),
                 "sensitive_cells": len(sensitive_rows),
                 "groups_released_unchanged": [list(k) for k in prepared.extra["skipped"]],
+                "groups_all_at_lower_bound": prepared.extra.get("at_lower_bound", []),
             },
             risk_figures=risk,
             utility_figures=utility,

@@ -12,11 +12,16 @@ destination group), for example per pair of states, by
   ``gamma_j ~ N(mu_gamma, phi_gamma)``, ``mu_beta, mu_gamma ~ N(0, 1/25)``,
   ``phi_beta, phi_gamma ~ Gamma(0.01, 0.01)``, the second argument of ``N`` being a precision.
 
+The default precision prior is the weakly informative Gamma(1, 1) (:data:`WEAKLY_INFORMATIVE_PRIORS`); the
+paper's is :data:`PAPER_PRIORS` (``--phi-prior paper``).
+
 Modules:
 
 * :mod:`~bayessdc.models.flows.model`: the model as the paper writes it (:func:`paper_model`) and eq. (1);
 * :mod:`~bayessdc.models.flows.marginal`: the equivalent form the sampler uses (``mu_beta - mu_gamma`` and the
   precisions integrated out, effects padded to a size class), with the change of variables that links them;
+* :mod:`~bayessdc.models.flows.compiled`: that form's log density and gradient compiled for the sampler of
+  :mod:`bayessdc.models.nuts`;
 * :mod:`~bayessdc.models.flows.data`: column names, input checks, one :class:`FlowGroup` per group pair;
 * :mod:`~bayessdc.models.flows.simulate`: data from the model and a national example table;
 * :mod:`~bayessdc.models.flows.synthesizer`: :class:`FlowSynthesizer`, the contract of ``models/base.py``.
@@ -36,9 +41,13 @@ from .marginal import (
     unused_effect_logp,
 )
 from .model import (
+    NAMED_PRIORS,
     PAPER_PRIORS,
+    WEAKLY_INFORMATIVE_PRIORS,
     FlowPriors,
+    describe_priors,
     log_factorials,
+    named_priors,
     paper_model,
     truncated_poisson_log_normaliser,
     truncated_poisson_log_normaliser_numpy,
@@ -50,20 +59,24 @@ from .synthesizer import COMPILED_MODELS, FlowSynthesizer
 __all__ = [
     "COMPILED_MODELS",
     "DESTINATION",
+    "NAMED_PRIORS",
     "ORIGIN",
     "PAPER_PRIORS",
     "PARAMETERIZATIONS",
     "UNUSED",
+    "WEAKLY_INFORMATIVE_PRIORS",
     "FlowColumns",
     "FlowDataError",
     "FlowGroup",
     "FlowPriors",
     "FlowSynthesizer",
     "build_model",
+    "describe_priors",
     "draw_precision",
     "effect_layout",
     "hierarchical_effect_logp",
     "log_factorials",
+    "named_priors",
     "padded_size",
     "paper_model",
     "simulate_flow_table",

@@ -8,6 +8,7 @@ synthetic dataset.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -16,10 +17,18 @@ import numpy as np
 import xarray as xr
 
 from ..base import sample_candidates
+from ..nuts import sample_chains
 from ..sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
+from .compiled import flow_data, run_flow_chain
 from .data import FlowGroup
 from .marginal import build_model, draw_precision, effect_layout, padded_size
-from .model import FlowPriors, log_factorials, truncated_poisson_log_normaliser_numpy
+from .model import (
+    WEAKLY_INFORMATIVE_PRIORS,
+    FlowPriors,
+    describe_priors,
+    log_factorials,
+    truncated_poisson_log_normaliser_numpy,
+)
 
 __all__ = ["COMPILED_MODELS", "FlowSynthesizer"]
 
@@ -35,7 +44,8 @@ class FlowSynthesizer:
     Parameters
     ----------
     priors
-        Hyperparameters of Section 2.1.
+        Hyperparameters of Section 2.1 (default the weakly informative Gamma(1, 1) on the precisions,
+        :data:`~bayessdc.models.flows.model.WEAKLY_INFORMATIVE_PRIORS`; the paper's are ``PAPER_PRIORS``).
     settings
         NUTS settings; nutpie with its low-rank mass matrix by default, which brought every group tried
         to r_hat 1.00 with several times the ESS per second of the diagonal adaptation.
@@ -50,7 +60,7 @@ class FlowSynthesizer:
         Also apply the convergence gate to ``phi_beta`` and ``phi_gamma`` (see :meth:`convergence_quantities`).
     """
 
-    priors: FlowPriors = field(default_factory=FlowPriors)
+    priors: FlowPriors = WEAKLY_INFORMATIVE_PRIORS
     settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(low_rank_mass_matrix=True))
     lower: int = 1
     upper: int = 9
@@ -62,8 +72,16 @@ class FlowSynthesizer:
     # -- fitting ------------------------------------------------------------------------------------
 
     def fit(self, data: FlowGroup, seed: int) -> az.InferenceData:
-        """Sample the posterior of one group; returns InferenceData with real origin/destination labels."""
+        """Sample the posterior of one group; returns InferenceData with real origin/destination labels.
+
+        With ``settings.backend="auto"`` (the default) and the marginal parameterization the compiled sampler
+        of :mod:`bayessdc.models.nuts` runs on :func:`bayessdc.models.flows.compiled.flow_logp_grad`;
+        ``"nutpie"`` or ``"pymc"`` sample the PyMC model of :func:`bayessdc.models.flows.marginal.build_model`
+        instead (the same posterior, ``tests/models/test_flows_compiled.py``).
+        """
         group = data
+        if self.settings.backend == "auto" and self.parameterization == "marginal":
+            return self._finish(self._fit_compiled(group, seed), group, seed)
         backend = resolve_backend(self.settings.backend)
         if backend == "nutpie":
             n_effects = len(group.origins) + len(group.destinations)
@@ -84,6 +102,48 @@ class FlowSynthesizer:
         else:
             model = build_model(group, self.priors, parameterization=self.parameterization)
             idata = sample_model(model, self.settings, seed)
+        return self._finish(idata, group, seed)
+
+    def _fit_compiled(self, group: FlowGroup, seed: int) -> az.InferenceData:
+        """The posterior of the effects (in one ``effect`` vector, as the PyMC model names it) by the compiled NUTS."""
+        settings = self.settings
+        data, dim = flow_data(group, self.priors)
+        start = time.perf_counter()
+        draws = sample_chains(
+            run_flow_chain, data, dim, chains=settings.chains, tune=settings.tune, draws=settings.draws,
+            seed=int(seed), target_accept=settings.target_accept, cores=settings.cores,
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+        chain_draw = ("chain", "draw")
+        posterior = xr.Dataset(
+            {"mu": (chain_draw, draws.position[..., 0]), "effect": ((*chain_draw, "unit"), draws.position[..., 1:])}
+        )
+        sample_stats = xr.Dataset(
+            {
+                "diverging": (chain_draw, draws.diverging),
+                "tree_depth": (chain_draw, draws.tree_depth),
+                "n_steps": (chain_draw, draws.n_steps),
+                "acceptance_rate": (chain_draw, draws.accept),
+                "lp": (chain_draw, draws.logp),
+                "step_size": (chain_draw, np.broadcast_to(draws.step_size[:, None], draws.logp.shape).copy()),
+            }
+        )
+        coords = {"chain": np.arange(settings.chains), "draw": np.arange(settings.draws)}
+        idata = az.InferenceData(
+            posterior=posterior.assign_coords(coords), sample_stats=sample_stats.assign_coords(coords)
+        )
+        idata.attrs.update(
+            {
+                "sampler_backend": "bayessdc.models.nuts (compiled, Stan's diagonal-metric NUTS)",
+                "sampler_settings": str(settings.to_dict()),
+                "sampler_seed": int(seed),
+                "sampling_seconds": float(seconds),
+            }
+        )
+        return idata
+
+    def _finish(self, idata: az.InferenceData, group: FlowGroup, seed: int) -> az.InferenceData:
+        """Split ``effect`` into the origin and destination effects, draw the precisions, keep what is used."""
         n_origins, n_destinations = len(group.origins), len(group.destinations)
         effect = idata.posterior["effect"].drop_vars("unit", errors="ignore")
         idata.posterior["beta_effect"] = effect.isel(unit=slice(0, n_origins)).rename(unit="origin")
@@ -185,6 +245,7 @@ class FlowSynthesizer:
                     "mu_beta, mu_gamma": f"Normal(0, precision {self.priors.mu_precision:g})",
                     "phi_beta, phi_gamma": f"Gamma({self.priors.phi_shape:g}, {self.priors.phi_rate:g})",
                 },
+                "precision_prior": describe_priors(self.priors),
                 "fitted_separately_for": "each (origin_group, destination_group) pair",
             },
             "synthesis": "each synthetic dataset replaces every sensitive count by a draw from the model "

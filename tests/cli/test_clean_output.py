@@ -35,3 +35,18 @@ def test_the_first_run_of_the_day_prints_no_arviz_announcement(tmp_path):
         pytest.skip("this ArviZ makes no daily announcement: the test (and bayessdc.cli's filter) can go")
     lines = [line for line in run.stderr.splitlines() if "Warning" in line or "ArviZ" in line]
     assert not lines, "\n".join(lines)
+
+
+def test_every_command_documents_its_exit_statuses(capsys):
+    from bayessdc.cli import SUBCOMMANDS, build_parser
+
+    parser = build_parser()
+    for name in SUBCOMMANDS:
+        with pytest.raises(SystemExit) as done:
+            parser.parse_args([name.replace("_", "-"), "--help"])
+        assert done.value.code == 0
+        text = capsys.readouterr().out
+        # the three statuses as lines of their own block, after the options
+        for status in ("\n  0  released", "\n  2  bad input", "\n  3  refused"):
+            assert status in text, (name, status)
+        assert text.index("exit status:") > text.index("options:")
