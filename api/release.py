@@ -28,6 +28,8 @@ __all__ = ["Diagnostics", "Measures", "PosteriorFiles", "Release"]
 class PosteriorFiles(Mapping[str, az.InferenceData]):
     """Posteriors stored one netCDF file per fit, opened when asked for (a national flow run has thousands).
 
+    The files are classic netCDF written by :func:`bayessdc.synthesis.output.write_inference_data`.
+
     Parameters
     ----------
     folder
@@ -51,7 +53,9 @@ class PosteriorFiles(Mapping[str, az.InferenceData]):
     def __getitem__(self, name: str) -> az.InferenceData:
         if name not in self.names:
             raise KeyError(name)
-        return az.from_netcdf(self.path(name), engine="h5netcdf")
+        from bayessdc.synthesis.output import read_inference_data
+
+        return read_inference_data(self.path(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)

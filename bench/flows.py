@@ -366,11 +366,18 @@ def _shape_keys(sizes: Any) -> set[int]:
 
 
 def part_national(args: argparse.Namespace) -> None:
+    import dataclasses
+
     import pandas as pd
 
     import bayessdc as bsd
-    from bayessdc.models.flows import COMPILED_MODELS, describe_priors, named_priors, simulate_flow_table
-    from bayessdc.models.sampling import SamplerSettings
+    from bayessdc.models.flows import (
+        COMPILED_MODELS,
+        FLOW_SAMPLER_SETTINGS,
+        describe_priors,
+        named_priors,
+        simulate_flow_table,
+    )
     from bayessdc.synthesis.runner import GroupResult
 
     _rule(f"Part 2: national-scale run ({args.states} states)")
@@ -384,7 +391,8 @@ def part_national(args: argparse.Namespace) -> None:
     workers = args.workers or os.cpu_count() or 1
     print(
         f"bsd.synthesize(table, bsd.Flows()): sampler backend {args.backend!r} ('auto': the compiled NUTS of "
-        f"bayessdc.models.nuts), 4 x (1,000 + 1,000), m = 5, {workers} workers; precision prior: "
+        f"bayessdc.models.nuts), {FLOW_SAMPLER_SETTINGS.chains} x ({FLOW_SAMPLER_SETTINGS.tune:,} + "
+        f"{FLOW_SAMPLER_SETTINGS.draws:,}), m = 5, {workers} workers; precision prior: "
         f"{describe_priors(named_priors(args.phi_prior))[:60]}..."
     )
     print(f"  (local dask cluster of threads: COMPILED_MODELS is shared in-process); load average: {_load()}")
@@ -403,7 +411,7 @@ def part_national(args: argparse.Namespace) -> None:
                 bsd.Flows(
                     workers=workers,
                     priors=named_priors(args.phi_prior),
-                    settings=SamplerSettings(backend=args.backend, low_rank_mass_matrix=True),
+                    settings=dataclasses.replace(FLOW_SAMPLER_SETTINGS, backend=args.backend),
                     scheduler=args.scheduler,
                 ),
                 m=5,
@@ -635,13 +643,83 @@ def _extrapolate(
 
 
 # --------------------------------------------------------------------------------------------------
+# Part 3: the precision prior
+
+
+def _airport_groups(lower: int, upper: int) -> list[Any] | None:
+    """The state pairs of the bundled airport table (``notebooks/data``), as the notebook builds them."""
+    import pandas as pd
+
+    from bayessdc.models.flows import split_groups, validate_flows
+
+    folder = Path(__file__).resolve().parents[1] / "notebooks" / "data"
+    if not (folder / "airport_od_counts_2001.csv").exists():
+        return None
+    flows = pd.read_csv(folder / "airport_od_counts_2001.csv")
+    states = pd.read_csv(folder / "airports_states.csv", keep_default_na=False, na_values=[""])
+    state_of = states.set_index("iata")["state"]
+    flows["origin_group"] = flows["origin"].map(state_of)
+    flows["destination_group"] = flows["destination"].map(state_of)
+    flows = flows.dropna(subset=["origin_group", "destination_group"]).reset_index(drop=True)
+    return split_groups(validate_flows(flows), lower=lower, upper=upper)[0]
+
+
+def part_priors(args: argparse.Namespace) -> None:
+    """Every state pair of the airport table and of a national-like simulation, fitted once (no refit) with the
+    default settings under each precision prior: how many pass the gate, and why the others do not."""
+    import numpy as np
+
+    from bayessdc.models.flows import (
+        FlowSynthesizer,
+        describe_priors,
+        named_priors,
+        simulate_flow_table,
+        split_groups,
+        validate_flows,
+    )
+    from bayessdc.models.sampling import check_convergence
+
+    _rule("Part 3: the precision prior (every pair fitted once at the default settings, no refit)")
+    datasets = {}
+    airports = _airport_groups(1, 9)
+    if airports is None:
+        print("airport table not found (notebooks/data): skipped")
+    else:
+        datasets["airports 2001 (bundled)"] = airports
+    table = simulate_flow_table(args.prior_states, args.counties_per_state, scale=args.scale, seed=args.seed)
+    datasets[f"simulated, {args.prior_states} states"] = split_groups(validate_flows(table))[0]
+    rows = []
+    for label, groups in datasets.items():
+        for prior in ("weakly-informative", "paper"):
+            synthesizer = FlowSynthesizer(priors=named_priors(prior))
+            start = time.perf_counter()
+            failed, divergent, floor_failed, r_hats = 0, 0, 0, []
+            for group in groups:
+                idata = synthesizer.fit(group, seed=args.seed)
+                monitored = synthesizer.convergence_quantities(idata, group)
+                report = check_convergence(idata, var_names=[], derived=monitored)
+                r_hats.append(report.max_r_hat)
+                if not report.passed:
+                    failed += 1
+                    floor_failed += int(not group.y.any())
+                divergent += int(report.divergences > 0)
+            seconds = time.perf_counter() - start
+            rows.append([label, describe_priors(named_priors(prior)).split(" (shape")[0], str(len(groups)),
+                         str(len(groups) - failed), str(failed), str(floor_failed), str(divergent),
+                         _fmt(float(np.max(r_hats)), 3), _fmt(seconds, 0)])
+            print(f"  {label}, {prior}: {len(groups) - failed} of {len(groups)} passed ({seconds:.0f} s)", flush=True)
+    _table(["data", "prior", "pairs", "passed", "failed", "failed, all at bound", "with divergences",
+            "max r_hat", "seconds"], rows)
+
+
+# --------------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--part", choices=["pair", "national", "all"], default="all")
+    parser.add_argument("--part", choices=["pair", "national", "priors", "all"], default="all")
     parser.add_argument("--seed", type=int, default=0)
     pair = parser.add_argument_group("part 1: one state pair")
     pair.add_argument("--origins", type=int, default=60)
@@ -677,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     nat.add_argument(
         "--backend", default="auto", help="auto (the compiled NUTS), or nutpie / pymc (the PyMC model: before)"
     )
+    nat.add_argument("--prior-states", type=int, default=8, help="states of the simulation of part 3 (default 8)")
     nat.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local threads)")
     args = parser.parse_args(argv)
 
@@ -695,6 +774,8 @@ def main(argv: list[str] | None = None) -> int:
         part_pair(args)
     if args.part in ("national", "all"):
         part_national(args)
+    if args.part in ("priors", "all"):
+        part_priors(args)
     print(f"\nbenchmark finished in {time.perf_counter() - start:.0f} s; load average at end: {_load()}")
     return 0
 

@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--m", type=int, default=5, help="number of synthetic datasets (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="warm-up iterations per chain (default 1000)")
+    p.add_argument("--tune", type=int, default=500, help="warm-up iterations per chain (default 500)")
     p.add_argument("--chains", type=int, default=4, help="chains per group (default 4)")
     p.add_argument("--backend", default="auto", choices=["auto", "nutpie", "pymc", "numpyro"])
     p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local)")
@@ -127,7 +127,6 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
 
     table = simulate_flow_table(n_states=3, counties_per_state=12, scale=0.01, seed=seed)
     recipe = bsd.Flows(
-        settings=bsd.SamplerSettings(draws=1000, tune=1000, chains=4, low_rank_mass_matrix=True),
         risk_draws=500,
     )
     release = bsd.synthesize(table, recipe, m=5, seed=seed, out=Path(out) / "flows", progress=False)

@@ -53,9 +53,14 @@ def _kinetic(p: np.ndarray, inv_metric: np.ndarray) -> float:
 
 
 @njit(nogil=True, cache=True)
-def _criterion(p_sharp_minus: np.ndarray, p_sharp_plus: np.ndarray, rho: np.ndarray) -> bool:
-    """Stan's generalised no-U-turn criterion: both ends still move apart along ``rho``."""
-    return np.dot(p_sharp_plus, rho) > 0 and np.dot(p_sharp_minus, rho) > 0
+def _criterion(p_sharp_minus: np.ndarray, p_sharp_plus: np.ndarray, rho: np.ndarray, extra: np.ndarray) -> bool:
+    """Stan's generalised no-U-turn criterion along ``rho + extra``: both ends still move apart."""
+    plus = minus = 0.0
+    for k in range(rho.size):
+        r = rho[k] + extra[k]
+        plus += p_sharp_plus[k] * r
+        minus += p_sharp_minus[k] * r
+    return plus > 0 and minus > 0
 
 
 @njit(nogil=True, cache=True)
@@ -91,13 +96,22 @@ def _build_subtree(logp_grad, data, q, p, grad, step, depth, h0, inv_metric):  #
     n_leapfrog = 0
     sum_accept = 0.0
     logp = 0.0
+    half = 0.5 * step
     for _ in range(1 << depth):
-        p = p + 0.5 * step * grad
-        q = q + step * inv_metric * p
+        p_new, q_new = np.empty(dim), np.empty(dim)
+        for k in range(dim):  # leapfrog, written out: no temporaries
+            p_half = p[k] + half * grad[k]
+            p_new[k] = p_half
+            q_new[k] = q[k] + step * inv_metric[k] * p_half
+        q = q_new
         logp, grad = logp_grad(q, data)
-        p = p + 0.5 * step * grad
+        kinetic = 0.0
+        for k in range(dim):
+            p_new[k] += half * grad[k]
+            kinetic += p_new[k] * p_new[k] * inv_metric[k]
+        p = p_new
         n_leapfrog += 1
-        h = -logp + _kinetic(p, inv_metric)
+        h = -logp + 0.5 * kinetic
         if math.isnan(h):
             h = np.inf
         if h - h0 > _MAX_DELTA_H:
@@ -118,10 +132,9 @@ def _build_subtree(logp_grad, data, q, p, grad, step, depth, h0, inv_metric):  #
         top += 1
         while top >= 2 and levels[top - 1] == levels[top - 2]:
             a, b = top - 2, top - 1  # a was built first (init subtree), b after it (final subtree)
-            rho_ab = rho[a] + rho[b]
-            persist = _criterion(p_sharp_beg[a], p_sharp_end[b], rho_ab)
-            persist = persist and _criterion(p_sharp_beg[a], p_sharp_beg[b], rho[a] + p_beg[b])
-            persist = persist and _criterion(p_sharp_end[a], p_sharp_end[b], rho[b] + p_end[a])
+            persist = _criterion(p_sharp_beg[a], p_sharp_end[b], rho[a], rho[b])
+            persist = persist and _criterion(p_sharp_beg[a], p_sharp_beg[b], rho[a], p_beg[b])
+            persist = persist and _criterion(p_sharp_end[a], p_sharp_end[b], rho[b], p_end[a])
             if not persist:
                 return (False, False, n_leapfrog, sum_accept, 0.0, q, logp, grad, rho[0], p_beg[0], p_sharp_beg[0],
                         q, p, grad, p_sharp_end[0])  # fmt: skip
@@ -131,7 +144,7 @@ def _build_subtree(logp_grad, data, q, p, grad, step, depth, h0, inv_metric):  #
                 prop_grad[a] = prop_grad[b]
                 prop_logp[a] = prop_logp[b]
             log_w[a] = log_w_ab
-            rho[a] = rho_ab
+            rho[a] += rho[b]
             p_end[a] = p_end[b]
             p_sharp_end[a] = p_sharp_end[b]
             levels[a] += 1
@@ -153,6 +166,7 @@ def _transition(logp_grad, data, q0, logp0, grad0, step_size, inv_metric, max_de
     rho = p0.copy()
     log_w = 0.0
     q_new, logp_new, grad_new = q0, logp0, grad0
+    zero = np.zeros(dim)
     depth = 0
     n_leapfrog = 0
     sum_accept = 0.0
@@ -186,9 +200,9 @@ def _transition(logp_grad, data, q0, logp0, grad0, step_size, inv_metric, max_de
         else:
             far_p_sharp, near_p, near_p_sharp = p_sharp_fwd, p_bck, p_sharp_bck
             q_bck, p_bck, g_bck, p_sharp_bck = end_q, end_p, end_grad, end_p_sharp
-        persist = _criterion(far_p_sharp, end_p_sharp, rho)
-        persist = persist and _criterion(far_p_sharp, sub_p_sharp_beg, rho_old + sub_p_beg)
-        persist = persist and _criterion(near_p_sharp, end_p_sharp, sub_rho + near_p)
+        persist = _criterion(far_p_sharp, end_p_sharp, rho, zero)
+        persist = persist and _criterion(far_p_sharp, sub_p_sharp_beg, rho_old, sub_p_beg)
+        persist = persist and _criterion(near_p_sharp, end_p_sharp, sub_rho, near_p)
         if not persist:
             break
     accept = sum_accept / n_leapfrog if n_leapfrog else 0.0

@@ -35,6 +35,8 @@ import xarray as xr
 
 from bayessdc import progress
 
+from .diagnostics import split_rhat_and_bulk_ess
+
 # Two threads of BLAS on two busy cores made a GP gradient 14 times slower on the machines this suite
 # targets: one BLAS thread per process, parallelism comes from chains and groups instead.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -433,6 +435,9 @@ def rank_r_hat(values: xr.DataArray) -> np.ndarray:
     constant quantity failed it. Such a part is not computed here: it is 1 when constant over every draw (all
     chains agree exactly) and inf when its split chains are each constant at different values (stuck chains).
 
+    Computed by :func:`bayessdc.models.diagnostics.split_rhat_and_bulk_ess` (ArviZ's numbers, bitwise, without
+    its loop over the elements in Python).
+
     Returns
     -------
     numpy.ndarray
@@ -440,29 +445,16 @@ def rank_r_hat(values: xr.DataArray) -> np.ndarray:
         as ArviZ gives it, for values holding NaN or fewer than 2 chains or 4 draws.
     """
     values = values.transpose("chain", "draw", ...)
-    x = np.asarray(values.to_numpy(), dtype=float)
+    x = values.to_numpy()
     n_chain, n_draw = x.shape[:2]
     x = x.reshape(n_chain, n_draw, int(np.prod(x.shape[2:])))  # (0 elements: -1 cannot say)
     if x.shape[2] == 0:
         return np.empty(0)
-    if n_chain < 2 or n_draw < 4:
-        return np.asarray(az.rhat(xr.Dataset({"v": values}))["v"].to_numpy(), dtype=float).ravel()
-    half = n_draw // 2
-    split = np.concatenate([x[:, :half], x[:, n_draw - half :]])  # ArviZ's split chains
-    folded = np.abs(split - np.median(split, axis=(0, 1)))
-    r_hat = np.full(x.shape[2], -np.inf)
-    for part, method in ((split, "z_scale"), (folded, "folded")):  # bulk and tail: az.rhat is the larger
-        still = (part.max(axis=1) == part.min(axis=1)).all(axis=0)  # W = 0
-        constant = part.max(axis=(0, 1)) == part.min(axis=(0, 1))  # and B = 0
-        value = np.where(constant, 1.0, np.inf)
-        rest = np.flatnonzero(~still)
-        if rest.size:
-            some = xr.Dataset({"v": (("chain", "draw", "element"), x[:, :, rest])})
-            value[rest] = az.rhat(some, method=method)["v"].to_numpy()
-        r_hat = np.maximum(r_hat, value)
-    constant = x.max(axis=(0, 1)) == x.min(axis=(0, 1))
-    if constant.any():
-        _log.debug("%s: %d element(s) constant over every draw, r_hat 1", values.name, int(constant.sum()))
+    r_hat, _ = split_rhat_and_bulk_ess(x)
+    if n_chain >= 2 and n_draw >= 4:
+        constant = x.max(axis=(0, 1)) == x.min(axis=(0, 1))
+        if constant.any():
+            _log.debug("%s: %d element(s) constant over every draw, r_hat 1", values.name, int(constant.sum()))
     return r_hat
 
 
@@ -498,12 +490,13 @@ def check_convergence(
     monitored = xr.Dataset({name: posterior[name] for name in names})
     for name, values in (derived or {}).items():
         monitored[name] = values
-    ess = az.ess(monitored, method="bulk")
     worst_r, max_r = "", -np.inf
     worst_e, min_e = "", np.inf
     for name in monitored.data_vars:
-        r_values = rank_r_hat(monitored[name])
-        e_values = np.asarray(ess[name].values, dtype=float).ravel()
+        # rank_r_hat's r_hat and az.ess(method="bulk") of every element, in one pass over its draws
+        x = monitored[name].transpose("chain", "draw", ...).to_numpy()
+        x = x.reshape(x.shape[0], x.shape[1], int(np.prod(x.shape[2:])))
+        r_values, e_values = split_rhat_and_bulk_ess(x)
         r_here = np.inf if np.isnan(r_values).any() else float(r_values.max(initial=-np.inf))
         e_here = 0.0 if np.isnan(e_values).any() else float(e_values.min(initial=np.inf))
         if r_here > max_r:

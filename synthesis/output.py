@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "read_inference_data",
+    "write_inference_data",
     "OutputFolder",
     "RunMismatchError",
     "atomic_path",
@@ -78,6 +80,50 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_inference_data(idata: Any, target: str | os.PathLike[str]) -> Path:
+    """Write an ArviZ InferenceData as one classic netCDF file (variables named ``group.variable``), atomically.
+
+    ArviZ's own ``to_netcdf`` writes netCDF-4 groups through HDF5: 0.3-0.9 s for a flow pair's posterior of
+    4 x 1,000 draws, 25 minutes of a national run's 2,601 pairs on two cores. The classic format (SciPy's
+    writer) takes 0.03 s for the same data, and xarray reads it as it is. Integers are stored as 32-bit.
+    :func:`read_inference_data` gives the InferenceData back.
+    """
+    import xarray as xr
+
+    variables = {}
+    for group in idata.groups():
+        dataset = getattr(idata, group)
+        for name, variable in dataset.data_vars.items():
+            values = variable
+            if values.dtype.kind in "iu":
+                values = values.astype(np.int32)
+            variables[f"{group}.{name}"] = values
+    combined = xr.Dataset(variables, attrs={k: str(v) for k, v in idata.attrs.items()})
+    for name, coordinate in combined.coords.items():
+        if coordinate.dtype.kind in "iu":
+            combined = combined.assign_coords({name: coordinate.astype(np.int32)})
+        elif coordinate.dtype == object:
+            combined = combined.assign_coords({name: coordinate.astype(str)})
+    with atomic_path(target) as tmp:
+        combined.to_netcdf(tmp, engine="scipy")
+    return Path(target)
+
+
+def read_inference_data(source: str | os.PathLike[str]) -> Any:
+    """The InferenceData that :func:`write_inference_data` wrote, read into memory."""
+    import arviz as az
+    import xarray as xr
+
+    combined = xr.load_dataset(source, engine="scipy")
+    groups: dict[str, dict[str, Any]] = {}
+    for name, variable in combined.data_vars.items():
+        group, _, short = str(name).partition(".")
+        groups.setdefault(group, {})[short] = variable
+    idata = az.InferenceData(**{g: xr.Dataset(v) for g, v in groups.items()})
+    idata.attrs.update(combined.attrs)
+    return idata
 
 
 def to_jsonable(value: Any) -> Any:

@@ -37,7 +37,7 @@ from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
 from .datasets import draw_synthetic, group_seed
-from .output import atomic_path, write_json
+from .output import atomic_path, write_inference_data, write_json
 
 __all__ = [
     "GroupResult",
@@ -198,8 +198,7 @@ class GroupTask:
                       "; ".join(_problems(attempts[-1])) or "failed the convergence gate")  # fmt: skip
         fit_seconds = time.perf_counter() - start
         write_start = time.perf_counter()
-        with atomic_path(self.folder / f"{name}.posterior.nc") as tmp:
-            idata.to_netcdf(str(tmp), engine="h5netcdf")
+        write_inference_data(idata, self.folder / f"{name}.posterior.nc")
         synth_start = time.perf_counter()
         synthetic = draw_synthetic(synthesizer, idata, data, self.m, np.random.default_rng(synth_seq))
         items = pd.DataFrame(
@@ -422,9 +421,10 @@ def _run_on_dask(
         cluster = nullcontext(scheduler)
     run = uuid.uuid4().hex[:12]  # task keys unique to this run: a shared scheduler may serve several runs
     with cluster as address, Client(address) as client:
-        futures = client.map(
-            task, *zip(*pending, strict=True), key=[f"part-{name}-{run}" for name, _ in pending], pure=False
-        )
+        # The parts go to the workers once, as data (scatter), not inside a task graph of thousands of tasks.
+        names_, parts_ = zip(*pending, strict=True)
+        scattered = client.scatter(list(parts_))
+        futures = client.map(task, names_, scattered, key=[f"part-{name}-{run}" for name in names_], pure=False)
         names = {future.key: name for future, (name, _) in zip(futures, pending, strict=True)}
         for future, result in as_completed(futures, with_results=True):
             yield names[future.key], result

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.flows import (
+    FLOW_SAMPLER_SETTINGS,
     WEAKLY_INFORMATIVE_PRIORS,
     FlowColumns,
     FlowPriors,
@@ -50,7 +51,8 @@ class Flows(Recipe):
         The precision and mean priors of Section 2.1 (default the weakly informative Gamma(1, 1) on the
         precisions; the paper's Gamma(0.01, 0.01) is ``bayessdc.models.flows.PAPER_PRIORS``).
     settings
-        NUTS settings per state pair (nutpie with a low-rank mass matrix by default).
+        NUTS settings per state pair (default ``FLOW_SAMPLER_SETTINGS``: the compiled sampler, 4 chains of 500
+        warm-up and 1,000 kept iterations).
     columns
         The table's origin, destination, group and count columns.
     lower, upper
@@ -68,7 +70,7 @@ class Flows(Recipe):
     """
 
     priors: FlowPriors = WEAKLY_INFORMATIVE_PRIORS
-    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(low_rank_mass_matrix=True))
+    settings: SamplerSettings = field(default_factory=lambda: FLOW_SAMPLER_SETTINGS)
     columns: FlowColumns = field(default_factory=FlowColumns)
     lower: int = 1
     upper: int = 9

@@ -54,11 +54,12 @@ from .model import (
     truncated_poisson_logp,
 )
 from .simulate import simulate_flow_table, simulate_group
-from .synthesizer import COMPILED_MODELS, FlowSynthesizer
+from .synthesizer import COMPILED_MODELS, FLOW_SAMPLER_SETTINGS, FlowSynthesizer
 
 __all__ = [
     "COMPILED_MODELS",
     "DESTINATION",
+    "FLOW_SAMPLER_SETTINGS",
     "NAMED_PRIORS",
     "ORIGIN",
     "PAPER_PRIORS",

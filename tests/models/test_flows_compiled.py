@@ -13,7 +13,7 @@ from bayessdc.models.flows.model import truncated_poisson_log_normaliser_numpy
 
 @pytest.mark.parametrize("upper", [1, 3, 8])
 def test_truncated_poisson_terms_are_the_log_normaliser_and_its_derivative(upper):
-    for log_rate in [-30.0, -3.0, -0.2, 0.0, 0.2, 2.5, 7.0, 40.0]:
+    for log_rate in [-30.0, -3.0, -0.2, 0.0, 0.2, 2.5, 7.0, 29.9, 30.1, 40.0, 300.0]:
         log_z, mean = truncated_poisson_terms(log_rate, upper)
         assert log_z == pytest.approx(truncated_poisson_log_normaliser_numpy(np.array([log_rate]), upper)[0], rel=1e-12)
         r = np.arange(upper + 1)
