@@ -20,8 +20,18 @@ Prints the wall and CPU seconds of the diagnostics alone (the simulation is time
 its share and their ratio, the peak memory of the process and the load average (other work on the machine
 slows every figure, ArviZ's as well).
 
-Latest run (2 cores, beside other work at load average ~3-4, ``bench/diagnostics.py --workers 1 2``): see the
-report in the module docstring of ``models/diagnostics.py`` for the figures.
+Latest run (``bench/diagnostics.py --workers 1 2``, 2 cores, load average 3.0-3.5 from other work throughout)::
+
+    300,000 quantities of 4 chains x 1,000 draws
+      simulating them: 31.1 s (not counted below)
+      split_rhat_and_bulk_ess, 1 worker(s): 62.8 s wall, 61.1 s CPU (209 us per quantity, 51 ns CPU per draw)
+      split_rhat_and_bulk_ess, 2 worker(s): 63.3 s wall, 61.7 s CPU (211 us per quantity, 51 ns CPU per draw)
+      peak memory of the process: 0.64 GB; load average 3.1 -> 3.5
+    ArviZ on the first 3,000 of them: az.rhat 10.4 s + az.ess(bulk) 6.8 s
+      -> 1,720 s (29 min) for 300,000, 27 times the fastest of ours
+      largest relative difference: r_hat 0.0e+00, ESS 1.3e-14
+
+(The second worker found no free core there. An earlier version of the code at load ~7: two workers 53 s, one 67 s.)
 """
 
 from __future__ import annotations

@@ -295,6 +295,77 @@ def part_pair(args: argparse.Namespace) -> None:
     print(f"load average at end of part 1: {_load()}", flush=True)
 
 
+def part_stan(args: argparse.Namespace) -> None:
+    """Like for like with Stan on one simulated pair: the same model and prior, chains one after another on one
+    core for both, the minimum bulk ESS over every cell's log-rate and over the two precisions, per CPU-second."""
+    import dataclasses
+
+    import arviz as az
+
+    from bayessdc.models.flows import FLOW_SAMPLER_SETTINGS, FlowSynthesizer, named_priors, simulate_group
+
+    _rule("Part 1b: against Stan, like for like (same pair, model and prior; one core each; CPU-seconds)")
+    group, _ = simulate_group(args.origins, args.destinations, args.cells, seed=args.seed)
+    print(f"pair: {len(group.origins)} x {len(group.destinations)}, {group.n_cells} cells, counts "
+          f"{group.y.min() + 1}..{group.y.max() + 1}; load average {_load()}", flush=True)
+    try:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from flows_stan import run_stan
+    except ImportError as err:  # pragma: no cover - depends on the machine
+        print(f"Stan: {err}")
+        run_stan = None
+
+    def ours(prior: str, tune: int, draws: int) -> dict[str, Any]:
+        settings = dataclasses.replace(FLOW_SAMPLER_SETTINGS, tune=tune, draws=draws, cores=1)
+        synthesizer = FlowSynthesizer(priors=named_priors(prior), settings=settings)
+        synthesizer.fit(simulate_group(4, 4, 8, seed=1)[0], seed=0)  # compile outside the timing
+        cpu, wall = time.process_time(), time.perf_counter()
+        idata = synthesizer.fit(group, seed=args.seed)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        rates = synthesizer.log_rate(idata.posterior, group)
+        ess_rate = az.ess(rates.to_dataset(), method="bulk")["log_lambda"].to_numpy()
+        ess_prec = az.ess(idata.posterior[["phi_beta", "phi_gamma"]], method="bulk")
+        return {
+            "label": f"bayessdc compiled NUTS, {prior}, 4 x ({tune} + {draws})",
+            "cpu": cpu, "wall": wall, "ess_rate": float(ess_rate.min()),
+            "ess_prec": float(min(float(ess_prec[v]) for v in ("phi_beta", "phi_gamma"))),
+            "divergences": int(idata.sample_stats["diverging"].sum()),
+        }  # fmt: skip
+
+    def stan(prior: str) -> dict[str, Any] | None:
+        if run_stan is None:
+            return None
+        chosen = named_priors(prior)
+        out = run_stan(group, phi_shape=chosen.phi_shape, phi_rate=chosen.phi_rate, seed=args.seed)
+        return {
+            "label": f"Stan (PyStan 3), centred, {prior}, 4 x (1000 + 1000)", "cpu": out["cpu_seconds"],
+            "wall": out["sampling_seconds"], "ess_rate": out["min_ess_log_rate"], "ess_prec": out["min_ess_precision"],
+            "divergences": out["divergences"],
+        }  # fmt: skip
+
+    runs = {}
+    for prior in ("paper", "weakly-informative"):
+        runs[("stan", prior)] = stan(prior)
+        runs[("same", prior)] = ours(prior, 1000, 1000)
+        runs[("default", prior)] = ours(prior, FLOW_SAMPLER_SETTINGS.tune, FLOW_SAMPLER_SETTINGS.draws)
+    rows = []
+    for (_kind, prior), r in runs.items():
+        if r is None:
+            continue
+        reference = runs.get(("stan", prior))
+        per_cpu_rate, per_cpu_prec = r["ess_rate"] / r["cpu"], r["ess_prec"] / r["cpu"]
+        rows.append([
+            r["label"], _fmt(r["cpu"]), _fmt(r["wall"]), f"{r['ess_rate']:,.0f}", f"{r['ess_prec']:,.0f}",
+            str(r["divergences"]), _fmt(per_cpu_rate), _fmt(per_cpu_prec),
+            _fmt(per_cpu_rate / (reference["ess_rate"] / reference["cpu"])) if reference else "n/a",
+            _fmt(per_cpu_prec / (reference["ess_prec"] / reference["cpu"])) if reference else "n/a",
+        ])  # fmt: skip
+    _table(["run", "CPU s", "wall s", "min ESS log-rates", "min ESS precisions", "div", "ESS/CPU-s rates",
+            "ESS/CPU-s prec.", "x Stan rates", "x Stan prec."], rows)
+    print("target: at least 10 x Stan per core on the log-rates and the precisions (same prior); load average "
+          f"{_load()}", flush=True)
+
+
 # --------------------------------------------------------------------------------------------------
 # Part 2: national scale
 
@@ -719,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--part", choices=["pair", "national", "priors", "all"], default="all")
+    parser.add_argument("--part", choices=["pair", "stan", "national", "priors", "all"], default="all")
     parser.add_argument("--seed", type=int, default=0)
     pair = parser.add_argument_group("part 1: one state pair")
     pair.add_argument("--origins", type=int, default=60)
@@ -772,6 +843,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.part in ("pair", "all"):
         part_pair(args)
+    if args.part in ("stan", "all"):
+        part_stan(args)
     if args.part in ("national", "all"):
         part_national(args)
     if args.part in ("priors", "all"):

@@ -5,25 +5,32 @@ Measured on this project's machine (2 cores, one BLAS thread): 3,000 quantities 
 6.3 s for ``az.ess`` bulk and 10.4 s for ``rank_r_hat`` (which called ``az.rhat``), so the ~300,000 cell
 log-rates a national flow run gates would take about 30 minutes of diagnostics alone.
 
-Why not NumPy alone: a first version vectorised over the quantities with NumPy (``argsort`` along an axis,
-``np.fft`` for every lag) took 800 us per quantity, about 240 s for 300,000 (the argsort 40 ns per draw, the FFT
-31, the gathers and scatters of the ranks another 60; at load ~3 from other work on the machine). Here NumPy
-sorts (its SIMD sort of floats, 14 ns per draw) and numba kernels do the rest in one pass per quantity.
+Why not NumPy alone: a first version vectorised over the quantities with NumPy only (``argsort`` along an axis,
+``np.fft`` for every lag) took 800 us per quantity, about 240 s for 300,000: the argsort cost 40 ns per draw, the
+FFT 31, the gathers and scatters of the ranks about 60 (at load ~3 from other work on the machine). Here NumPy
+only sorts (its SIMD sort of float32 keys: 9 ns per draw) and numba kernels do the rest, one quantity at a time.
 
-Measured (``bench/diagnostics.py``, one worker, in the same run as ArviZ): TIMINGS
+Measured (``bench/diagnostics.py``; 2 cores, load average 3.0-3.5 from other work throughout, which slows
+everything, ArviZ too): 300,000 quantities of 4 x 1,000 draws in 62.8 s wall, 61 s CPU (209 us per quantity, 51 ns
+of CPU per draw), one worker, peak memory of the process 0.64 GB; ArviZ in the same run: 3,000 of them in 17.2 s
+(``az.rhat`` 10.4 s, ``az.ess`` 6.8 s), 29 minutes for 300,000, 27 times longer. Same numbers: r_hat bitwise,
+the ESS within 1.3e-14 relative. A second worker (``workers=2``) found no free core in that run (63 s); in a run
+of an earlier version of this code at load ~7, two workers took 53 s against 67 s for one.
 
 How (Vehtari et al. 2021, as ``arviz/stats/diagnostics.py`` computes it):
 
 * the draws are split into ``2 * chain`` halves (``draw // 2`` each; the middle draw of an odd count left out);
 * the split draws are rank-normalised together: ``z = Phi^-1((rank - 3/8) / (n + 1/4))``, tied values at their
-  average rank. The ranks come from one sort per quantity: of keys that are the values with their position
-  written into the low bits of the significand (so they sort as the values do and carry the position), any
-  misorder among values equal in all but those bits repaired by an exact comparison afterwards. ``Phi^-1`` of
-  every possible average rank is tabulated once per draw count (bitwise ArviZ's, the same arithmetic). The
-  tail part ranks the distances from the median: two sorted runs of the sorted values, merged;
+  average rank. The ranks come from one sort per quantity, of keys that carry the draw's position in their low
+  bits: float32 of the values centred and scaled to [-1/2, 1/2] (float64 of the values beyond 8,192 split
+  draws). Values that share a key may come out of order and are put back by an exact comparison (insertion);
+  a quantity with infinite values, or whose values crowd into too few keys (a far outlier), is sorted by value
+  instead. ``Phi^-1`` of every possible average rank is tabulated once per draw count (the same arithmetic as
+  ArviZ's, so bitwise its z). The tail part ranks the distances from the median: two sorted runs of the sorted
+  values, merged;
 * r_hat is the larger of the bulk (z) and tail (folded z) ``sqrt((B / W + n - 1) / n)``, summed in ArviZ's order
-  (NumPy's pairwise ``np.mean`` for the chain means, the sequential one-pass variance of ArviZ's numba helper),
-  so it is bitwise ArviZ's;
+  (NumPy's pairwise sum for the chain means, the sequential one-pass variance of ArviZ's numba helper), so it
+  is bitwise ArviZ's;
 * bulk ESS is ArviZ's ``_ess`` of the bulk z, transcribed: Geyer's initial positive and monotone sequences of the
   autocorrelations, the same bias terms, ``tau >= 1 / log10(n)``. ArviZ takes every lag's autocovariance by FFT;
   the sequence of a well-mixing quantity ends after a few lags, so they are summed directly, four at a time,
@@ -43,7 +50,9 @@ from scipy import stats
 
 __all__ = ["split_rhat_and_bulk_ess"]
 
-#: How a quantity's draws are sorted (:func:`_split_and_keys`).
+# The numba kernels divide as NumPy does (error_model="numpy"): by zero to inf or NaN, never raising.
+
+#: How a quantity's draws are sorted (:func:`_keys`).
 _KEYED = 0  # by NumPy, their keys
 _OWN = 1  # by the kernel itself
 _MISSING = 2  # not: a draw is NaN
@@ -67,22 +76,13 @@ def _z_table(size: int) -> np.ndarray:
     return table
 
 
-@njit(nogil=True, cache=True)
-def _split_and_keys(
-    x: np.ndarray, half: int, bits: int, y: np.ndarray, keys: np.ndarray, key_bits: np.ndarray, mode: np.ndarray
-) -> None:
-    """Split chains of every quantity of ``x`` (chain, draw, quantity) into rows of ``y``, and their sort keys.
+@njit(nogil=True, cache=True, error_model="numpy")
+def _split(x: np.ndarray, half: int, y: np.ndarray) -> None:
+    """Split chains of every quantity of ``x`` (chain, draw, quantity) into rows of ``y``.
 
     ``y[j, t * 2 * chain + c]`` is draw ``t`` of split chain ``c`` of quantity ``j`` (draw-major): split chains
     ``0 .. chain - 1`` are the first halves of the chains, the others their second halves (ArviZ's
     ``_split_chains``).
-
-    ``keys[j, p]`` (``key_bits`` is the same memory as integers) is a float that sorts as the value at ``p`` does,
-    its low ``bits`` replaced by ``p`` (by ``~p`` below zero), so that it carries its position: values equal in all
-    other bits may come out of order (the kernel puts them back). Float32 keys are the values centred and scaled
-    to [-1/2, 1/2] first (float32's sort is the faster), float64 keys the values themselves. ``mode[j]`` is
-    ``_KEYED``, ``_OWN`` (infinite values, or a spread that float32 cannot hold: the kernel sorts the quantity
-    itself) or ``_MISSING`` (a NaN draw).
     """
     n_chain, n_draw, n_quantity = x.shape
     n_split = 2 * n_chain
@@ -93,23 +93,36 @@ def _split_and_keys(
             for j in range(n_quantity):
                 y[j, first] = x[c, t, j]
                 y[j, second] = x[c, n_draw - half + t, j]
-    size = y.shape[1]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _keys(
+    y: np.ndarray,
+    lowest: np.ndarray,
+    highest: np.ndarray,
+    bits: int,
+    keys: np.ndarray,
+    key_bits: np.ndarray,
+    mode: np.ndarray,
+) -> None:
+    """Sort keys of the rows of ``y``, given each row's smallest and largest value (NaN if it holds a NaN).
+
+    ``keys[j, p]`` (``key_bits`` is the same memory as integers) is a float that sorts as the value at ``p`` does,
+    its low ``bits`` replaced by ``p`` (by ``~p`` below zero), so that it carries its position: values equal in all
+    other bits may come out of order (the kernel puts them back). Float32 keys are the values centred and scaled
+    to [-1/2, 1/2] first (float32's sort is the faster), float64 keys the values themselves. ``mode[j]`` is
+    ``_KEYED``, ``_OWN`` (infinite values, or a spread that the keys cannot hold: the kernel sorts the quantity
+    itself) or ``_MISSING`` (a NaN draw).
+    """
+    n_quantity, size = y.shape
     low = (np.int64(1) << bits) - 1
     shift = 8 * key_bits.itemsize - 1
     narrow = keys.itemsize == 4
     for j in range(n_quantity):
         row = y[j]
-        lowest = np.inf
-        highest = -np.inf
-        missing = False
-        for p in range(size):
-            v = row[p]
-            missing |= np.isnan(v)
-            lowest = min(lowest, v)
-            highest = max(highest, v)
-        spread = highest - lowest
-        scale = 1.0 / spread
-        if missing:
+        spread = highest[j] - lowest[j]
+        scale = 1.0 / spread if spread > 0 else np.inf
+        if np.isnan(spread):
             mode[j] = _MISSING
         elif not (np.isfinite(spread) and np.isfinite(scale)):  # infinite draws, constant, or a tiny spread
             mode[j] = _OWN
@@ -118,18 +131,17 @@ def _split_and_keys(
         if mode[j] != _KEYED:
             keys[j] = 0.0
             continue
-        if narrow:
-            centre = lowest + spread / 2
-            for p in range(size):
-                keys[j, p] = (row[p] - centre) * scale  # monotone in the value, rounded to float32: still monotone
-        else:
-            keys[j] = row
+        centre = lowest[j] + spread / 2
         for p in range(size):
+            if narrow:  # centred and scaled, rounded to float32: still in the values' order
+                keys[j, p] = (row[p] - centre) * scale
+            else:
+                keys[j, p] = row[p]
             v = np.int64(key_bits[j, p])
             key_bits[j, p] = (v & ~low) | (p ^ ((v >> shift) & low))
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _patch_ties(values: np.ndarray, source: np.ndarray, table: np.ndarray, out: np.ndarray) -> int:
     """Give the tied ones of sorted ``values`` their average rank's z in ``out`` (at ``source``).
 
@@ -154,7 +166,7 @@ def _patch_ties(values: np.ndarray, source: np.ndarray, table: np.ndarray, out: 
     return groups
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _assign_z(values: np.ndarray, source: np.ndarray, table: np.ndarray, out: np.ndarray) -> int:
     """``out[source[p]] = z`` of sorted position ``p`` of ``values``, tied values at their average rank.
 
@@ -165,7 +177,7 @@ def _assign_z(values: np.ndarray, source: np.ndarray, table: np.ndarray, out: np
     return _patch_ties(values, source, table, out)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _insertion_fix(values: np.ndarray, source: np.ndarray) -> None:
     """Sort ``values`` (carrying ``source``) that are in order but for a few short runs: linear when sorted."""
     for p in range(1, values.shape[0]):
@@ -181,7 +193,7 @@ def _insertion_fix(values: np.ndarray, source: np.ndarray) -> None:
             source[r] = s
 
 
-@njit(nogil=True, cache=True, fastmath=True)
+@njit(nogil=True, cache=True, fastmath=True, error_model="numpy")
 def _direct_autocov(centred: np.ndarray, start: int, stop: int, acov: np.ndarray) -> int:
     """``acov[k]`` for ``start <= k < stop``: the chains' mean of ``sum_t c_t c_(t+k) / n`` (ArviZ's ``_autocov``).
 
@@ -235,7 +247,7 @@ def _direct_autocov(centred: np.ndarray, start: int, stop: int, acov: np.ndarray
     return k
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _geyer_ess(acov: np.ndarray, known: int, mean_var: float, var_plus: float, size: int, rho: np.ndarray) -> float:
     """ArviZ's ``_ess`` from the chains' mean autocovariance ``acov`` (lags ``0 .. known - 1`` known).
 
@@ -279,7 +291,7 @@ def _geyer_ess(acov: np.ndarray, known: int, mean_var: float, var_plus: float, s
     return size / tau
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _pairwise_block(a: np.ndarray, start: int, n: int, stride: int) -> float:
     """NumPy's ``pairwise_sum`` of at most 128 values: eight accumulators (fewer than eight values: in order)."""
     if n < 8:
@@ -314,7 +326,7 @@ def _pairwise_block(a: np.ndarray, start: int, n: int, stride: int) -> float:
     return res
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _pairwise_sum(a: np.ndarray, start: int, n: int, stride: int) -> float:
     """``a[start + i * stride]`` for ``i < n`` summed as NumPy's ``add.reduce`` sums them, so that a mean is
     bitwise ``np.mean``: ``pairwise_sum`` of ``numpy/_core/src/umath/loops_utils.h.src``, blocks of at most 128
@@ -360,7 +372,7 @@ def _pairwise_sum(a: np.ndarray, start: int, n: int, stride: int) -> float:
     return value
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _one_pass_variance(values: np.ndarray, ddof: int) -> float:
     """ArviZ's numba ``stats_variance_1d``: ``(sum x^2 / n - (sum x / n)^2) * n / (n - ddof)``, summed in order."""
     n = values.shape[0]
@@ -372,16 +384,35 @@ def _one_pass_variance(values: np.ndarray, ddof: int) -> float:
     return (b / n - (a / n) ** 2) * (n / (n - ddof))
 
 
-@njit(nogil=True, cache=True)
-def _r_hat_part(chain_mean: np.ndarray, chain_var: np.ndarray, half: int) -> float:
-    """ArviZ's ``_rhat`` from the split chains' means (``np.mean``) and variances (its one-pass ones)."""
-    n_split = chain_mean.shape[0]
+@njit(nogil=True, cache=True, error_model="numpy")
+def _r_hat_part(
+    z: np.ndarray,
+    total: np.ndarray,
+    square: np.ndarray,
+    still: bool,
+    groups: int,
+    chain_mean: np.ndarray,
+    chain_var: np.ndarray,
+) -> float:
+    """ArviZ's ``_rhat`` of draw-major ``z``, the split chains' sums of z and z^2 (in draw order) given.
+
+    The chain means as ``np.mean`` sums them, the variances as ArviZ's numba helper does, so that the result is
+    bitwise ArviZ's. Where every split chain is constant (``still``: ``W = 0``, which ArviZ divides by), 1 if z
+    is constant (``groups`` distinct values, one) and inf otherwise (chains stuck at different values).
+    """
+    n_split = total.shape[0]
+    half = z.shape[0] // n_split
+    if still:
+        return 1.0 if groups == 1 else np.inf
+    for c in range(n_split):
+        chain_mean[c] = (0.0 + _pairwise_sum(z, c, half, n_split)) / half
+        chain_var[c] = (square[c] / half - (total[c] / half) ** 2) * (half / (half - 1))
     between = half * _one_pass_variance(chain_mean, 1)
     within = (0.0 + _pairwise_sum(chain_var, 0, n_split, 1)) / n_split  # np.mean
     return np.sqrt((between / within + half - 1) / half)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _variance_terms(chain_mean: np.ndarray, n: int, acov0: float) -> tuple[float, float]:
     """ArviZ's ``mean_var`` and ``var_plus`` of split chains of ``n`` draws, their means and lag-0 autocovariance."""
     mean_var = acov0 * n / (n - 1.0)
@@ -390,7 +421,7 @@ def _variance_terms(chain_mean: np.ndarray, n: int, acov0: float) -> tuple[float
     return mean_var, var_plus
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _rank_kernel(
     y: np.ndarray,
     key_bits: np.ndarray,
@@ -407,7 +438,7 @@ def _rank_kernel(
     """The r_hat and bulk ESS of each quantity, but the ESS of those whose Geyer sequence runs past ``max_lag``.
 
     ``y`` (quantity, draw-major position) holds the split chains, ``key_bits`` their sorted keys (as integers) and
-    ``mode`` how they are to be sorted (:func:`_split_and_keys`). A quantity whose ESS needs more lags is marked
+    ``mode`` how they are to be sorted (:func:`_keys`). A quantity whose ESS needs more lags is marked
     in ``long``, its bulk z left in ``z_long`` (split chain, draw) for the FFT.
     """
     n_quantity, size = y.shape
@@ -440,6 +471,7 @@ def _rank_kernel(
             continue
         # bulk: the ranks of the values, in the order of the sorted keys but for values sharing a key
         own = mode[j] == _OWN
+        tied = False
         if not own:
             key = key_bits[j]
             moves = 0
@@ -451,10 +483,13 @@ def _rank_kernel(
                 while r > 0 and sorted_values[r - 1] > v:  # insertion: linear while the keys are in order
                     sorted_values[r] = sorted_values[r - 1]
                     order[r] = order[r - 1]
+                    bulk[order[r]] = table[2 * r + 2]  # its rank one up
                     r -= 1
                 moves += p - r
                 sorted_values[r] = v
                 order[r] = i
+                bulk[i] = table[2 * r + 2]
+                tied |= (r > 0 and sorted_values[r - 1] == v) or (r < p and sorted_values[r + 1] == v)
                 if moves > budget:  # values too close for their keys (a far outlier, say)
                     own = True
                     break
@@ -462,11 +497,8 @@ def _rank_kernel(
             order[:] = np.argsort(row, kind="mergesort")
             for p in range(size):
                 sorted_values[p] = row[order[p]]
-        tied = False
-        for p in range(1, size):
-            tied |= sorted_values[p] == sorted_values[p - 1]
-        for p in range(size):
-            bulk[order[p]] = table[2 * p + 2]
+                bulk[order[p]] = table[2 * p + 2]
+                tied |= p > 0 and sorted_values[p] == sorted_values[p - 1]
         groups = _patch_ties(sorted_values, order, table, bulk) if tied else size
         # tail: the ranks of the distances from the median, two sorted runs of the sorted values, merged
         tail_groups = 0  # none: the median is infinite or NaN (more than half the draws infinite)
@@ -519,19 +551,10 @@ def _rank_kernel(
                 still_bulk &= v == bulk[c]
                 still_tail &= w == tail[c]
         if tail_groups and n_split >= 4:  # two chains at least, as ArviZ's
-            value = -np.inf
-            for part in range(2):
-                z = bulk if part == 0 else tail
-                total = sum_bulk if part == 0 else sum_tail
-                square = square_bulk if part == 0 else square_tail
-                if still_bulk if part == 0 else still_tail:  # W = 0: 1 if constant, else chains stuck apart
-                    value = max(value, 1.0 if (groups if part == 0 else tail_groups) == 1 else np.inf)
-                    continue
-                for c in range(n_split):
-                    chain_mean[c] = (0.0 + _pairwise_sum(z, c, half, n_split)) / half
-                    chain_var[c] = (square[c] / half - (total[c] / half) ** 2) * (half / (half - 1))
-                value = max(value, _r_hat_part(chain_mean, chain_var, half))
-            r_hat[j] = value
+            r_hat[j] = max(
+                _r_hat_part(bulk, sum_bulk, square_bulk, still_bulk, groups, chain_mean, chain_var),
+                _r_hat_part(tail, sum_tail, square_tail, still_tail, tail_groups, chain_mean, chain_var),
+            )
         # bulk ESS (ArviZ's _ess of the bulk z)
         if groups == 1:
             ess[j] = size  # ArviZ's _ess of a constant z (max - min < resolution): the number of draws
@@ -557,7 +580,7 @@ def _rank_kernel(
             known = _direct_autocov(centred, known, min(half, known + 4), acov)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _ess_of_acov(z: np.ndarray, acov: np.ndarray, ess: np.ndarray) -> None:
     """Bulk ESS of quantities ``z`` (quantity, split chain, draw) with every lag of their mean autocovariance."""
     n_quantity, n_split, half = z.shape
@@ -570,7 +593,7 @@ def _ess_of_acov(z: np.ndarray, acov: np.ndarray, ess: np.ndarray) -> None:
         ess[j] = _geyer_ess(acov[j], half, mean_var, var_plus, n_split * half, rho)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _mean_power(spectrum: np.ndarray) -> np.ndarray:
     """``|spectrum|^2`` averaged over the split chains (axis 1)."""
     n_quantity, n_split, n_frequency = spectrum.shape
@@ -618,7 +641,8 @@ class _Chunks:
         if part.dtype != np.float64:
             part = part.astype(np.float64)
         y, keys, key_bits, mode = self.y[:q], self.keys[:q], self.key_bits[:q], self.mode[:q]
-        _split_and_keys(part, self.half, self.bits, y, keys, key_bits, mode)
+        _split(part, self.half, y)
+        _keys(y, y.min(axis=1), y.max(axis=1), self.bits, keys, key_bits, mode)
         keys.sort(axis=1)  # NumPy's SIMD sort
         r_hat, ess, long = self.r_hat[start:stop], self.ess[start:stop], self.long[:q]
         _rank_kernel(
@@ -655,10 +679,11 @@ def split_rhat_and_bulk_ess(
     Parameters
     ----------
     x
-        Draws, shape ``(chain, draw, n_quantities)``, any real dtype (computed in float64, a chunk of quantities
-        at a time: ``x`` may be a memory map).
+        Draws, shape ``(chain, draw, n_quantities)``, any real dtype, computed in float64 a chunk of quantities at
+        a time (``x`` may be a memory map). ArviZ computes float32 draws in float32: their tail r_hat may then
+        differ from ArviZ's in rounding.
     chunk_size
-        Quantities per chunk (default: about 2**20 draws per chunk). The working memory is about 40 bytes per
+        Quantities per chunk (default: about 2**20 draws per chunk). The working memory is about 30 bytes per
         draw of a chunk, per worker.
     max_direct_lag
         The ESS's autocovariances are summed directly up to this lag; a quantity whose Geyer sequence runs

@@ -119,6 +119,19 @@ def test_values_equal_in_all_but_their_last_bits_agree_with_arviz():
     _assert_as_arviz(x)
 
 
+def test_a_far_outlier_and_many_draws_agree_with_arviz():
+    """A far outlier leaves the others too close for their sort keys (the quantity is sorted by value instead);
+    more than 8,192 split draws get float64 keys rather than float32 ones."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((4, 300, 4))
+    x[2, 17, 0] = 1e300
+    x[0, 3, 1] = -1e-300 * rng.standard_normal()
+    x[1, 200, 1] = 1e-300
+    x[:, :, 2] += 1e8  # a large offset: centred before the keys are made
+    _assert_as_arviz(x)
+    _assert_as_arviz(_ar1(rng, 4, 2100, 5, 0.4))
+
+
 def test_infinite_draws_agree_with_arviz_while_the_median_is_finite():
     rng = np.random.default_rng(9)
     x = rng.standard_normal((4, 200, 6))
