@@ -277,13 +277,11 @@ def run_chain(logp_grad, data, q_init, tune, draws, seed, target_accept, max_dep
     out_steps = np.empty(draws, dtype=np.int64)
     out_accept = np.empty(draws)
     out_divergent = np.zeros(draws, dtype=np.bool_)
-    warmup_divergences = 0
     for it in range(tune + draws):
         q, logp, grad, depth, n_leapfrog, accept, divergent = _transition(
             logp_grad, data, q, logp, grad, step_size, inv_metric, max_depth
         )
         if it < tune:
-            warmup_divergences += divergent
             if tune >= 20:
                 counter += 1
                 eta = 1.0 / (counter + t0)
