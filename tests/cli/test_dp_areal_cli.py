@@ -7,7 +7,7 @@ import pytest
 from bayessdc.cli import main
 from bayessdc.models.dp_areal import simulate_areal
 from tests.categorical_checks import identification_by_hand, kept_county_bounds
-from tests.release_digest import release_digest
+from tests.release_digest import assert_pinned, release_digest
 
 # The same table, K and settings as tests/models/dp_areal/test_synthesizer.py (one compiled model serves both):
 # the release gate passes there with zero divergences.
@@ -109,9 +109,10 @@ def test_bad_input_exits_2_before_sampling(tmp_path, capsys):
 #: Digest of the release of the fixture's run. Pinned before the restructuring of issue 18 (62232703f4943004)
 #: and again with issue 19, whose release gate changed the run on purpose: 4 chains at the settings where the
 #: gate passes, and the gate's policy stated in model.json.
-PINNED_RELEASE = "75c83a5e6fe2ed68"
+#: Per platform since 2026-11-26 (see tests.release_digest): 75c83a5e6fe2ed68 was the digest on the machine of
+#: 2026-11-24, whose platform was not recorded; main gives bac994603141407d on an AVX2 machine.
+PINNED_RELEASE = {"openblas Haswell, X86_V3": "bac994603141407d"}
 
 
 def test_release_is_the_pinned_one(run):
-    digest = release_digest(run[0] / "out")
-    assert digest == PINNED_RELEASE, f"release digest {digest}"
+    assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)

@@ -8,7 +8,7 @@ import pytest
 from bayessdc.cli import main
 from bayessdc.models.flows import simulate_group
 from bayessdc.synthesis.output import read_inference_data
-from tests.release_digest import release_digest
+from tests.release_digest import assert_pinned, release_digest
 
 FAST = ["--draws", "400", "--tune", "400", "--chains", "4", "--risk-draws", "400", "--quiet"]
 
@@ -213,9 +213,9 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
 #: Digest of the release of the fixture's run. Re-pinned on purpose for issue 21: the groups are now sampled by
 #: the compiled NUTS of bayessdc.models.nuts under the weakly informative default prior (before: nutpie,
 #: digest 3087c5a7fbf82210, pinned before the restructuring of issue 18).
-PINNED_RELEASE = "96ea09ed58168b88"
+#: Per platform (see tests.release_digest): this was taken on an AVX2 machine.
+PINNED_RELEASE = {"openblas Haswell, X86_V3": "96ea09ed58168b88"}
 
 
 def test_release_is_the_pinned_one(run):
-    digest = release_digest(run[0] / "out")
-    assert digest == PINNED_RELEASE, f"release digest {digest}"
+    assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)

@@ -171,6 +171,20 @@ def argv(command: Command, folder: Path, out: Path, seed: int | None, refusal: b
 # Running, killing and watching
 
 
+def netcdf_posterior(path: Path) -> Any:
+    """The posterior (an xarray Dataset, loaded whole) of a netCDF file under private/: netCDF-4 (HDF5) with a
+    ``posterior`` group, or classic netCDF whose variables are named ``group.variable`` (the group posteriors of
+    a grouped run); the whole file when it has no posterior. Raises if the file is incomplete."""
+    import xarray as xr
+
+    if path.read_bytes()[:3] == b"CDF":  # classic netCDF's signature
+        dataset = xr.load_dataset(path, engine="scipy")
+        prefixed = {n: str(n).partition(".")[2] for n in dataset.data_vars if str(n).startswith("posterior.")}
+        return dataset[list(prefixed)].rename(prefixed) if prefixed else dataset
+    with xr.open_datatree(path, engine="h5netcdf") as tree:
+        return (tree["posterior"] if "posterior" in tree.children else tree).to_dataset().load()
+
+
 def _parse(path: Path) -> None:
     """Read a released file whole; raises if it is not complete."""
     if path.suffix == ".json":
@@ -184,9 +198,7 @@ def _parse(path: Path) -> None:
         if frame.empty:
             raise ValueError("no rows")
     elif path.suffix == ".nc":
-        import xarray as xr
-
-        xr.open_datatree(path, engine="h5netcdf").load().close()
+        netcdf_posterior(path)
     else:
         path.read_bytes()
 
@@ -485,12 +497,9 @@ def level_statistics(values: pd.Series, what: str) -> Iterator[tuple[str, float]
 
 def posterior_summaries(private: Path) -> Iterator[tuple[str, float]]:
     """mean, sd (n and n - 1) and the 5/50/95% quantiles of every element of every variable of the posterior
-    in every netCDF file under ``private`` (the ``posterior`` group, or the file's root when it has none)."""
-    import xarray as xr
-
+    in every netCDF file under ``private`` (its posterior as :func:`netcdf_posterior` reads it)."""
     for path in sorted(private.rglob("*.nc")):
-        with xr.open_datatree(path, engine="h5netcdf") as tree:
-            dataset = (tree["posterior"] if "posterior" in tree.children else tree).to_dataset().load()
+        dataset = netcdf_posterior(path)
         for name, variable in dataset.data_vars.items():
             sample = [d for d in ("chain", "draw") if d in variable.dims]
             if not sample or not np.issubdtype(variable.dtype, np.number):

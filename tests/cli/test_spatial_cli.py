@@ -6,7 +6,7 @@ import pytest
 
 from bayessdc.cli import main
 from bayessdc.models.spatial import simulate_spatial
-from tests.release_digest import release_digest
+from tests.release_digest import assert_pinned, release_digest
 
 FAST = ["--draws", "2000", "--tune", "1000", "--chains", "4", "--quiet"]
 
@@ -157,10 +157,11 @@ def test_bad_approximation_options(tmp_path, capsys):
         main(_args(tmp_path, "--approximation", "hsgp"))
 
 
-#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
-PINNED_RELEASE = "19a24999287aa510"
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18 (19a24999287aa510, on the
+#: machine of 2026-11-24, whose platform was not recorded). Per platform since 2026-11-26 (see
+#: tests.release_digest): main and the code of 2026-11-25 (2b1d8fe) both give 2a3a3f64e2d4dae8 on an AVX2 machine.
+PINNED_RELEASE = {"openblas Haswell, X86_V3": "2a3a3f64e2d4dae8"}
 
 
 def test_release_is_the_one_pinned_before_the_restructuring(run):
-    digest = release_digest(run[0] / "out")
-    assert digest == PINNED_RELEASE, f"release digest {digest}"
+    assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)
