@@ -35,8 +35,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     notebooks, others = [], []
     for item in items:
         group = item.nodeid.split("::")[0]
-        if item.path.name == "test_notebooks.py" and hasattr(item, "callspec"):
+        notebook = item.path.name == "test_notebooks.py" and hasattr(item, "callspec")
+        if notebook:
             group = f"{group}[{item.callspec.id}]"
         item.add_marker(pytest.mark.xdist_group(group))
-        (notebooks if group.endswith("]") else others).append(item)
+        (notebooks if notebook else others).append(item)
     items[:] = notebooks + others

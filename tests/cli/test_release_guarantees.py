@@ -177,10 +177,11 @@ def netcdf_posterior(path: Path) -> Any:
     a grouped run); the whole file when it has no posterior. Raises if the file is incomplete."""
     import xarray as xr
 
-    if path.read_bytes()[:3] == b"CDF":  # classic netCDF's signature
-        dataset = xr.load_dataset(path, engine="scipy")
-        prefixed = {n: str(n).partition(".")[2] for n in dataset.data_vars if str(n).startswith("posterior.")}
-        return dataset[list(prefixed)].rename(prefixed) if prefixed else dataset
+    if path.read_bytes()[:3] == b"CDF":  # classic netCDF's signature: the library's grouped format
+        from bayessdc.synthesis.output import read_inference_data
+
+        idata = read_inference_data(path)
+        return idata.posterior if "posterior" in idata.groups() else xr.load_dataset(path, engine="scipy")
     with xr.open_datatree(path, engine="h5netcdf") as tree:
         return (tree["posterior"] if "posterior" in tree.children else tree).to_dataset().load()
 
