@@ -12,10 +12,14 @@ default settings; total wall time, peak memory, fitting against risk time, compi
 ``--states 15`` measures a smaller national-like table and extrapolates to the national size (labelled as an
 extrapolation).
 
+Part ``gate``: every pair of a smaller simulation fitted and gated under the gate policy before and after
+(refits only, against lower-bound pairs at target_accept 0.95 and continued chains), in one run.
+
 Usage (from the repository root)::
 
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python bench/flows.py --part pair
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python bench/flows.py --part national --states 15
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python bench/flows.py --part gate --prior-states 8
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python bench/flows.py --part all
 
 numpyro is not a dependency of bayessdc: ``.venv/bin/pip install numpyro`` to include it.
@@ -783,6 +787,54 @@ def part_priors(args: argparse.Namespace) -> None:
             "max r_hat", "seconds"], rows)
 
 
+def part_gate(args: argparse.Namespace) -> None:
+    """Every state pair of a national-like simulation fitted and gated through the group runner, under the gate
+    policy before and after issue 21's step 2: before, a pair that fails is refitted (4x the draws and twice the
+    warm-up for r_hat or ESS, target_accept halfway to 1 for divergences); after, pairs with every count at the
+    lower bound start at target_accept 0.95 and the first extension for r_hat or ESS continues the chains. Same
+    pairs, seeds and cores, one after the other in this run; no synthesis or risk."""
+    import dataclasses
+    import tempfile
+
+    from bayessdc.models.flows import FlowSynthesizer, simulate_flow_table, split_groups, validate_flows
+    from bayessdc.models.sampling import ConvergenceCriteria
+    from bayessdc.synthesis.runner import GroupTask
+
+    class _Refit(FlowSynthesizer):
+        """The policy before: no continuation (the runner refits)."""
+
+        continue_fit = None
+
+    _rule(f"Part 4: the gate policy, before and after ({args.prior_states} simulated states, every pair, 2 cores)")
+    table = simulate_flow_table(args.prior_states, args.counties_per_state, scale=args.scale, seed=args.seed)
+    groups = split_groups(validate_flows(table))[0]
+    floor = sum(not g.y.any() for g in groups)
+    cells = sum(g.n_cells for g in groups)
+    print(f"{len(groups)} pairs, {cells:,} sensitive cells, {floor} with every count at the bound")
+    FlowSynthesizer().fit(groups[0], seed=0)  # compile the sampler outside the timings
+    shorter = dataclasses.replace(FlowSynthesizer().settings, draws=args.gate_draws)
+    policies = {
+        "before: refits only": _Refit(lower_bound_acceptance_factor=1),
+        "after: bound pairs at 0.95, chains continued": FlowSynthesizer(),
+        f"after, {args.gate_draws} kept draws per chain": FlowSynthesizer(settings=shorter),
+    }
+    rows = []
+    for label, synthesizer in policies.items():
+        synthesizer = dataclasses.replace(synthesizer, settings=dataclasses.replace(synthesizer.settings, cores=2))
+        with tempfile.TemporaryDirectory() as folder:
+            task = GroupTask(synthesizer, Path(folder), m=1, seed=args.seed, criteria=ConvergenceCriteria())
+            start = time.perf_counter()
+            results = [task(g.name, g) for g in groups]
+            seconds = time.perf_counter() - start
+        attempts = [r.summary["fit_attempts"] for r in results]
+        draws = sum(r.summary["draws_per_chain"] for r in results)
+        rows.append([label, _fmt(seconds, 1), str(sum(a > 1 for a in attempts)), str(sum(attempts) - len(attempts)),
+                     str(sum(not r.converged for r in results)), f"{draws / len(results):,.0f}"])  # fmt: skip
+        print(f"  {label}: {seconds:.1f} s, load {_load()}", flush=True)
+    _table(["policy", "fit and gate (s)", "pairs with more sampling", "extra attempts", "not converged",
+            "mean kept draws per chain"], rows)  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------------------
 
 
@@ -790,7 +842,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--part", choices=["pair", "stan", "national", "priors", "all"], default="all")
+    parser.add_argument("--part", choices=["pair", "stan", "national", "priors", "gate", "all"], default="all")
     parser.add_argument("--seed", type=int, default=0)
     pair = parser.add_argument_group("part 1: one state pair")
     pair.add_argument("--origins", type=int, default=60)
@@ -826,7 +878,8 @@ def main(argv: list[str] | None = None) -> int:
     nat.add_argument(
         "--backend", default="auto", help="auto (the compiled NUTS), or nutpie / pymc (the PyMC model: before)"
     )
-    nat.add_argument("--prior-states", type=int, default=8, help="states of the simulation of part 3 (default 8)")
+    nat.add_argument("--prior-states", type=int, default=8, help="states of the simulations of parts 3, 4 (default 8)")
+    nat.add_argument("--gate-draws", type=int, default=500, help="kept draws per chain of part 4's third policy")
     nat.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local threads)")
     args = parser.parse_args(argv)
 
@@ -849,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
         part_national(args)
     if args.part in ("priors", "all"):
         part_priors(args)
+    if args.part in ("gate", "all"):
+        part_gate(args)
     print(f"\nbenchmark finished in {time.perf_counter() - start:.0f} s; load average at end: {_load()}")
     return 0
 

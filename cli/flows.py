@@ -45,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         "--max-extensions",
         type=int,
         default=2,
-        help="refits with 4x the draws for a group that fails the convergence gate (default 2)",
+        help="more sampling for a group that fails the convergence gate: its chains continued by as many draws "
+        "again, then refits with 4x the draws or a higher target_accept (default 2)",
     )
     p.add_argument(
         "--phi-prior",

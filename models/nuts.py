@@ -249,9 +249,22 @@ def _windows(tune: int) -> tuple[int, int, int]:
 
 
 @njit(nogil=True)
-def run_chain(logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth):  # noqa: ANN001, ANN202
+def run_chain(  # noqa: ANN201
+    logp_grad,
+    data,
+    q_init,
+    tune,
+    draws,
+    seed,
+    target_accept,
+    max_depth,
+    step_size_init,
+    inv_metric_init,  # noqa: ANN001
+):
     """One chain: ``tune`` warm-up iterations (step size and diagonal metric adapted) and ``draws`` kept ones.
 
+    With ``step_size_init > 0`` the chain starts from that step size and ``inv_metric_init`` (a chain's
+    adapted state, to continue it with ``tune = 0``); otherwise from the unit metric and Stan's heuristic step.
     Returns the draws ``(draws, dim)``, their log densities, tree depths, leapfrog steps, acceptance
     statistics, divergence flags, the adapted step size and the inverse metric.
     """
@@ -259,8 +272,12 @@ def run_chain(logp_grad, data, q_init, tune, draws, seed, target_accept, max_dep
     dim = q_init.size
     q = q_init.copy()
     logp, grad = logp_grad(q, data)
-    inv_metric = np.ones(dim)
-    step_size = _initial_step_size(logp_grad, data, q, logp, grad, 1.0, inv_metric)
+    if step_size_init > 0:
+        inv_metric = inv_metric_init.copy()
+        step_size = step_size_init
+    else:
+        inv_metric = np.ones(dim)
+        step_size = _initial_step_size(logp_grad, data, q, logp, grad, 1.0, inv_metric)
     # dual averaging (Stan's stepsize_adaptation)
     gamma, t0, kappa = 0.05, 10.0, 0.75
     mu_da = math.log(10 * step_size)
@@ -352,6 +369,18 @@ class ChainDraws:
     step_size: np.ndarray
     inv_metric: np.ndarray
 
+    @classmethod
+    def adapted_state(cls, last_position: np.ndarray, step_size: np.ndarray, inv_metric: np.ndarray) -> ChainDraws:
+        """The state that :func:`sample_chains` needs to continue chains (``resume``): each chain's last draw
+        ``(chain, dim)``, step size ``(chain,)`` and inverse metric ``(chain, dim)``; no statistics."""
+        last_position = np.asarray(last_position, dtype=np.float64)
+        chains = last_position.shape[0]
+        empty = np.empty((chains, 0))
+        return cls(
+            last_position[:, None, :], empty, empty.astype(np.int64), empty.astype(np.int64), empty,
+            empty.astype(bool), np.asarray(step_size, dtype=np.float64), np.asarray(inv_metric, dtype=np.float64),
+        )  # fmt: skip
+
 
 def sample_chains(
     runner: Callable[..., Any],
@@ -366,13 +395,15 @@ def sample_chains(
     max_depth: int = 10,
     cores: int = 1,
     init_radius: float = 2.0,
+    resume: ChainDraws | None = None,
 ) -> ChainDraws:
     """Run ``chains`` NUTS chains of a compiled chain runner.
 
     Parameters
     ----------
     runner
-        ``runner(data, q_init, tune, draws, seed, target_accept, max_depth)``: a numba function that returns
+        ``runner(data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric)``: a numba
+        function that returns
         :func:`run_chain` of the model's compiled ``logp_grad`` (one per model, so that numba caches it on
         disk; for example :func:`bayessdc.models.flows.compiled.run_flow_chain`).
     data
@@ -392,21 +423,32 @@ def sample_chains(
         Chains run at once in threads (the compiled chain releases the GIL).
     init_radius
         Initial values are uniform on ``(-init_radius, init_radius)`` (Stan's default 2).
+    resume
+        Continue these chains instead (usually with ``tune=0``): chain ``c`` starts from its last draw with its
+        adapted step size and metric. The result holds the new draws only. Kept draws of a chain after its
+        warm-up come from one fixed Markov kernel, so continuing a chain is the same as having run it longer.
 
     Returns
     -------
     ChainDraws
     """
     sequences = np.random.SeedSequence(int(seed)).spawn(chains)
+    if resume is not None and resume.position.shape[0] != chains:
+        raise ValueError(f"resume holds {resume.position.shape[0]} chains, not {chains}")
     starts = []
-    for sequence in sequences:
+    for c, sequence in enumerate(sequences):
         state = sequence.generate_state(2)
-        init = np.random.default_rng(int(state[0])).uniform(-init_radius, init_radius, dim)
-        starts.append((init, int(state[1]) % (2**32 - 1)))
+        if resume is None:
+            init = np.random.default_rng(int(state[0])).uniform(-init_radius, init_radius, dim)
+            adapted = (0.0, np.ones(dim))
+        else:
+            init = np.ascontiguousarray(resume.position[c, -1], dtype=np.float64)
+            adapted = (float(resume.step_size[c]), np.ascontiguousarray(resume.inv_metric[c], dtype=np.float64))
+        starts.append((init, int(state[1]) % (2**32 - 1), adapted))
 
-    def one(start: tuple[np.ndarray, int]) -> tuple:
-        init, chain_seed = start
-        return runner(data, init, tune, draws, chain_seed, target_accept, max_depth)
+    def one(start: tuple[np.ndarray, int, tuple[float, np.ndarray]]) -> tuple:
+        init, chain_seed, (step_size, inv_metric) = start
+        return runner(data, init, tune, draws, chain_seed, target_accept, max_depth, step_size, inv_metric)
 
     if cores > 1 and chains > 1:
         with ThreadPoolExecutor(max_workers=min(cores, chains)) as pool:

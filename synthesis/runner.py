@@ -132,8 +132,11 @@ class GroupTask:
     max_extensions, extension_factor
         A group that fails the gate is refitted, at most ``max_extensions`` times: with ``extension_factor``
         times the draws (and twice the warm-up) when r_hat or ESS failed, with a higher ``target_accept`` when
-        it diverged; the last fit is kept and judged. Synthesizers without a ``settings`` dataclass are fitted
-        once.
+        it diverged; the last fit is kept and judged. The first extension of a group that failed on r_hat or
+        ESS alone continues its chains by as many draws again instead, when the synthesizer offers
+        ``continue_fit(idata, data, draws, seed)`` (returning ``None`` where it cannot): the chains' own
+        warm-up is kept and only the new draws are paid for. Synthesizers without a ``settings`` dataclass are
+        fitted once.
     """
 
     synthesizer: Any
@@ -181,9 +184,10 @@ class GroupTask:
         synthesizer = self.synthesizer
         attempts = []
         sampling_seconds = check_seconds = 0.0
+        continued = None
         for attempt in range(self.max_extensions + 1):
             fit_start = time.perf_counter()
-            idata = synthesizer.fit(data, seed=int(fit_seeds[attempt]))
+            idata = continued if continued is not None else synthesizer.fit(data, seed=int(fit_seeds[attempt]))
             check_start = time.perf_counter()
             report = self._check(synthesizer, idata, data)
             sampling_seconds += check_start - fit_start
@@ -192,6 +196,17 @@ class GroupTask:
             settings = getattr(synthesizer, "settings", None)
             if report.passed or attempt == self.max_extensions or settings is None:
                 break
+            continued = None
+            if attempt == 0 and report.divergences <= report.criteria.max_divergences:
+                continue_fit = getattr(synthesizer, "continue_fit", None)
+                start_more = time.perf_counter()
+                if continue_fit is not None:
+                    continued = continue_fit(idata, data, settings.draws, int(fit_seeds[attempt + 1]))
+                sampling_seconds += time.perf_counter() - start_more
+            if continued is not None:
+                _log.info("group %s: continuing its chains by %d draws each (%s)", name, settings.draws,
+                          "; ".join(_problems(attempts[-1])))  # fmt: skip
+                continue
             synthesizer = dataclasses.replace(synthesizer, settings=self._extended(settings, report))
             _log.info("group %s: refitting with %d draws per chain, target_accept %.3g (%s)", name,
                       synthesizer.settings.draws, synthesizer.settings.target_accept,

@@ -63,7 +63,9 @@ class Flows(Recipe):
     risk_draws
         Posterior draws per pair used for the importance-sampling risk.
     max_extensions
-        Refits with 4x the draws for a pair that fails the gate.
+        More sampling for a pair that fails the gate, at most this many times: its chains continued by as
+        many draws again when r_hat or ESS failed, then refits with 4x the draws (or, after divergences, with
+        ``target_accept`` halfway to 1); see :class:`bayessdc.synthesis.runner.GroupTask`.
     exact_check
         Refit the model for this many cells with the largest k-hat, once per candidate count, to measure
         the importance-sampling approximation (``private/exact_check.json``).

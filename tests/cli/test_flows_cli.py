@@ -213,8 +213,10 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
 #: Digest of the release of the fixture's run. Re-pinned on purpose for issue 21: the groups are now sampled by
 #: the compiled NUTS of bayessdc.models.nuts under the weakly informative default prior (before: nutpie,
 #: digest 3087c5a7fbf82210, pinned before the restructuring of issue 18).
-#: Per platform (see tests.release_digest): this was taken on an AVX2 machine.
-PINNED_RELEASE = {"openblas Haswell, X86_V3": "96ea09ed58168b88"}
+#: Per platform (see tests.release_digest): this was taken on an AVX2 machine. Re-pinned on purpose again
+#: (96ea09ed58168b88 before): both pairs miss r_hat narrowly at 400 draws (1.011, 1.014) and now continue their
+#: chains by 400 draws instead of being refitted with 1,600.
+PINNED_RELEASE = {"openblas Haswell, X86_V3": "1be56c07cf4fa030"}
 
 
 def test_release_is_the_pinned_one(run):

@@ -190,3 +190,48 @@ def test_pymc_backend_gives_the_same_posterior(recovered):
     difference = np.abs(a.median(("chain", "draw")) - b.median(("chain", "draw"))).to_numpy()
     assert (difference < 0.35 * sd).all()
     assert pymc_fit.attrs["sampler_backend"] == "pymc"
+
+
+def test_groups_with_every_count_at_the_lower_bound_sample_closer_to_acceptance_one():
+    """Such a group's likelihood is flat as its rates go to 0 (a funnel): it starts at target_accept 0.95 (from
+    0.8) and samples without divergences; other groups keep the settings as given."""
+    group, _ = simulate_group(6, 7, 30, seed=4)
+    floor = group.with_values(np.zeros_like(group.y))
+    synth = FlowSynthesizer()
+    assert synth.settings_for(group) is synth.settings
+    assert synth.settings_for(floor).target_accept == pytest.approx(0.95)
+    # the runner's refit after divergences (0.8 -> 0.9) moves it on, to 0.975
+    refit = FlowSynthesizer(settings=SamplerSettings(target_accept=0.9))
+    assert refit.settings_for(floor).target_accept == pytest.approx(0.975)
+    assert FlowSynthesizer(lower_bound_acceptance_factor=1).settings_for(floor).target_accept == 0.8
+    with pytest.raises(ValueError, match="at least 1"):
+        FlowSynthesizer(lower_bound_acceptance_factor=0.5)
+    for seed in (1, 2):
+        idata = synth.fit(floor, seed=seed)
+        assert "'target_accept': 0.95" in idata.attrs["sampler_settings"]
+        assert int(idata.sample_stats["diverging"].sum()) == 0
+        assert check_convergence(idata, var_names=[], derived=synth.convergence_quantities(idata, floor)).passed
+    assert synth.describe()["sampler"]["target_accept_when_all_counts_at_lower_bound"] == 0.95
+
+
+def test_continued_chains_start_where_they_stopped_and_keep_their_adaptation():
+    """continue_fit: each chain's state is read back from the fit in the sampler's own order (mu, origin effects,
+    destination effects), the old draws are kept as they were and the new ones follow without a new warm-up."""
+    group, truth = simulate_group(5, 6, 24, seed=6)
+    synth = FlowSynthesizer(settings=SamplerSettings(draws=300, tune=300, chains=4, cores=1))
+    raw = synth._fit_compiled(group, 3, synth.settings)
+    position = np.concatenate([raw.posterior["mu"].to_numpy()[..., None], raw.posterior["effect"].to_numpy()], axis=-1)
+    fit = synth._finish(raw, group, 3)
+    state = synth.adapted_state(fit)
+    np.testing.assert_array_equal(state.position[:, 0], position[:, -1])
+    np.testing.assert_array_equal(state.inv_metric, fit.sample_stats["inv_metric"].to_numpy())
+    longer = synth.continue_fit(fit, group, 500, seed=4)
+    assert longer.posterior.sizes["draw"] == 800 and "500 draws per chain added to 300" in longer.attrs["continued"]
+    np.testing.assert_array_equal(longer.posterior["mu"].to_numpy()[:, :300], fit.posterior["mu"].to_numpy())
+    steps = longer.sample_stats["step_size"].to_numpy()
+    assert (steps == steps[:, :1]).all()  # one step size per chain throughout: no new warm-up
+    # the longer chains cover the simulated log rates as a fit does (90% intervals, most cells)
+    rates = synth.log_rate(longer.posterior, group).to_numpy().reshape(-1, group.n_cells)
+    low, high = np.quantile(rates, [0.05, 0.95], axis=0)
+    assert np.mean((low < truth["log_lambda"]) & (truth["log_lambda"] < high)) > 0.75
+    assert int(longer.sample_stats["diverging"].sum()) == 0

@@ -32,8 +32,8 @@ def _known_logp_grad(theta, data):  # noqa: ANN001, ANN202
 
 
 @njit
-def _known_runner(data, q_init, tune, draws, seed, target_accept, max_depth):  # noqa: ANN001, ANN202
-    return run_chain(_known_logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth)
+def _known_runner(data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN202
+    return run_chain(_known_logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric)
 
 
 DATA = (SDS, np.array([SHAPE]))
@@ -78,3 +78,19 @@ def test_short_warm_up_uses_stans_proportions():
     draws = sample_chains(_known_runner, DATA, 5, chains=1, tune=60, draws=200, seed=1)
     assert np.all(draws.inv_metric != 1.0)
     assert np.isfinite(draws.position).all()
+
+
+def test_continued_chains_keep_their_adaptation_and_the_known_moments(known):
+    """Chains continued without warm-up start at their last draw with their adapted step size and metric, and
+    their new draws have the known moments (the same Markov kernel: as if the chains had run longer)."""
+    more = sample_chains(_known_runner, DATA, SDS.size + 1, chains=4, tune=0, draws=2000, seed=4, resume=known)
+    np.testing.assert_array_equal(more.step_size, known.step_size)
+    np.testing.assert_array_equal(more.inv_metric, known.inv_metric)
+    x = more.position.reshape(-1, SDS.size + 1)
+    n = x.shape[0]
+    assert np.all(np.abs(x[:, :4].mean(axis=0)) < 4 * SDS / math.sqrt(n / 4))
+    assert np.allclose(x[:, :4].std(axis=0), SDS, rtol=0.06)
+    assert abs(x[:, 4].mean() - digamma(SHAPE)) < 4 * math.sqrt(polygamma(1, SHAPE) / (n / 4))
+    assert 0.65 < more.accept.mean() < 0.95 and not more.diverging.any()
+    with pytest.raises(ValueError, match="holds 4 chains, not 2"):
+        sample_chains(_known_runner, DATA, SDS.size + 1, chains=2, tune=0, draws=10, resume=known)

@@ -1,7 +1,12 @@
+from dataclasses import dataclass, field
+
+import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
+from bayessdc.models.sampling import ConvergenceCriteria
 from bayessdc.synthesis.output import read_inference_data
 from bayessdc.synthesis.runner import GroupResult, GroupTask, run_groups
 from tests.conjugate import DirichletSynthesizer
@@ -77,3 +82,67 @@ def test_local_dask_cluster_gives_the_same_results(tmp_path):
     assert sorted(seen) == [(1, 4), (2, 4), (3, 4), (4, 4)]
     for a, b in zip(serial, parallel, strict=True):
         pd.testing.assert_frame_equal(a.items, b.items)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    draws: int = 100
+    tune: int = 100
+    target_accept: float = 0.8
+
+
+@dataclass
+class _NormalSynthesizer:
+    """Exact draws of one normal quantity per chain (ESS about the number of draws), optionally with
+    divergences, and a ``continue_fit`` that appends draws (or declines, with ``resumable=False``)."""
+
+    settings: _Settings = field(default_factory=_Settings)
+    divergent: int = 0
+    resumable: bool = True
+    name: str = "normal"
+    calls: list = field(default_factory=list)
+
+    def _draws(self, seed, draws):
+        rng = np.random.default_rng(seed)
+        diverging = np.zeros((4, draws), dtype=bool)
+        diverging.flat[: self.divergent] = True
+        return az.from_dict(posterior={"x": rng.normal(size=(4, draws))}, sample_stats={"diverging": diverging})
+
+    def fit(self, data, seed):
+        self.calls.append(("fit", self.settings.draws, self.settings.target_accept))
+        return self._draws(seed, self.settings.draws)
+
+    def continue_fit(self, idata, data, draws, seed):
+        self.calls.append(("continue", draws))
+        if not self.resumable:
+            return None
+        more = self._draws(seed, draws)
+        x = np.concatenate([idata.posterior["x"].to_numpy(), more.posterior["x"].to_numpy()], axis=1)
+        return az.from_dict(posterior={"x": x}, sample_stats={"diverging": np.zeros(x.shape, dtype=bool)})
+
+    def observed(self, data):
+        return xr.DataArray(np.zeros(1), dims="item")
+
+    def posterior_predictive(self, posterior, data, rng):
+        return xr.DataArray(posterior["x"].to_numpy()[:, None], dims=("sample", "item"))
+
+
+@pytest.mark.parametrize(
+    ("synthesizer", "calls", "draws", "attempts"),
+    [
+        # ESS of 400 draws misses 600: the chains are continued by 100 draws each and then pass
+        (_NormalSynthesizer(), [("fit", 100, 0.8), ("continue", 100)], 200, 2),
+        # a synthesizer that cannot continue: refitted with 4x the draws, as before
+        (_NormalSynthesizer(resumable=False), [("fit", 100, 0.8), ("continue", 100), ("fit", 400, 0.8)], 400, 2),
+        # divergences are not cured by more draws: refitted closer to acceptance 1 (and no continuation)
+        (_NormalSynthesizer(divergent=2), [("fit", 100, 0.8), ("fit", 400, 0.9), ("fit", 400, 0.95)], 400, 3),
+    ],
+)
+def test_a_group_that_misses_r_hat_or_ess_continues_its_chains_before_a_refit(
+    tmp_path, synthesizer, calls, draws, attempts
+):
+    task = GroupTask(synthesizer, tmp_path, m=1, seed=1, criteria=ConvergenceCriteria(min_ess_bulk=600))
+    result = task("g", None)
+    assert synthesizer.calls == calls
+    assert result.summary["draws_per_chain"] == draws and result.summary["fit_attempts"] == attempts
+    assert result.converged is (synthesizer.divergent == 0)
