@@ -53,6 +53,7 @@ __all__ = [
     "attribute_risk_summary",
     "exact_attribute_risk",
     "intruder_guess",
+    "log_weighted_sum",
     "refit_attribute_risk",
 ]
 
@@ -76,6 +77,40 @@ def _positions(values: xr.DataArray, candidates: np.ndarray, what: str) -> np.nd
     except KeyError as err:
         raise ValueError(f"{what} value {err.args[0]!r} is not among the candidate values") from None
     return pos.reshape(np.shape(values))
+
+
+def log_weighted_sum(weights: np.ndarray, log_weights: np.ndarray, log_values: np.ndarray) -> np.ndarray:
+    """``log sum_s w_s v_s`` over the last axis, for normalised weights ``w = exp(log_weights)`` and ``log v``.
+
+    The same as ``scipy.special.logsumexp(log_weights + log_values, axis=-1)``, computed as a weighted sum of
+    ``v / max_s v`` (a matrix product) instead of exponentials of every sum: on a pair of 311 cells, 9
+    candidates and 1,000 draws the five release terms took 0.40 of the risk step's 0.91 s through logsumexp.
+    Rows whose sum underflows (the weights sitting where ``v`` is below ``1e-250`` of its maximum) are
+    recomputed by ``logsumexp``.
+
+    Parameters
+    ----------
+    weights, log_weights
+        Normalised weights and their logarithms, ``(..., n)``; each row of ``weights`` sums to 1.
+    log_values
+        ``log v``, broadcastable to ``log_weights``.
+    """
+    log_values = np.asarray(log_values, dtype=float)
+    top = log_values.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.exp(log_values - top)  # at its own shape: one value per draw shared by every candidate
+    if scaled.ndim == weights.ndim and scaled.shape[-2] == 1:
+        total = np.matmul(weights, np.swapaxes(scaled, -1, -2))[..., 0]
+    else:
+        total = np.einsum("...s,...s->...", weights, scaled)
+    top = np.broadcast_to(top[..., 0], total.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(total) + top
+    redo = ~(total > 1e-250) | ~np.isfinite(top)
+    if redo.any():
+        full = np.broadcast_to(log_values, log_weights.shape)
+        out[redo] = logsumexp(log_weights[redo] + full[redo], axis=-1)
+    return out
 
 
 def attribute_risk(
@@ -153,6 +188,7 @@ def attribute_risk(
         raise ValueError("release_likelihood must be 'item' or 'full'")
 
     log_rho = _prior_log(prior, n_items, n_candidates).copy()
+    weights = np.exp(smoothed)  # normalised (each row's log-sum-exp is 0): no overflow
     if release_log_prob is not None:
         if release_likelihood != "item":
             raise ValueError("release_log_prob needs release_likelihood='item'")
@@ -163,10 +199,10 @@ def attribute_risk(
             raise ValueError("release_log_prob must have dimensions (synthetic, sample, item, candidate) as the rest")
         for l in range(by_candidate.shape[0]):
             # sum_s wbar_s(c) p(y~_t(l) | theta_s, y_t = c), in logs.
-            log_rho += logsumexp(smoothed + by_candidate[l], axis=-1)
+            log_rho += log_weighted_sum(weights, smoothed, by_candidate[l])
     for l in range(release.shape[0] if release_log_prob is None else 0):
-        # sum_s wbar_s(c) p(D~(l) | theta_s), in logs: logsumexp over samples.
-        log_rho += logsumexp(smoothed + release[l].T[:, None, :], axis=-1)
+        # sum_s wbar_s(c) p(D~(l) | theta_s), in logs.
+        log_rho += log_weighted_sum(weights, smoothed, release[l].T[:, None, :])
     log_rho -= logsumexp(log_rho, axis=-1, keepdims=True)
     rho = np.exp(log_rho)
 

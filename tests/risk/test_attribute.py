@@ -4,7 +4,7 @@ import pytest
 import xarray as xr
 
 from bayessdc.models.base import stack_draws
-from bayessdc.risk.attribute import attribute_risk, attribute_risk_summary, exact_attribute_risk
+from bayessdc.risk.attribute import attribute_risk, attribute_risk_summary, exact_attribute_risk, log_weighted_sum
 from tests.conjugate import DirichletSynthesizer
 
 
@@ -131,3 +131,36 @@ def test_a_release_likelihood_constant_in_the_candidate_reproduces_eq_8():
     )
     consistent = (released[0] == released[1]).to_numpy()
     assert np.allclose(exact["rho"].to_numpy()[consistent, released[0].to_numpy()[consistent]], 1.0)
+
+
+def test_weighted_sum_in_logs_equals_logsumexp_including_underflow():
+    """log_weighted_sum is logsumexp(log w + log v) computed as a matrix product: the same to 1e-12, also where
+    v spans hundreds of orders of magnitude, is -inf in places, or sits where the weights are not."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(0)
+    log_w = rng.normal(0, 3, (40, 9, 500))
+    log_w -= logsumexp(log_w, axis=-1, keepdims=True)
+    log_v = rng.normal(0, 50, (40, 1, 500))
+    log_v[0, 0, :250] = -np.inf
+    log_v[1, 0, :] = -np.inf
+    # row 2: the weights all on the first half, v there 1e-300 of its maximum (the product underflows)
+    log_w[2, :, 250:] = -np.inf
+    log_w[2] -= logsumexp(log_w[2], axis=-1, keepdims=True)
+    log_v[2, 0, :250] = -700.0
+    log_v[2, 0, 250:] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = logsumexp(log_w + log_v, axis=-1)
+    got = log_weighted_sum(np.exp(log_w), log_w, log_v)
+    assert np.array_equal(np.isneginf(got), np.isneginf(expected)) and np.isneginf(got[1]).all()
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-12)
+    assert np.all(expected[2] < -690)
+    # values that differ by candidate too (the release_log_prob path): the general product
+    per_candidate = log_v + rng.normal(0, 5, log_w.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = logsumexp(log_w + per_candidate, axis=-1)
+    got = log_weighted_sum(np.exp(log_w), log_w, per_candidate)
+    finite = np.isfinite(expected)
+    assert np.array_equal(finite, np.isfinite(got))
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-12)
