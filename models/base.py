@@ -1,6 +1,6 @@
 """The contract between a synthesizer and the generic layers.
 
-Everything ``synthesis/``, ``risk/`` and the pipeline call on a synthesizer is declared here, in three
+Everything ``synthesis/``, ``risk/`` and the pipeline call on a synthesizer is declared here, in four
 protocols, so that no generic module needs to know any one model:
 
 :class:`Synthesizer` (required of every posterior-based synthesizer)
@@ -15,6 +15,8 @@ protocols, so that no generic module needs to know any one model:
 :class:`SupportsReleaseRisk` (optional: attribute risk that also conditions on the released datasets)
     ``release_log_prob(posterior, data, synthetic)``, and ``data.take(rows)`` on its data object to assess
     a chunk of records.
+:class:`SupportsContinuation` (optional: the group runner's first extension of a fit that missed r_hat or ESS)
+    ``continue_fit(idata, data, draws, seed)``, the chains continued from their adapted state.
 
 Posterior draws travel as an :class:`xarray.Dataset` with one ``sample`` dimension (chains and draws
 stacked, :func:`stack_draws`); sensitive values as :class:`xarray.DataArray` objects with dimensions
@@ -36,6 +38,7 @@ import xarray as xr
 __all__ = [
     "FIT_ATTRS",
     "SupportsCandidateRisk",
+    "SupportsContinuation",
     "SupportsReleaseRisk",
     "Synthesizer",
     "sample_candidates",
@@ -92,6 +95,15 @@ class SupportsReleaseRisk(Protocol):
     def release_log_prob(self, posterior: xr.Dataset, data: Any, synthetic: xr.DataArray) -> xr.DataArray:
         """log p(released values of each record | draw, record's true value = candidate):
         dimensions ``(sample, item, candidate)``."""
+
+
+@runtime_checkable
+class SupportsContinuation(Protocol):
+    """Optional: longer chains without a new warm-up, for a fit that missed r_hat or ESS (the group runner)."""
+
+    def continue_fit(self, idata: az.InferenceData, data: Any, draws: int, seed: int) -> az.InferenceData | None:
+        """``idata`` with every chain continued by ``draws`` draws from its last state and adapted sampler
+        settings (``None`` when this fit cannot be continued: the runner then refits)."""
 
 
 def stack_draws(posterior: xr.Dataset) -> xr.Dataset:

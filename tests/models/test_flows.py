@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from bayessdc.models.base import stack_draws
+from bayessdc.models.base import SupportsContinuation, stack_draws
 from bayessdc.models.flows import (
     FlowDataError,
     FlowPriors,
@@ -219,6 +219,7 @@ def test_continued_chains_start_where_they_stopped_and_keep_their_adaptation():
     destination effects), the old draws are kept as they were and the new ones follow without a new warm-up."""
     group, truth = simulate_group(5, 6, 24, seed=6)
     synth = FlowSynthesizer(settings=SamplerSettings(draws=300, tune=300, chains=4, cores=1))
+    assert isinstance(synth, SupportsContinuation)
     raw = synth._fit_compiled(group, 3, synth.settings)
     position = np.concatenate([raw.posterior["mu"].to_numpy()[..., None], raw.posterior["effect"].to_numpy()], axis=-1)
     fit = synth._finish(raw, group, 3)
