@@ -433,8 +433,17 @@ def sample_chains(
     ChainDraws
     """
     sequences = np.random.SeedSequence(int(seed)).spawn(chains)
-    if resume is not None and resume.position.shape[0] != chains:
-        raise ValueError(f"resume holds {resume.position.shape[0]} chains, not {chains}")
+    if resume is not None:
+        if resume.position.shape[0] != chains:
+            raise ValueError(f"resume holds {resume.position.shape[0]} chains, not {chains}")
+        if resume.position.shape[-1] != dim or np.shape(resume.inv_metric) != (chains, dim):
+            raise ValueError(f"resume's positions and metrics must have {dim} coordinates per chain")
+        step = np.asarray(resume.step_size, dtype=float)
+        if step.shape != (chains,) or not (np.isfinite(step).all() and (step > 0).all()):
+            raise ValueError("resume's step sizes must be one finite positive number per chain")
+        metric = np.asarray(resume.inv_metric, dtype=float)
+        if not (np.isfinite(metric).all() and (metric > 0).all()):
+            raise ValueError("resume's inverse metrics must be finite and positive")
     starts = []
     for c, sequence in enumerate(sequences):
         state = sequence.generate_state(2)

@@ -99,10 +99,10 @@ def log_weighted_sum(weights: np.ndarray, log_weights: np.ndarray, log_values: n
     top = log_values.max(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = np.exp(log_values - top)  # at its own shape: one value per draw shared by every candidate
-    if scaled.ndim == weights.ndim and scaled.shape[-2] == 1:
+    if weights.ndim >= 2 and scaled.ndim == weights.ndim and scaled.shape[-2:] == (1, weights.shape[-1]):
         total = np.matmul(weights, np.swapaxes(scaled, -1, -2))[..., 0]
     else:
-        total = np.einsum("...s,...s->...", weights, scaled)
+        total = np.einsum("...s,...s->...", weights, np.broadcast_to(scaled, weights.shape))
     top = np.broadcast_to(top[..., 0], total.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(total) + top

@@ -132,11 +132,11 @@ class GroupTask:
     max_extensions, extension_factor
         A group that fails the gate is refitted, at most ``max_extensions`` times: with ``extension_factor``
         times the draws (and twice the warm-up) when r_hat or ESS failed, with a higher ``target_accept`` when
-        it diverged; the last fit is kept and judged. The first extension of a group that failed on r_hat or
-        ESS alone continues its chains by as many draws again instead, when the synthesizer offers
-        ``continue_fit(idata, data, draws, seed)`` (returning ``None`` where it cannot): the chains' own
-        warm-up is kept and only the new draws are paid for. Synthesizers without a ``settings`` dataclass are
-        fitted once.
+        it diverged; the last fit is kept and judged. With ``max_extensions >= 2``, the first extension of a
+        group that failed on r_hat or ESS alone continues its chains by as many draws again instead, when the
+        synthesizer offers ``continue_fit(idata, data, draws, seed)`` (returning ``None`` where it cannot): the
+        chains' own warm-up is kept and only the new draws are paid for; a later refit still gets the longer
+        chains. Synthesizers without a ``settings`` dataclass are fitted once.
     """
 
     synthesizer: Any
@@ -158,13 +158,14 @@ class GroupTask:
         shared = dataclasses.replace(synthesizer, settings=dataclasses.replace(settings, cores=cores))
         return dataclasses.replace(self, synthesizer=shared)
 
-    def _extended(self, settings: Any, report: Any) -> Any:
-        """The settings of the next attempt: a slowly mixing group (r_hat, ESS) gets ``extension_factor`` times the
-        draws and twice the warm-up; a group with divergences a smaller step (target_accept halfway to 1, Stan's
-        advice), its draws unchanged when they were not also too few."""
+    def _extended(self, settings: Any, report: Any, mixed_slowly: bool = False) -> Any:
+        """The settings of the next attempt: a slowly mixing group (r_hat, ESS; or ``mixed_slowly`` at an earlier
+        attempt, whose chains were continued) gets ``extension_factor`` times the draws and twice the warm-up; a
+        group with divergences a smaller step (target_accept halfway to 1, Stan's advice), its draws unchanged
+        when they were not also too few."""
         changes: dict[str, Any] = {}
         c = report.criteria
-        if not (report.max_r_hat <= c.max_r_hat and report.min_ess_bulk >= c.min_ess_bulk):
+        if mixed_slowly or not (report.max_r_hat <= c.max_r_hat and report.min_ess_bulk >= c.min_ess_bulk):
             changes.update(draws=settings.draws * self.extension_factor, tune=settings.tune * 2)
         if report.divergences > c.max_divergences and hasattr(settings, "target_accept"):
             changes["target_accept"] = min(0.99, 1 - (1 - settings.target_accept) / 2)
@@ -187,7 +188,8 @@ class GroupTask:
         continued = None
         for attempt in range(self.max_extensions + 1):
             fit_start = time.perf_counter()
-            idata = continued if continued is not None else synthesizer.fit(data, seed=int(fit_seeds[attempt]))
+            was_continued = continued is not None
+            idata = continued if was_continued else synthesizer.fit(data, seed=int(fit_seeds[attempt]))
             check_start = time.perf_counter()
             report = self._check(synthesizer, idata, data)
             sampling_seconds += check_start - fit_start
@@ -197,7 +199,9 @@ class GroupTask:
             if report.passed or attempt == self.max_extensions or settings is None:
                 break
             continued = None
-            if attempt == 0 and report.divergences <= report.criteria.max_divergences:
+            # continue only where a refit with fresh starts remains possible afterwards (a chain stuck in one
+            # mode keeps its mode when continued)
+            if attempt == 0 and self.max_extensions >= 2 and report.divergences <= report.criteria.max_divergences:
                 continue_fit = getattr(synthesizer, "continue_fit", None)
                 start_more = time.perf_counter()
                 if continue_fit is not None:
@@ -207,7 +211,9 @@ class GroupTask:
                 _log.info("group %s: continuing its chains by %d draws each (%s)", name, settings.draws,
                           "; ".join(_problems(attempts[-1])))  # fmt: skip
                 continue
-            synthesizer = dataclasses.replace(synthesizer, settings=self._extended(settings, report))
+            # continued chains that still fail: the refit also gets the longer chains the first fit needed
+            extended = self._extended(settings, report, mixed_slowly=was_continued)
+            synthesizer = dataclasses.replace(synthesizer, settings=extended)
             _log.info("group %s: refitting with %d draws per chain, target_accept %.3g (%s)", name,
                       synthesizer.settings.draws, synthesizer.settings.target_accept,
                       "; ".join(_problems(attempts[-1])) or "failed the convergence gate")  # fmt: skip

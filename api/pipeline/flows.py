@@ -106,6 +106,15 @@ class Flows(Recipe):
             "priors": asdict(synthesizer.priors),
             "sampler": {k: v for k, v in self.settings.to_dict().items() if k not in ("progressbar", "cores")},
             "risk_draws": self.risk_draws,
+            # how a pair that fails the gate gets more sampling (a folder started under another policy
+            # would resume into a release that no fresh run gives)
+            "gate_policy": {
+                "max_extensions": self.max_extensions,
+                "first_extension": "continued chains",
+                "target_accept_when_all_counts_at_lower_bound": synthesizer.describe()["sampler"][
+                    "target_accept_when_all_counts_at_lower_bound"
+                ],
+            },
         }
         notices = [f"group {a} -> {b} has no sensitive cells; released unchanged" for a, b in skipped]
         floor = [g for g in groups if not g.y.any()]

@@ -97,8 +97,11 @@ class FlowSynthesizer:
         count of the group is at the lower bound (``lower_bound_acceptance_factor``)."""
         if group.y.any() or self.lower_bound_acceptance_factor == 1:
             return self.settings
+        return replace(self.settings, target_accept=self._lower_bound_target_accept())
+
+    def _lower_bound_target_accept(self) -> float:
         target = 1 - (1 - self.settings.target_accept) / self.lower_bound_acceptance_factor
-        return replace(self.settings, target_accept=min(target, 0.999))
+        return min(max(target, self.settings.target_accept), 0.999)
 
     # -- fitting ------------------------------------------------------------------------------------
 
@@ -339,8 +342,6 @@ class FlowSynthesizer:
             "under one posterior draw of lambda; all other counts are released unchanged",
             "sampler": {
                 **{k: v for k, v in self.settings.to_dict().items() if k != "progressbar"},
-                "target_accept_when_all_counts_at_lower_bound": round(
-                    1 - (1 - self.settings.target_accept) / self.lower_bound_acceptance_factor, 6
-                ),
+                "target_accept_when_all_counts_at_lower_bound": round(self._lower_bound_target_accept(), 6),
             },
         }

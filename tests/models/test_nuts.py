@@ -9,7 +9,7 @@ import pytest
 from numba import njit
 from scipy.special import digamma, polygamma
 
-from bayessdc.models.nuts import run_chain, sample_chains
+from bayessdc.models.nuts import ChainDraws, run_chain, sample_chains
 
 SDS = np.array([1.0, 10.0, 0.1, 3.0])
 SHAPE = 3.0
@@ -94,3 +94,8 @@ def test_continued_chains_keep_their_adaptation_and_the_known_moments(known):
     assert 0.65 < more.accept.mean() < 0.95 and not more.diverging.any()
     with pytest.raises(ValueError, match="holds 4 chains, not 2"):
         sample_chains(_known_runner, DATA, SDS.size + 1, chains=2, tune=0, draws=10, resume=known)
+    with pytest.raises(ValueError, match="6 coordinates per chain"):
+        sample_chains(_known_runner, DATA, SDS.size + 2, chains=4, tune=0, draws=10, resume=known)
+    broken = ChainDraws.adapted_state(known.position[:, -1], np.array([0.1, np.nan, 0.1, 0.1]), known.inv_metric)
+    with pytest.raises(ValueError, match="finite positive"):
+        sample_chains(_known_runner, DATA, SDS.size + 1, chains=4, tune=0, draws=10, resume=broken)

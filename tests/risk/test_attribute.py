@@ -164,3 +164,9 @@ def test_weighted_sum_in_logs_equals_logsumexp_including_underflow():
     finite = np.isfinite(expected)
     assert np.array_equal(finite, np.isfinite(got))
     np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-12)
+    # one row, and values broadcast over two axes
+    row = log_w[3, 0]
+    assert log_weighted_sum(np.exp(row), row, log_v[3, 0]) == pytest.approx(logsumexp(row + log_v[3, 0]), rel=1e-12)
+    np.testing.assert_allclose(
+        log_weighted_sum(np.exp(log_w), log_w, log_v[:, :, :1]), logsumexp(log_w + log_v[:, :, :1], axis=-1), rtol=1e-12
+    )

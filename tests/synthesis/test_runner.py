@@ -99,6 +99,7 @@ class _NormalSynthesizer:
     settings: _Settings = field(default_factory=_Settings)
     divergent: int = 0
     resumable: bool = True
+    continued_divergent: int = 0
     name: str = "normal"
     calls: list = field(default_factory=list)
 
@@ -118,7 +119,9 @@ class _NormalSynthesizer:
             return None
         more = self._draws(seed, draws)
         x = np.concatenate([idata.posterior["x"].to_numpy(), more.posterior["x"].to_numpy()], axis=1)
-        return az.from_dict(posterior={"x": x}, sample_stats={"diverging": np.zeros(x.shape, dtype=bool)})
+        diverging = np.zeros(x.shape, dtype=bool)
+        diverging.flat[: self.continued_divergent] = True
+        return az.from_dict(posterior={"x": x}, sample_stats={"diverging": diverging})
 
     def observed(self, data):
         return xr.DataArray(np.zeros(1), dims="item")
@@ -128,20 +131,31 @@ class _NormalSynthesizer:
 
 
 @pytest.mark.parametrize(
-    ("synthesizer", "calls", "draws", "attempts"),
+    ("synthesizer", "calls", "draws", "attempts", "extensions"),
     [
         # ESS of 400 draws misses 600: the chains are continued by 100 draws each and then pass
-        (_NormalSynthesizer(), [("fit", 100, 0.8), ("continue", 100)], 200, 2),
+        (_NormalSynthesizer(), [("fit", 100, 0.8), ("continue", 100)], 200, 2, 2),
         # a synthesizer that cannot continue: refitted with 4x the draws, as before
-        (_NormalSynthesizer(resumable=False), [("fit", 100, 0.8), ("continue", 100), ("fit", 400, 0.8)], 400, 2),
+        (_NormalSynthesizer(resumable=False), [("fit", 100, 0.8), ("continue", 100), ("fit", 400, 0.8)], 400, 2, 2),
         # divergences are not cured by more draws: refitted closer to acceptance 1 (and no continuation)
-        (_NormalSynthesizer(divergent=2), [("fit", 100, 0.8), ("fit", 400, 0.9), ("fit", 400, 0.95)], 400, 3),
+        (_NormalSynthesizer(divergent=2), [("fit", 100, 0.8), ("fit", 400, 0.9), ("fit", 400, 0.95)], 400, 3, 2),
+        # continued chains that diverge: the refit gets the longer chains the first attempt needed as well
+        (
+            _NormalSynthesizer(continued_divergent=1),
+            [("fit", 100, 0.8), ("continue", 100), ("fit", 400, 0.9)],
+            400,
+            3,
+            2,
+        ),
+        # one extension only: a refit with fresh starts (a stuck chain keeps its mode when continued)
+        (_NormalSynthesizer(), [("fit", 100, 0.8), ("fit", 400, 0.8)], 400, 2, 1),
     ],
 )
 def test_a_group_that_misses_r_hat_or_ess_continues_its_chains_before_a_refit(
-    tmp_path, synthesizer, calls, draws, attempts
+    tmp_path, synthesizer, calls, draws, attempts, extensions
 ):
-    task = GroupTask(synthesizer, tmp_path, m=1, seed=1, criteria=ConvergenceCriteria(min_ess_bulk=600))
+    criteria = ConvergenceCriteria(min_ess_bulk=600)
+    task = GroupTask(synthesizer, tmp_path, m=1, seed=1, criteria=criteria, max_extensions=extensions)
     result = task("g", None)
     assert synthesizer.calls == calls
     assert result.summary["draws_per_chain"] == draws and result.summary["fit_attempts"] == attempts
