@@ -250,17 +250,8 @@ def _windows(tune: int) -> tuple[int, int, int]:
 
 @njit(nogil=True)
 def run_chain(  # noqa: ANN201
-    logp_grad,
-    data,
-    q_init,
-    tune,
-    draws,
-    seed,
-    target_accept,
-    max_depth,
-    step_size_init,
-    inv_metric_init,  # noqa: ANN001
-):
+    logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth, step_size_init, inv_metric_init  # noqa: ANN001
+):  # fmt: skip
     """One chain: ``tune`` warm-up iterations (step size and diagonal metric adapted) and ``draws`` kept ones.
 
     With ``step_size_init > 0`` the chain starts from that step size and ``inv_metric_init`` (a chain's

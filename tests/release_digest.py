@@ -49,7 +49,8 @@ def platform_key() -> str:
     """
     # numpy's and scipy's OpenBLAS (scipy-openblas builds) only: cvxpy's solvers (scs, sparsediffpy) bundle an
     # older OpenBLAS, loaded once a CTA test has run in the process, which calls this CPU "Zen"; the samplers
-    # never call it, and counting it made the key depend on which tests had run before
+    # never call it, and counting it made the key depend on which tests had run before. scipy.linalg is loaded
+    # so that scipy's own build is always counted beside numpy's.
     import scipy.linalg  # noqa: F401
     from numpy._core._multiarray_umath import __cpu_features__
     from threadpoolctl import threadpool_info

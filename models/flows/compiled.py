@@ -126,17 +126,7 @@ def flow_data(group: FlowGroup, priors: FlowPriors) -> tuple[tuple[np.ndarray, .
 
 
 @njit(nogil=True)
-def run_flow_chain(  # noqa: ANN201
-    data,
-    q_init,
-    tune,
-    draws,
-    seed,
-    target_accept,
-    max_depth,
-    step_size,
-    inv_metric,  # noqa: ANN001
-):
+def run_flow_chain(data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN201
     """One NUTS chain (:func:`bayessdc.models.nuts.run_chain`) on :func:`flow_logp_grad`.
 
     Compiled once per process (about 20 s): numba cannot cache on disk a function that takes another compiled
