@@ -12,8 +12,11 @@ re-initialised by Stan's heuristic after each window.
 
 Subtrees are built iteratively, leaf by leaf, with a stack of completed sub-subtrees merged like a binary
 counter (two of the same height merge into one of the next), which visits the same merges in the same order
-as Stan's recursion; ``tests/models/test_nuts.py`` checks the sampler against known Gaussian and
-non-Gaussian posteriors and the flow model against nutpie.
+as Stan's recursion. The stack and the current leaf live in work arrays allocated once per chain and written
+element by element: allocating them per subtree and per leaf, with row assignments, made a leapfrog step on
+a 44-dimensional normal cost 2.7 us instead of 1.9 (the draws are the same to the bit).
+``tests/models/test_nuts.py`` checks the sampler against known Gaussian and non-Gaussian posteriors and the
+flow model against nutpie.
 
 Why our own sampler (measured, ``bench/flows.py``): the flow synthesizer fits one small posterior per state
 pair, 2,601 of them nationally with a median of 45 cells. nutpie spent 75 us per leapfrog step on an
@@ -74,87 +77,118 @@ def _log_add_exp(a: float, b: float) -> float:
 
 
 @njit(nogil=True)
-def _build_subtree(logp_grad, data, q, p, grad, step, depth, h0, inv_metric):  # noqa: ANN001, ANN202
+def _copy_row(dest, row, src):  # noqa: ANN001, ANN202
+    for k in range(src.size):
+        dest[row, k] = src[k]
+
+
+@njit(nogil=True)
+def _criterion_rows(sharp_a, row_a, sharp_b, row_b, rho, row_r, extra, row_e):  # noqa: ANN001, ANN202
+    """:func:`_criterion` on rows of the work arrays (no views)."""
+    plus = minus = 0.0
+    for k in range(rho.shape[1]):
+        r = rho[row_r, k] + extra[row_e, k]
+        plus += sharp_b[row_b, k] * r
+        minus += sharp_a[row_a, k] * r
+    return plus > 0 and minus > 0
+
+
+@njit(nogil=True)
+def _build_subtree(logp_grad, data, q, p, grad, step, depth, h0, inv_metric, work):  # noqa: ANN001, ANN202
     """``2**depth`` leapfrog steps from ``(q, p)``; merges of equal-height sub-subtrees checked as they complete.
 
-    Returns ``valid, divergent, n_leapfrog, sum_accept, log_weight, proposal (q, logp, grad), rho, p and
-    p_sharp at the first leaf, the last leaf's (q, p, grad, p_sharp)``.
+    ``work`` holds the chain's work arrays (:func:`_new_workspace`), reused by every subtree: nothing is
+    allocated per leapfrog step but the gradient. Returns ``valid, divergent, n_leapfrog, sum_accept,
+    log_weight, proposal (q, logp, grad), rho, p and p_sharp at the first leaf, the last leaf's
+    (q, p, grad, p_sharp)``.
     """
+    levels, log_w, prop_logp, rho, p_beg, p_sharp_beg, p_end, p_sharp_end, prop_q, prop_grad, leaf = work
     dim = q.size
-    height = depth + 1
-    levels = np.zeros(height, dtype=np.int64)
-    log_w = np.zeros(height)
-    rho = np.zeros((height, dim))
-    p_beg = np.zeros((height, dim))
-    p_sharp_beg = np.zeros((height, dim))
-    p_end = np.zeros((height, dim))
-    p_sharp_end = np.zeros((height, dim))
-    prop_q = np.zeros((height, dim))
-    prop_grad = np.zeros((height, dim))
-    prop_logp = np.zeros(height)
     top = 0
     n_leapfrog = 0
     sum_accept = 0.0
     logp = 0.0
     half = 0.5 * step
+    # leaf[0], leaf[1]: q and p of the current leaf; leaf[2]: its p_sharp
+    for k in range(dim):
+        leaf[0, k] = q[k]
+        leaf[1, k] = p[k]
+    q_now = leaf[0]
+    p_now = leaf[1]
+    sharp = leaf[2]
     for _ in range(1 << depth):
-        p_new, q_new = np.empty(dim), np.empty(dim)
         for k in range(dim):  # leapfrog, written out: no temporaries
-            p_half = p[k] + half * grad[k]
-            p_new[k] = p_half
-            q_new[k] = q[k] + step * inv_metric[k] * p_half
-        q = q_new
-        logp, grad = logp_grad(q, data)
+            p_half = p_now[k] + half * grad[k]
+            p_now[k] = p_half
+            q_now[k] = q_now[k] + step * inv_metric[k] * p_half
+        logp, grad = logp_grad(q_now, data)
         kinetic = 0.0
         for k in range(dim):
-            p_new[k] += half * grad[k]
-            kinetic += p_new[k] * p_new[k] * inv_metric[k]
-        p = p_new
+            p_now[k] += half * grad[k]
+            kinetic += p_now[k] * p_now[k] * inv_metric[k]
         n_leapfrog += 1
         h = -logp + 0.5 * kinetic
         if math.isnan(h):
             h = np.inf
         if h - h0 > _MAX_DELTA_H:
-            return (False, True, n_leapfrog, sum_accept, 0.0, q, logp, grad, rho[0], p_beg[0], p_sharp_beg[0],
-                    q, p, grad, p_sharp_end[0])  # fmt: skip
+            return (False, True, n_leapfrog, sum_accept, 0.0, q_now.copy(), logp, grad, rho[0].copy(),
+                    p_beg[0].copy(), p_sharp_beg[0].copy(), q_now.copy(), p_now.copy(), grad,
+                    p_sharp_end[0].copy())  # fmt: skip
         sum_accept += 1.0 if h0 - h > 0 else math.exp(h0 - h)
-        p_sharp = inv_metric * p
+        for k in range(dim):
+            sharp[k] = inv_metric[k] * p_now[k]
         levels[top] = 0
         log_w[top] = h0 - h
-        rho[top] = p
-        p_beg[top] = p
-        p_sharp_beg[top] = p_sharp
-        p_end[top] = p
-        p_sharp_end[top] = p_sharp
-        prop_q[top] = q
-        prop_grad[top] = grad
+        _copy_row(rho, top, p_now)
+        _copy_row(p_beg, top, p_now)
+        _copy_row(p_sharp_beg, top, sharp)
+        _copy_row(p_end, top, p_now)
+        _copy_row(p_sharp_end, top, sharp)
+        _copy_row(prop_q, top, q_now)
+        _copy_row(prop_grad, top, grad)
         prop_logp[top] = logp
         top += 1
         while top >= 2 and levels[top - 1] == levels[top - 2]:
             a, b = top - 2, top - 1  # a was built first (init subtree), b after it (final subtree)
-            persist = _criterion(p_sharp_beg[a], p_sharp_end[b], rho[a], rho[b])
-            persist = persist and _criterion(p_sharp_beg[a], p_sharp_beg[b], rho[a], p_beg[b])
-            persist = persist and _criterion(p_sharp_end[a], p_sharp_end[b], rho[b], p_end[a])
+            persist = _criterion_rows(p_sharp_beg, a, p_sharp_end, b, rho, a, rho, b)
+            persist = persist and _criterion_rows(p_sharp_beg, a, p_sharp_beg, b, rho, a, p_beg, b)
+            persist = persist and _criterion_rows(p_sharp_end, a, p_sharp_end, b, rho, b, p_end, a)
             if not persist:
-                return (False, False, n_leapfrog, sum_accept, 0.0, q, logp, grad, rho[0], p_beg[0], p_sharp_beg[0],
-                        q, p, grad, p_sharp_end[0])  # fmt: skip
+                return (False, False, n_leapfrog, sum_accept, 0.0, q_now.copy(), logp, grad, rho[0].copy(),
+                        p_beg[0].copy(), p_sharp_beg[0].copy(), q_now.copy(), p_now.copy(), grad,
+                        p_sharp_end[0].copy())  # fmt: skip
             log_w_ab = _log_add_exp(log_w[a], log_w[b])
             if math.log(np.random.random()) < log_w[b] - log_w_ab:  # uniform within a subtree
-                prop_q[a] = prop_q[b]
-                prop_grad[a] = prop_grad[b]
+                for k in range(dim):
+                    prop_q[a, k] = prop_q[b, k]
+                    prop_grad[a, k] = prop_grad[b, k]
                 prop_logp[a] = prop_logp[b]
             log_w[a] = log_w_ab
-            rho[a] += rho[b]
-            p_end[a] = p_end[b]
-            p_sharp_end[a] = p_sharp_end[b]
+            for k in range(dim):
+                rho[a, k] += rho[b, k]
+                p_end[a, k] = p_end[b, k]
+                p_sharp_end[a, k] = p_sharp_end[b, k]
             levels[a] += 1
             top -= 1
     return (True, False, n_leapfrog, sum_accept, log_w[0], prop_q[0].copy(), prop_logp[0], prop_grad[0].copy(),
-            rho[0].copy(), p_beg[0].copy(), p_sharp_beg[0].copy(), q, p, grad, p_sharp_end[0].copy())  # fmt: skip
+            rho[0].copy(), p_beg[0].copy(), p_sharp_beg[0].copy(), q_now.copy(), p_now.copy(), grad,
+            p_sharp_end[0].copy())  # fmt: skip
 
 
 @njit(nogil=True)
-def _transition(logp_grad, data, q0, logp0, grad0, step_size, inv_metric, max_depth):  # noqa: ANN001, ANN202
+def _new_workspace(max_depth, dim):  # noqa: ANN001, ANN202
+    """The work arrays of :func:`_build_subtree` for trees up to ``max_depth``: a stack of ``max_depth + 1``
+    completed sub-subtrees and the current leaf."""
+    height = max_depth + 1
+    return (
+        np.zeros(height, dtype=np.int64), np.zeros(height), np.zeros(height),
+        np.zeros((height, dim)), np.zeros((height, dim)), np.zeros((height, dim)), np.zeros((height, dim)),
+        np.zeros((height, dim)), np.zeros((height, dim)), np.zeros((height, dim)), np.zeros((3, dim)),
+    )  # fmt: skip
+
+
+@njit(nogil=True)
+def _transition(logp_grad, data, q0, logp0, grad0, step_size, inv_metric, max_depth, work):  # noqa: ANN001, ANN202
     """One NUTS transition from ``q0``; returns ``q, logp, grad, depth, n_leapfrog, accept_stat, divergent``."""
     dim = q0.size
     p0 = np.random.standard_normal(dim) / np.sqrt(inv_metric)
@@ -174,9 +208,9 @@ def _transition(logp_grad, data, q0, logp0, grad0, step_size, inv_metric, max_de
     while depth < max_depth:
         forward = np.random.random() > 0.5
         if forward:
-            out = _build_subtree(logp_grad, data, q_fwd, p_fwd, g_fwd, step_size, depth, h0, inv_metric)
+            out = _build_subtree(logp_grad, data, q_fwd, p_fwd, g_fwd, step_size, depth, h0, inv_metric, work)
         else:
-            out = _build_subtree(logp_grad, data, q_bck, p_bck, g_bck, -step_size, depth, h0, inv_metric)
+            out = _build_subtree(logp_grad, data, q_bck, p_bck, g_bck, -step_size, depth, h0, inv_metric, work)
         valid, diverged, n_sub, accept_sub, log_w_sub = out[0], out[1], out[2], out[3], out[4]
         n_leapfrog += n_sub
         sum_accept += accept_sub
@@ -285,9 +319,10 @@ def run_chain(  # noqa: ANN201
     out_steps = np.empty(draws, dtype=np.int64)
     out_accept = np.empty(draws)
     out_divergent = np.zeros(draws, dtype=np.bool_)
+    work = _new_workspace(max_depth, dim)
     for it in range(tune + draws):
         q, logp, grad, depth, n_leapfrog, accept, divergent = _transition(
-            logp_grad, data, q, logp, grad, step_size, inv_metric, max_depth
+            logp_grad, data, q, logp, grad, step_size, inv_metric, max_depth, work
         )
         if it < tune:
             if tune >= 20:
