@@ -31,7 +31,10 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 __all__ = ["pareto_smoothed_log_weights"]
 
@@ -65,7 +68,8 @@ def _bytes_per_row(n_draws: int, tail_len: int) -> int:
 def _gpdfit(ary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Empirical-Bayes GPD fit for many sorted samples at once.
 
-    Vectorised version of ``arviz.stats.stats._gpdfit``.
+    The estimator of ``arviz.stats.stats._gpdfit`` (Zhang and Stephens 2009 with ArviZ's prior), compiled
+    per row (:func:`_gpdfit_rows`).
 
     Parameters
     ----------
@@ -79,36 +83,81 @@ def _gpdfit(ary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sigma : np.ndarray
         Shape ``(rows,)``.  Estimated scale parameter.
     """
-    n = ary.shape[-1]
-    m_est = _m_est(n)
+    return _gpdfit_rows(np.ascontiguousarray(ary, dtype=np.float64), float(_PRIOR_BS), float(_PRIOR_K))
 
-    base = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1, dtype=float) - 0.5))
-    b_ary = base[None, :] / (_PRIOR_BS * ary[:, int(n / 4 + 0.5) - 1])[:, None]
-    b_ary += 1 / ary[:, -1:]
 
-    # (rows, m_est, n): profile log-likelihood on the grid of b values.
-    work = -b_ary[:, :, None] * ary[:, None, :]
-    np.log1p(work, out=work)
-    k_ary = work.mean(axis=-1)
-    del work
-    len_scale = n * (np.log(-(b_ary / k_ary)) - k_ary - 1)
-    # weights[i] = 1 / sum_j exp(len_scale[j] - len_scale[i])
-    diff = len_scale[:, None, :] - len_scale[:, :, None]
-    np.exp(diff, out=diff)
-    weights = 1 / diff.sum(axis=-1)
-    del diff
+#: Factors multiplied before one logarithm is taken in :func:`_gpdfit_rows` (a product of 8 stays in range
+#: unless the tail spans 38 orders of magnitude, when the block is summed in log1p instead).
+_PRODUCT_BLOCK = 8
 
-    # remove negligible weights (NaN weights are removed too, as in ArviZ)
-    real = weights >= 10 * _EPS
-    weights = np.where(real, weights, 0.0)
-    weights = weights / weights.sum(axis=-1, keepdims=True)
-    # posterior mean of b; an empty set of weights gives 0, as np.sum([]) does in ArviZ
-    b_post = np.where(real, b_ary * weights, 0.0).sum(axis=-1)
 
-    k_post = np.log1p(-b_post[:, None] * ary).mean(axis=-1)
-    sigma = -k_post / b_post
-    k_post = (n * k_post + _PRIOR_K * 0.5) / (n + _PRIOR_K)
-    return k_post, sigma
+@njit(nogil=True, cache=True, error_model="numpy")  # float division by zero gives inf or NaN, as numpy
+def _gpdfit_rows(ary, prior_bs, prior_k):  # noqa: ANN001, ANN202
+    """The Zhang-Stephens fit of :func:`_gpdfit`, row by row, with the same result to about 1e-13.
+
+    Two rewrites of ArviZ's arithmetic make it 6 times faster (0.18 to 0.03 s for the 2,376 candidate rows of
+    a 297-cell flow pair): the profile log-likelihood ``mean_i log1p(-b x_i)`` at each of the ``m`` grid
+    values ``b`` takes one logarithm per eight factors ``1 - b x_i`` instead of one per factor; and the grid
+    weights ``1 / sum_j exp(L_j - L_i)`` (``m^2`` exponentials) are the softmax ``exp(L_i) / sum_j exp(L_j)``
+    (``m`` of them). As in ArviZ, a NaN or ``+inf`` among the ``L`` makes every weight negligible.
+    """
+    rows, n = ary.shape
+    m_est = 30 + int(n**0.5)
+    base = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1) - 0.5))
+    quartile = int(n / 4 + 0.5) - 1
+    eps10 = 10 * np.finfo(np.float64).eps
+    k_out = np.empty(rows)
+    sigma_out = np.empty(rows)
+    b = np.empty(m_est)
+    len_scale = np.empty(m_est)
+    for r in range(rows):
+        x = ary[r]
+        for j in range(m_est):
+            b[j] = base[j] / (prior_bs * x[quartile]) + 1 / x[n - 1]
+        poisoned = False
+        top = -np.inf
+        for j in range(m_est):
+            total = 0.0
+            for start in range(0, n, _PRODUCT_BLOCK):
+                stop = min(start + _PRODUCT_BLOCK, n)
+                product = 1.0
+                for i in range(start, stop):
+                    product *= 1.0 - b[j] * x[i]
+                if 1e-300 < product < 1e300:
+                    total += math.log(product)
+                else:  # out of range (or a factor <= 0): term by term, as ArviZ
+                    for i in range(start, stop):
+                        total += math.log1p(-b[j] * x[i])
+            k = total / n
+            value = n * (math.log(-(b[j] / k)) - k - 1) if -(b[j] / k) > 0 else np.nan
+            if -(b[j] / k) == 0:
+                value = -np.inf
+            len_scale[j] = value
+            if math.isnan(value) or value == np.inf:
+                poisoned = True
+            elif value > top:
+                top = value
+        b_post = 0.0
+        if not poisoned and top > -np.inf:
+            norm = 0.0
+            for j in range(m_est):
+                norm += math.exp(len_scale[j] - top)
+            kept = 0.0
+            for j in range(m_est):
+                weight = math.exp(len_scale[j] - top) / norm
+                if weight >= eps10:
+                    kept += weight
+            for j in range(m_est):
+                weight = math.exp(len_scale[j] - top) / norm
+                if weight >= eps10:
+                    b_post += b[j] * (weight / kept)
+        k_post = 0.0
+        for i in range(n):
+            k_post += math.log1p(-b_post * x[i])
+        k_post /= n
+        sigma_out[r] = -k_post / b_post if b_post != 0 else np.nan
+        k_out[r] = (n * k_post + prior_k * 0.5) / (n + prior_k)
+    return k_out, sigma_out
 
 
 def _gpinv(probs: np.ndarray, kappa: np.ndarray, sigma: np.ndarray) -> np.ndarray:

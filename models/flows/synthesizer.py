@@ -19,16 +19,10 @@ import xarray as xr
 from ..base import sample_candidates
 from ..nuts import ChainDraws, sample_chains
 from ..sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
-from .compiled import flow_data, run_flow_chain
+from .compiled import candidate_log_probabilities, flow_data, run_flow_chain
 from .data import FlowGroup
 from .marginal import build_model, draw_precision, effect_layout, padded_size
-from .model import (
-    WEAKLY_INFORMATIVE_PRIORS,
-    FlowPriors,
-    describe_priors,
-    log_factorials,
-    truncated_poisson_log_normaliser_numpy,
-)
+from .model import WEAKLY_INFORMATIVE_PRIORS, FlowPriors, describe_priors
 
 __all__ = ["COMPILED_MODELS", "FLOW_SAMPLER_SETTINGS", "FlowSynthesizer"]
 
@@ -295,12 +289,9 @@ class FlowSynthesizer:
     def candidate_log_prob(self, posterior: xr.Dataset, data: FlowGroup) -> xr.DataArray:
         """Eq. (1) for every candidate value: ``log p(y_t = c | lambda_t)``, dims ``(sample, item, candidate)``."""
         log_rate = self.log_rate(posterior, data).transpose("sample", "item").to_numpy()
-        upper = data.upper
-        r = np.arange(upper + 1)
-        log_normaliser = truncated_poisson_log_normaliser_numpy(log_rate, upper)
-        log_p = log_rate[..., None] * r - log_factorials(upper) - log_normaliser[..., None]
+        r = np.arange(data.upper + 1)
         return xr.DataArray(
-            log_p,
+            candidate_log_probabilities(np.ascontiguousarray(log_rate, dtype=np.float64), int(data.upper)),
             dims=("sample", "item", "candidate"),
             coords={"sample": posterior["sample"].to_numpy(), "candidate": r},
             name="log_prob",

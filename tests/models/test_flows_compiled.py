@@ -11,6 +11,7 @@ from bayessdc.models.flows.compiled import (
     TABLE_LOG_Z_TOLERANCE,
     TABLE_LOW,
     TABLE_MEAN_TOLERANCE,
+    candidate_log_probabilities,
     flow_data,
     flow_logp_grad,
     interpolated_terms,
@@ -18,7 +19,7 @@ from bayessdc.models.flows.compiled import (
     truncated_poisson_terms,
 )
 from bayessdc.models.flows.marginal import build_model
-from bayessdc.models.flows.model import truncated_poisson_log_normaliser_numpy
+from bayessdc.models.flows.model import log_factorials, truncated_poisson_log_normaliser_numpy
 
 
 @pytest.mark.parametrize("upper", [0, 1, 3, 8])
@@ -97,3 +98,14 @@ def test_a_bound_too_large_to_tabulate_takes_the_exact_terms_and_cannot_overflow
         assert log_z == pytest.approx(truncated_poisson_log_normaliser_numpy(np.array([x]), 64)[0], rel=1e-12)
     with pytest.raises(ValueError, match="0..64"):
         truncated_poisson_table(65)
+
+
+@pytest.mark.parametrize("upper", [0, 1, 8, 40])
+def test_candidate_log_probabilities_are_eq_1_at_every_value(upper):
+    log_rate = np.random.default_rng(upper).normal(0.0, 3.0, (7, 5))
+    got = candidate_log_probabilities(log_rate, upper)
+    r = np.arange(upper + 1)
+    log_z = truncated_poisson_log_normaliser_numpy(log_rate, upper)
+    expected = log_rate[..., None] * r - log_factorials(upper) - log_z[..., None]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.exp(got).sum(axis=-1), 1.0, rtol=1e-12)
