@@ -92,72 +92,168 @@ _PRODUCT_BLOCK = 8
 
 
 @njit(nogil=True, cache=True, error_model="numpy")  # float division by zero gives inf or NaN, as numpy
-def _gpdfit_rows(ary, prior_bs, prior_k):  # noqa: ANN001, ANN202
-    """The Zhang-Stephens fit of :func:`_gpdfit`, row by row, with the same result to about 1e-13.
+def _gpdfit_row(x, prior_bs, prior_k, b, len_scale):  # noqa: ANN001, ANN202
+    """The Zhang-Stephens fit of :func:`_gpdfit` for one sorted row ``x``, with the same result to about 1e-13.
 
     Two rewrites of ArviZ's arithmetic make it 6 times faster (0.18 to 0.03 s for the 2,376 candidate rows of
     a 297-cell flow pair): the profile log-likelihood ``mean_i log1p(-b x_i)`` at each of the ``m`` grid
     values ``b`` takes one logarithm per eight factors ``1 - b x_i`` instead of one per factor; and the grid
     weights ``1 / sum_j exp(L_j - L_i)`` (``m^2`` exponentials) are the softmax ``exp(L_i) / sum_j exp(L_j)``
-    (``m`` of them). As in ArviZ, a NaN or ``+inf`` among the ``L`` makes every weight negligible.
+    (``m`` of them). As in ArviZ, a NaN or ``+inf`` among the ``L`` makes every weight negligible. ``b`` and
+    ``len_scale`` are work arrays of at least ``m`` values.
     """
-    rows, n = ary.shape
+    n = x.size
     m_est = 30 + int(n**0.5)
-    base = 1 - np.sqrt(m_est / (np.arange(1, m_est + 1) - 0.5))
     quartile = int(n / 4 + 0.5) - 1
     eps10 = 10 * np.finfo(np.float64).eps
-    k_out = np.empty(rows)
-    sigma_out = np.empty(rows)
-    b = np.empty(m_est)
-    len_scale = np.empty(m_est)
-    for r in range(rows):
-        x = ary[r]
-        for j in range(m_est):
-            b[j] = base[j] / (prior_bs * x[quartile]) + 1 / x[n - 1]
-        poisoned = False
-        top = -np.inf
-        for j in range(m_est):
-            total = 0.0
-            for start in range(0, n, _PRODUCT_BLOCK):
-                stop = min(start + _PRODUCT_BLOCK, n)
-                product = 1.0
+    for j in range(m_est):
+        b[j] = (1 - math.sqrt(m_est / (j + 1 - 0.5))) / (prior_bs * x[quartile]) + 1 / x[n - 1]
+    poisoned = False
+    top = -np.inf
+    for j in range(m_est):
+        total = 0.0
+        for start in range(0, n, _PRODUCT_BLOCK):
+            stop = min(start + _PRODUCT_BLOCK, n)
+            product = 1.0
+            for i in range(start, stop):
+                product *= 1.0 - b[j] * x[i]
+            if 1e-300 < product < 1e300:
+                total += math.log(product)
+            else:  # out of range (or a factor <= 0): term by term, as ArviZ
                 for i in range(start, stop):
-                    product *= 1.0 - b[j] * x[i]
-                if 1e-300 < product < 1e300:
-                    total += math.log(product)
-                else:  # out of range (or a factor <= 0): term by term, as ArviZ
-                    for i in range(start, stop):
-                        total += math.log1p(-b[j] * x[i])
-            k = total / n
-            value = n * (math.log(-(b[j] / k)) - k - 1) if -(b[j] / k) > 0 else np.nan
-            if -(b[j] / k) == 0:
-                value = -np.inf
-            len_scale[j] = value
-            if math.isnan(value) or value == np.inf:
-                poisoned = True
-            elif value > top:
-                top = value
-        b_post = 0.0
-        if not poisoned and top > -np.inf:
-            norm = 0.0
-            for j in range(m_est):
-                norm += math.exp(len_scale[j] - top)
-            kept = 0.0
-            for j in range(m_est):
-                weight = math.exp(len_scale[j] - top) / norm
-                if weight >= eps10:
-                    kept += weight
-            for j in range(m_est):
-                weight = math.exp(len_scale[j] - top) / norm
-                if weight >= eps10:
-                    b_post += b[j] * (weight / kept)
-        k_post = 0.0
-        for i in range(n):
-            k_post += math.log1p(-b_post * x[i])
-        k_post /= n
-        sigma_out[r] = -k_post / b_post if b_post != 0 else np.nan
-        k_out[r] = (n * k_post + prior_k * 0.5) / (n + prior_k)
+                    total += math.log1p(-b[j] * x[i])
+        k = total / n
+        ratio = -(b[j] / k)
+        value = n * (math.log(ratio) - k - 1) if ratio > 0 else np.nan
+        if ratio == 0:
+            value = -np.inf
+        len_scale[j] = value
+        if math.isnan(value) or value == np.inf:
+            poisoned = True
+        elif value > top:
+            top = value
+    b_post = 0.0
+    if not poisoned and top > -np.inf:
+        norm = 0.0
+        for j in range(m_est):
+            norm += math.exp(len_scale[j] - top)
+        kept = 0.0
+        for j in range(m_est):
+            weight = math.exp(len_scale[j] - top) / norm
+            if weight >= eps10:
+                kept += weight
+        for j in range(m_est):
+            weight = math.exp(len_scale[j] - top) / norm
+            if weight >= eps10:
+                b_post += b[j] * (weight / kept)
+    k_post = 0.0
+    for i in range(n):
+        k_post += math.log1p(-b_post * x[i])
+    k_post /= n
+    sigma = -k_post / b_post if b_post != 0 else np.nan
+    return (n * k_post + prior_k * 0.5) / (n + prior_k), sigma
+
+
+@njit(nogil=True, cache=True)
+def _gpdfit_rows(ary, prior_bs, prior_k):  # noqa: ANN001, ANN202
+    """:func:`_gpdfit_row` for every row of ``ary``."""
+    rows, n = ary.shape
+    size = 31 + int(n**0.5)
+    b, len_scale = np.empty(size), np.empty(size)
+    k_out, sigma_out = np.empty(rows), np.empty(rows)
+    for r in range(rows):
+        k_out[r], sigma_out[r] = _gpdfit_row(ary[r], prior_bs, prior_k, b, len_scale)
     return k_out, sigma_out
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  # noqa: ANN001, ANN202
+    """PSIS row by row into ``out`` and ``khat``: the algorithm of :func:`_psis_block`, compiled.
+
+    Rows it leaves to :func:`_psis_block` are flagged in ``redo``: a NaN or ``+inf`` (which the block refuses),
+    every weight ``-inf``, or exact ties among the tail draws (ArviZ gives tied draws their smoothed values
+    in the order of numpy's ``argsort``, which only numpy reproduces). Measured on 2,376 rows shaped like a
+    297-cell flow pair's candidates (1,000 draws): 0.11 s against 0.15 s for the blocks, whose dozen passes over
+    every row (maximum, partition, exponentials, masks, normalisation) dominated once the fit was compiled; it
+    also holds the GIL for none of it (two groups' risk steps in the threads of one worker ran one at a time).
+    """
+    rows, n = flat.shape
+    cutoff_pos = n - tail_len - 1
+    size = 31 + int(n**0.5)
+    b, len_scale = np.empty(size), np.empty(size)
+    positions = np.empty(n, dtype=np.int64)
+    tail = np.empty(n)
+    for r in range(rows):
+        row = out[r]
+        max_x = -np.inf
+        bad = False
+        for i in range(n):
+            v = flat[r, i]
+            if math.isnan(v) or v == np.inf:
+                bad = True
+                break
+            if v > max_x:
+                max_x = v
+        if bad or max_x == -np.inf:
+            redo[r] = True
+            continue
+        for i in range(n):
+            row[i] = flat[r, i] - max_x
+        order_stat = np.partition(row, cutoff_pos)[cutoff_pos]
+        xcutoff = max(order_stat, _CUTOFFMIN)
+        expxcutoff = math.exp(xcutoff)
+        length = 0
+        for i in range(n):
+            if row[i] > xcutoff:
+                positions[length] = i
+                tail[length] = row[i]
+                length += 1
+        if length <= 4:
+            khat[r] = np.inf
+        else:
+            order = np.argsort(tail[:length])
+            tied = False
+            for i in range(length - 1):
+                if tail[order[i]] == tail[order[i + 1]]:
+                    tied = True
+                    break
+            if tied:
+                redo[r] = True
+                continue
+            ary = np.empty(length)
+            for i in range(length):
+                ary[i] = math.exp(tail[order[i]]) - expxcutoff
+            k, sigma = _gpdfit_row(ary, prior_bs, prior_k, b, len_scale)
+            khat[r] = k
+            if np.isfinite(k):
+                for i in range(length):
+                    log1mp = math.log1p(-((0.5 + i) / length))
+                    if abs(k) < _EPS:
+                        q = -log1mp
+                    else:
+                        q = math.expm1(-k * log1mp) / k
+                    q *= sigma
+                    if sigma <= 0:
+                        q = np.nan
+                    value = math.log(q + expxcutoff)
+                    row[positions[order[i]]] = 0.0 if value > 0 else value
+        if normalize:
+            row_max = -np.inf
+            for i in range(n):
+                if math.isnan(row[i]):
+                    row_max = np.nan
+                    break
+                if row[i] > row_max:
+                    row_max = row[i]
+            total = 0.0
+            for i in range(n):
+                total += math.exp(row[i] - row_max)
+            lse = math.log(total) + row_max
+            for i in range(n):
+                row[i] -= lse
+        else:
+            for i in range(n):
+                row[i] += max_x
 
 
 def _gpinv(probs: np.ndarray, kappa: np.ndarray, sigma: np.ndarray) -> np.ndarray:
@@ -314,10 +410,15 @@ def pareto_smoothed_log_weights(
 
     out = np.empty((n_rows, n_draws), dtype=np.float64)
     khat = np.empty(n_rows, dtype=np.float64)
+    redo = np.zeros(n_rows, dtype=np.bool_)
+    if n_rows:
+        rows = np.ascontiguousarray(flat, dtype=np.float64)
+        _psis_rows(rows, tail_len, bool(normalize), float(_PRIOR_BS), float(_PRIOR_K), out, khat, redo)
+    left = np.flatnonzero(redo)  # rows the compiled pass leaves to the blocks (see _psis_rows)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for start in range(0, n_rows, chunk_size):
-            stop = min(start + chunk_size, n_rows)
-            block = np.array(flat[start:stop], dtype=np.float64, copy=True)
-            out[start:stop], khat[start:stop] = _psis_block(block, tail_len, normalize)
+        for start in range(0, left.size, chunk_size):
+            which = left[start : start + chunk_size]
+            block = np.array(flat[which], dtype=np.float64, copy=True)
+            out[which], khat[which] = _psis_block(block, tail_len, normalize)
 
     return out.reshape(arr.shape), khat.reshape(lead_shape)

@@ -222,3 +222,18 @@ def test_scalar_and_complex_input_raise():
         pareto_smoothed_log_weights(np.float64(1.0))
     with pytest.raises(ValueError, match="real-valued"):
         pareto_smoothed_log_weights(np.zeros((2, 100), dtype=complex))
+
+
+def test_rows_without_ties_are_smoothed_by_the_compiled_pass_and_the_others_by_numpy():
+    from bayessdc.risk import psis
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_t(3, size=(6, 1000))
+    x[4] = np.round(x[4], 1)  # ties in the tail: left to the numpy blocks
+    x[5] = -np.inf  # every weight zero: left to the numpy blocks
+    out, khat, redo = np.empty_like(x), np.empty(6), np.zeros(6, dtype=bool)
+    psis._psis_rows(x, psis._tail_length(1000, 1.0), True, 3.0, 10.0, out, khat, redo)
+    assert redo.tolist() == [False, False, False, False, True, True]
+    _assert_matches(x[:5])
+    lw, k = pareto_smoothed_log_weights(x)
+    assert np.isnan(lw[5]).all() and np.isinf(k[5])
