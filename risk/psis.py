@@ -53,6 +53,7 @@ def _tail_length(n_draws: int, r_eff: float) -> int:
     return int(np.ceil(min(n_draws / 5.0, 3 * (n_draws / r_eff) ** 0.5)))
 
 
+@njit(cache=True)
 def _m_est(tail_len: int) -> int:
     """Number of grid points of the Zhang-Stephens estimator for a tail of length ``tail_len``."""
     return 30 + int(tail_len**0.5)
@@ -103,7 +104,7 @@ def _gpdfit_row(x, prior_bs, prior_k, b, len_scale):  # noqa: ANN001, ANN202
     ``len_scale`` are work arrays of at least ``m`` values.
     """
     n = x.size
-    m_est = 30 + int(n**0.5)
+    m_est = _m_est(n)
     quartile = int(n / 4 + 0.5) - 1
     eps10 = 10 * np.finfo(np.float64).eps
     for j in range(m_est):
@@ -134,18 +135,19 @@ def _gpdfit_row(x, prior_bs, prior_k, b, len_scale):  # noqa: ANN001, ANN202
             top = value
     b_post = 0.0
     if not poisoned and top > -np.inf:
+        weights = len_scale  # the softmax, in place
         norm = 0.0
         for j in range(m_est):
-            norm += math.exp(len_scale[j] - top)
+            weights[j] = math.exp(len_scale[j] - top)
+            norm += weights[j]
         kept = 0.0
         for j in range(m_est):
-            weight = math.exp(len_scale[j] - top) / norm
-            if weight >= eps10:
-                kept += weight
+            weights[j] /= norm
+            if weights[j] >= eps10:  # negligible weights removed, as in ArviZ
+                kept += weights[j]
         for j in range(m_est):
-            weight = math.exp(len_scale[j] - top) / norm
-            if weight >= eps10:
-                b_post += b[j] * (weight / kept)
+            if weights[j] >= eps10:
+                b_post += b[j] * (weights[j] / kept)
     k_post = 0.0
     for i in range(n):
         k_post += math.log1p(-b_post * x[i])
@@ -158,7 +160,7 @@ def _gpdfit_row(x, prior_bs, prior_k, b, len_scale):  # noqa: ANN001, ANN202
 def _gpdfit_rows(ary, prior_bs, prior_k):  # noqa: ANN001, ANN202
     """:func:`_gpdfit_row` for every row of ``ary``."""
     rows, n = ary.shape
-    size = 31 + int(n**0.5)
+    size = _m_est(n)  # the grid of the longest tail a row can have
     b, len_scale = np.empty(size), np.empty(size)
     k_out, sigma_out = np.empty(rows), np.empty(rows)
     for r in range(rows):
@@ -179,7 +181,7 @@ def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  
     """
     rows, n = flat.shape
     cutoff_pos = n - tail_len - 1
-    size = 31 + int(n**0.5)
+    size = _m_est(n)  # the grid of the longest tail a row can have
     b, len_scale = np.empty(size), np.empty(size)
     positions = np.empty(n, dtype=np.int64)
     tail = np.empty(n)
