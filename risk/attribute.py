@@ -113,6 +113,27 @@ def log_weighted_sum(weights: np.ndarray, log_weights: np.ndarray, log_values: n
     return out
 
 
+def _log_release_sums(weights: np.ndarray, log_weights: np.ndarray, log_release: np.ndarray) -> np.ndarray:
+    """``log sum_s w_{tcs} v_{tls}`` for every item ``t``, candidate ``c`` and synthetic dataset ``l``.
+
+    :func:`log_weighted_sum` for all ``m`` synthetic datasets in one matrix product per item (weights
+    ``(item, candidate, sample)`` times scaled values ``(item, synthetic, sample)``, transposed), reading the
+    weights once instead of ``m`` times. Sums that underflow are recomputed by ``logsumexp``, as there.
+    Returns ``(item, candidate, synthetic)``.
+    """
+    top = log_release.max(axis=-1, keepdims=True)  # (item, synthetic, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.exp(log_release - top)
+    total = np.matmul(weights, np.swapaxes(scaled, -1, -2))  # (item, candidate, synthetic)
+    top = np.broadcast_to(np.swapaxes(top, -1, -2), total.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(total) + top
+    redo = ~(total > 1e-250) | ~np.isfinite(top)
+    for t, c, l in zip(*np.nonzero(redo), strict=True):
+        out[t, c, l] = logsumexp(log_weights[t, c] + log_release[t, l])
+    return out
+
+
 def attribute_risk(
     candidate_log_prob: xr.DataArray,
     observed: xr.DataArray,
@@ -163,32 +184,28 @@ def attribute_risk(
         probability; k-hat above 0.7 among the relevant ones means the intruder's posterior itself is
         uncertain). At the observed value the weights are exactly equal and k-hat is ``-inf``.
     """
-    lp = candidate_log_prob.transpose("sample", "item", "candidate")
+    # (item, candidate, sample): each row of draws contiguous, as PSIS and the weighted sums read them (a
+    # synthesizer whose hook returns this order is not copied)
+    lp = candidate_log_prob.transpose("item", "candidate", "sample")
     candidates = lp["candidate"].to_numpy()
-    log_p = np.asarray(lp.to_numpy(), dtype=float)
-    n_samples, n_items, n_candidates = log_p.shape
+    log_p = np.ascontiguousarray(lp.to_numpy(), dtype=float)
+    n_items, n_candidates, n_samples = log_p.shape
     observed_pos = _positions(observed.transpose("item"), candidates, "observed")
     synthetic_pos = _positions(synthetic.transpose("synthetic", "item"), candidates, "synthetic")
     if observed_pos.shape != (n_items,) or synthetic_pos.shape[1] != n_items:
         raise ValueError("observed, synthetic and candidate_log_prob must describe the same items")
+    if release_likelihood not in ("item", "full"):
+        raise ValueError("release_likelihood must be 'item' or 'full'")
     item_axis = np.arange(n_items)
 
     # log w_s(c) = log p(c | theta_s) - log p(y_obs | theta_s), arranged (item, candidate, sample).
-    log_obs = log_p[:, item_axis, observed_pos]  # (sample, item)
-    log_w = np.transpose(log_p - log_obs[:, :, None], (1, 2, 0))
-    smoothed, khat = pareto_smoothed_log_weights(log_w, r_eff=r_eff, normalize=True)
+    log_w = log_p - log_p[item_axis, observed_pos][:, None, :]
+    smoothed, khat, weights = pareto_smoothed_log_weights(log_w, r_eff=r_eff, normalize=True, return_weights=True)
+    del log_w
     # At the observed value the weights are exactly equal (no approximation): no tail to fit.
     khat[item_axis, observed_pos] = -np.inf
 
-    # log p(D~(l) | theta_s): (synthetic, sample, item) for eq. 8, or summed over items for eq. 6.
-    release = np.stack([log_p[:, item_axis, synthetic_pos[l]] for l in range(synthetic_pos.shape[0])])
-    if release_likelihood == "full":
-        release = np.broadcast_to(release.sum(axis=2, keepdims=True), release.shape)
-    elif release_likelihood != "item":
-        raise ValueError("release_likelihood must be 'item' or 'full'")
-
     log_rho = _prior_log(prior, n_items, n_candidates).copy()
-    weights = np.exp(smoothed)  # normalised (each row's log-sum-exp is 0): no overflow
     if release_log_prob is not None:
         if release_likelihood != "item":
             raise ValueError("release_log_prob needs release_likelihood='item'")
@@ -200,9 +217,13 @@ def attribute_risk(
         for l in range(by_candidate.shape[0]):
             # sum_s wbar_s(c) p(y~_t(l) | theta_s, y_t = c), in logs.
             log_rho += log_weighted_sum(weights, smoothed, by_candidate[l])
-    for l in range(release.shape[0] if release_log_prob is None else 0):
-        # sum_s wbar_s(c) p(D~(l) | theta_s), in logs.
-        log_rho += log_weighted_sum(weights, smoothed, release[l].T[:, None, :])
+    else:
+        # log p(D~(l) | theta_s), arranged (item, synthetic, sample): item t's own term (eq. 8), or every
+        # item's (eq. 6); then sum_l log sum_s wbar_s(c) p(D~(l) | theta_s).
+        release = log_p[item_axis[:, None], synthetic_pos.T]
+        if release_likelihood == "full":
+            release = np.broadcast_to(release.sum(axis=0, keepdims=True), release.shape)
+        log_rho += _log_release_sums(weights, smoothed, release).sum(axis=-1)
     log_rho -= logsumexp(log_rho, axis=-1, keepdims=True)
     rho = np.exp(log_rho)
 

@@ -169,8 +169,18 @@ def _gpdfit_rows(ary, prior_bs, prior_k):  # noqa: ANN001, ANN202
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  # noqa: ANN001, ANN202
+def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo, weights):  # noqa: ANN001, ANN202
     """PSIS row by row into ``out`` and ``khat``: the algorithm of :func:`_psis_block`, compiled.
+
+    With ``normalize`` and a ``weights`` array of ``out``'s shape (else a ``(0, 0)`` array), the normalised
+    weights ``exp(out)`` are written there from the exponentials the normalisation takes anyway (their sum
+    is the normaliser), saving a second pass of exponentials over every row.
+
+    A row whose tail draws are all above every other draw of the row before it (the same draws, as in the
+    flow model's candidates, whose log weights are ``k log lambda`` plus a constant) takes that row's cutoff
+    from one pass instead of a partition, and its order when still strictly ascending (so the result is
+    the row's own, bit for bit); the logarithms at the plotting positions are kept per tail length. On rows
+    shaped like a flow pair's (9 candidates, 1,000 draws) this took 25 to 20 us a row.
 
     Rows it leaves to :func:`_psis_block` are flagged in ``redo``: a NaN or ``+inf`` (which the block refuses),
     every weight ``-inf``, or exact ties among the tail draws (ArviZ gives tied draws their smoothed values
@@ -180,11 +190,20 @@ def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  
     also holds the GIL for none of it (two groups' risk steps in the threads of one worker ran one at a time).
     """
     rows, n = flat.shape
+    keep_weights = normalize and weights.shape[0] == rows
     cutoff_pos = n - tail_len - 1
     size = _m_est(n)  # the grid of the longest tail a row can have
     b, len_scale = np.empty(size), np.empty(size)
     positions = np.empty(n, dtype=np.int64)
     tail = np.empty(n)
+    # the previous row's full tail (positions, ascending order, membership), to reuse when it is this row's too
+    full_tail = n - cutoff_pos - 1
+    prev_positions = np.empty(n, dtype=np.int64)
+    prev_order = np.empty(n, dtype=np.int64)
+    in_prev = np.zeros(n, dtype=np.bool_)
+    prev_length = -1
+    log1mp_at = np.empty(n)
+    positions_length = -1
     for r in range(rows):
         row = out[r]
         max_x = -np.inf
@@ -201,7 +220,22 @@ def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  
             continue
         for i in range(n):
             row[i] = flat[r, i] - max_x
-        order_stat = np.partition(row, cutoff_pos)[cutoff_pos]
+        # The cutoff is the largest draw outside the top ``full_tail``: when every draw of the previous row's
+        # tail is above every other draw here, it is that largest other draw, found in one pass (no partition).
+        reused = False
+        order_stat = np.nan
+        if prev_length == full_tail:
+            lowest = np.inf
+            for j in range(prev_length):
+                lowest = min(lowest, row[prev_positions[j]])
+            highest = -np.inf
+            for i in range(n):
+                if not in_prev[i] and row[i] > highest:
+                    highest = row[i]
+            if lowest > highest:
+                order_stat, reused = highest, True
+        if not reused:
+            order_stat = np.partition(row, cutoff_pos)[cutoff_pos]
         xcutoff = max(order_stat, _CUTOFFMIN)
         expxcutoff = math.exp(xcutoff)
         length = 0
@@ -213,23 +247,45 @@ def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  
         if length <= 4:
             khat[r] = np.inf
         else:
-            order = np.argsort(tail[:length])
-            tied = False
-            for i in range(length - 1):
-                if tail[order[i]] == tail[order[i + 1]]:
-                    tied = True
-                    break
-            if tied:
-                redo[r] = True
-                continue
+            # the same tail as the previous row's (same draws): its order, if still strictly ascending here
+            ascending = reused and length == prev_length
+            if ascending:
+                for i in range(length - 1):
+                    if not tail[prev_order[i]] < tail[prev_order[i + 1]]:
+                        ascending = False
+                        break
+            if ascending:
+                order = prev_order[:length]
+            else:
+                order = np.argsort(tail[:length])
+                tied = False
+                for i in range(length - 1):
+                    if tail[order[i]] == tail[order[i + 1]]:
+                        tied = True
+                        break
+                if tied:
+                    redo[r] = True
+                    continue
+                if length == full_tail:  # remember it for the next row
+                    for j in range(max(prev_length, 0)):
+                        in_prev[prev_positions[j]] = False
+                    for j in range(length):
+                        prev_positions[j] = positions[j]
+                        prev_order[j] = order[j]
+                        in_prev[positions[j]] = True
+                    prev_length = length
             ary = np.empty(length)
             for i in range(length):
                 ary[i] = math.exp(tail[order[i]]) - expxcutoff
             k, sigma = _gpdfit_row(ary, prior_bs, prior_k, b, len_scale)
             khat[r] = k
             if np.isfinite(k):
+                if length != positions_length:  # log(1 - p_i) at the plotting positions, once per tail length
+                    for i in range(length):
+                        log1mp_at[i] = math.log1p(-((0.5 + i) / length))
+                    positions_length = length
                 for i in range(length):
-                    log1mp = math.log1p(-((0.5 + i) / length))
+                    log1mp = log1mp_at[i]
                     if abs(k) < _EPS:
                         q = -log1mp
                     else:
@@ -248,8 +304,17 @@ def _psis_rows(flat, tail_len, normalize, prior_bs, prior_k, out, khat, redo):  
                 if row[i] > row_max:
                     row_max = row[i]
             total = 0.0
-            for i in range(n):
-                total += math.exp(row[i] - row_max)
+            if keep_weights:
+                weight = weights[r]
+                for i in range(n):
+                    weight[i] = math.exp(row[i] - row_max)
+                    total += weight[i]
+                scale = 1.0 / total
+                for i in range(n):
+                    weight[i] *= scale
+            else:
+                for i in range(n):
+                    total += math.exp(row[i] - row_max)
             lse = math.log(total) + row_max
             for i in range(n):
                 row[i] -= lse
@@ -334,7 +399,9 @@ def pareto_smoothed_log_weights(
     r_eff: float = 1.0,
     normalize: bool = True,
     chunk_size: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    *,
+    return_weights: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pareto-smoothed importance sampling of log weights, vectorised over rows.
 
     Gives the same result as ``arviz.psislw(log_weights, reff=r_eff, normalize=normalize)``
@@ -357,6 +424,10 @@ def pareto_smoothed_log_weights(
         Number of leading rows (the flattened leading axes) processed per block.  By
         default at most 512 rows, and fewer if needed to keep a block's work memory
         under about 200 MB.
+    return_weights : bool, default False
+        Also return the normalised weights ``exp(smoothed)`` (needs ``normalize``), taken from the
+        exponentials of the normalisation instead of a second pass: on the 235,000 rows of 1,000 draws of
+        a 26,000-cell flow simulation ``np.exp`` of the result took 1.2 s of the risk step's 11.6 s.
 
     Returns
     -------
@@ -367,6 +438,8 @@ def pareto_smoothed_log_weights(
         Estimated generalised-Pareto shape parameter per row, float64, shape
         ``log_weights.shape[:-1]``.  ``inf`` when the tail has at most 4 draws (e.g.
         fewer than 25 draws, or all weights equal); may be NaN if the fit fails.
+    weights : np.ndarray
+        Only with ``return_weights``: ``exp(smoothed)``, each row summing to 1.
 
     Raises
     ------
@@ -400,6 +473,8 @@ def pareto_smoothed_log_weights(
         raise ValueError(f"r_eff must be a positive finite number; got {r_eff!r}.")
     if chunk_size is not None and (int(chunk_size) != chunk_size or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}.")
+    if return_weights and not normalize:
+        raise ValueError("return_weights needs normalize=True (the weights are the normalised ones).")
 
     lead_shape = arr.shape[:-1]
     flat = arr.reshape(-1, n_draws)
@@ -413,14 +488,19 @@ def pareto_smoothed_log_weights(
     out = np.empty((n_rows, n_draws), dtype=np.float64)
     khat = np.empty(n_rows, dtype=np.float64)
     redo = np.zeros(n_rows, dtype=np.bool_)
+    weights = np.empty((n_rows, n_draws) if return_weights else (0, 0), dtype=np.float64)
     if n_rows:
         rows = np.ascontiguousarray(flat, dtype=np.float64)
-        _psis_rows(rows, tail_len, bool(normalize), float(_PRIOR_BS), float(_PRIOR_K), out, khat, redo)
+        _psis_rows(rows, tail_len, bool(normalize), float(_PRIOR_BS), float(_PRIOR_K), out, khat, redo, weights)
     left = np.flatnonzero(redo)  # rows the compiled pass leaves to the blocks (see _psis_rows)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for start in range(0, left.size, chunk_size):
             which = left[start : start + chunk_size]
             block = np.array(flat[which], dtype=np.float64, copy=True)
             out[which], khat[which] = _psis_block(block, tail_len, normalize)
+            if return_weights:
+                weights[which] = np.exp(out[which])
 
+    if return_weights:
+        return out.reshape(arr.shape), khat.reshape(lead_shape), weights.reshape(arr.shape)
     return out.reshape(arr.shape), khat.reshape(lead_shape)

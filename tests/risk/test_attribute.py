@@ -170,3 +170,28 @@ def test_weighted_sum_in_logs_equals_logsumexp_including_underflow():
     np.testing.assert_allclose(
         log_weighted_sum(np.exp(log_w), log_w, log_v[:, :, :1]), logsumexp(log_w + log_v[:, :, :1], axis=-1), rtol=1e-12
     )
+
+
+def test_release_sums_of_all_synthetic_datasets_at_once_equal_logsumexp():
+    """The m release terms in one matrix product per item equal logsumexp(log w + log v) for each dataset,
+    also where v is -inf or underflows against the weights."""
+    from scipy.special import logsumexp
+
+    from bayessdc.risk.attribute import _log_release_sums
+
+    rng = np.random.default_rng(1)
+    log_w = rng.normal(0, 3, (30, 9, 400))
+    log_w -= logsumexp(log_w, axis=-1, keepdims=True)
+    log_v = rng.normal(0, 40, (30, 5, 400))  # (item, synthetic, sample)
+    log_v[0, 1] = -np.inf
+    log_w[2, :, 200:] = -np.inf
+    log_w[2] -= logsumexp(log_w[2], axis=-1, keepdims=True)
+    log_v[2, 3, :200] = -700.0
+    log_v[2, 3, 200:] = 0.0
+    got = _log_release_sums(np.exp(log_w), log_w, log_v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.stack([logsumexp(log_w + log_v[:, None, l], axis=-1) for l in range(5)], axis=-1)
+    assert np.isneginf(got[0, :, 1]).all() and np.array_equal(np.isneginf(got), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-12, atol=1e-12)
+    assert np.all(expected[2, :, 3] < -690)

@@ -232,8 +232,44 @@ def test_rows_without_ties_are_smoothed_by_the_compiled_pass_and_the_others_by_n
     x[4] = np.round(x[4], 1)  # ties in the tail: left to the numpy blocks
     x[5] = -np.inf  # every weight zero: left to the numpy blocks
     out, khat, redo = np.empty_like(x), np.empty(6), np.zeros(6, dtype=bool)
-    psis._psis_rows(x, psis._tail_length(1000, 1.0), True, 3.0, 10.0, out, khat, redo)
+    psis._psis_rows(x, psis._tail_length(1000, 1.0), True, 3.0, 10.0, out, khat, redo, np.empty((0, 0)))
     assert redo.tolist() == [False, False, False, False, True, True]
     _assert_matches(x[:5])
     lw, k = pareto_smoothed_log_weights(x)
     assert np.isnan(lw[5]).all() and np.isinf(k[5])
+
+
+def test_returned_weights_are_the_exponentials_of_the_smoothed_log_weights():
+    """The weights taken from the normalisation's exponentials are exp(smoothed), rows summing to 1, on the
+    compiled rows and on the rows left to the numpy blocks (ties, every weight zero) alike."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_t(3, size=(3, 4, 1000)) * np.array([0.1, 1.0, 3.0, 10.0])[:, None]
+    x[1, 2] = np.round(x[1, 2], 1)  # ties in the tail: the numpy blocks
+    lw, k, w = pareto_smoothed_log_weights(x, return_weights=True)
+    ref_lw, ref_k = pareto_smoothed_log_weights(x)
+    assert np.array_equal(lw, ref_lw) and np.array_equal(k, ref_k)
+    np.testing.assert_allclose(w, np.exp(lw), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-13)
+    with pytest.raises(ValueError, match="normalize"):
+        pareto_smoothed_log_weights(x, normalize=False, return_weights=True)
+
+
+def test_rows_sharing_their_tail_draws_give_what_each_row_gives_alone():
+    """Rows whose largest draws are the previous row's (the flow model's candidates, log w = k log lambda)
+    reuse that row's cutoff and order; the result is bit for bit what the row gives on its own, and ArviZ's,
+    also when the same draws come in another order, when a tie appears, or when the tail changes."""
+    rng = np.random.default_rng(9)
+    ell = rng.normal(0.0, 0.4, 1000)
+    rows = [k * ell for k in (1.0, 2.0, 3.0, 5.0, 8.0)]  # the same tail, the same order
+    shuffled = ell.copy()
+    top = np.argsort(ell)[-95:]
+    shuffled[top] = ell[top][::-1]  # the same tail draws, in reverse order
+    tied = 2.0 * ell
+    tied[top[-1]] = tied[top[-2]]  # the same tail with a tie: left to the numpy blocks
+    rows += [shuffled, 4.0 * shuffled, tied, -3.0 * ell, -1.0 * ell, 0.001 * ell - 800.0]
+    x = np.array(rows)
+    lw, k = pareto_smoothed_log_weights(x)
+    for r in range(len(x)):
+        alone_lw, alone_k = pareto_smoothed_log_weights(x[r : r + 1])
+        assert np.array_equal(lw[r], alone_lw[0]) and (k[r] == alone_k[0] or np.isnan(k[r]) and np.isnan(alone_k[0]))
+    _assert_matches(x)
