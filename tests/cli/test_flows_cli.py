@@ -218,7 +218,9 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
 #: chains by 400 draws instead of being refitted with 1,600. Re-pinned again (1be56c07cf4fa030 before): the
 #: sampler's log density now takes log Z from an interpolation table (within 1e-12 of the exact per cell), which
 #: moves every trajectory in the last digits.
-PINNED_RELEASE = {"openblas Haswell, X86_V3": "554172688d358910"}
+#: The AVX-512 pin was taken at b1b57ac on an AMD EPYC machine whose OpenBLAS picks SkylakeX kernels (the same
+#: digest after 023dd2f).
+PINNED_RELEASE = {"openblas Haswell, X86_V3": "554172688d358910", "openblas SkylakeX, X86_V4": "a00288b002ddade7"}
 
 
 def test_release_is_the_pinned_one(run):
