@@ -177,7 +177,7 @@ def test_release_sums_of_all_synthetic_datasets_at_once_equal_logsumexp():
     also where v is -inf or underflows against the weights."""
     from scipy.special import logsumexp
 
-    from bayessdc.risk.attribute import _log_release_sums
+    from bayessdc.risk.attribute import _log_weighted_sums
 
     rng = np.random.default_rng(1)
     log_w = rng.normal(0, 3, (30, 9, 400))
@@ -188,7 +188,7 @@ def test_release_sums_of_all_synthetic_datasets_at_once_equal_logsumexp():
     log_w[2] -= logsumexp(log_w[2], axis=-1, keepdims=True)
     log_v[2, 3, :200] = -700.0
     log_v[2, 3, 200:] = 0.0
-    got = _log_release_sums(np.exp(log_w), log_w, log_v)
+    got = _log_weighted_sums(np.exp(log_w), log_w, log_v)
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = np.stack([logsumexp(log_w + log_v[:, None, l], axis=-1) for l in range(5)], axis=-1)
     assert np.isneginf(got[0, :, 1]).all() and np.array_equal(np.isneginf(got), np.isneginf(expected))
