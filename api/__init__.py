@@ -49,6 +49,13 @@ _LAZY = {
     "Diagnostics": "bayessdc.release",
     "Release": "bayessdc.release",
     "compare_releases": "bayessdc.report",
+    "Policy": "bayessdc.policy",
+    "DisclosureRefused": "bayessdc.policy",
+    "default_policy": "bayessdc.policy",
+    "load_policy": "bayessdc.policy",
+    "MeasureInput": "bayessdc.measures",
+    "Measure": "bayessdc.measures",
+    "register_measure": "bayessdc.measures",
 }
 
 __all__ = [
@@ -61,10 +68,14 @@ __all__ = [
     "examples",
     "ConvergenceError",
     "Diagnostics",
+    "DisclosureRefused",
     "Flows",
     "GibbsSettings",
     "InputError",
+    "Measure",
+    "MeasureInput",
     "NotApplicableError",
+    "Policy",
     "Recipe",
     "Release",
     "ReleaseGatePolicy",
@@ -72,7 +83,10 @@ __all__ = [
     "SamplerSettings",
     "__version__",
     "compare_releases",
+    "default_policy",
+    "load_policy",
     "read_table",
+    "register_measure",
     "synthesize",
 ]
 

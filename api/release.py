@@ -109,12 +109,17 @@ class Measures:
     risk_options: tuple[str, ...] = ()
     utility_options: tuple[str, ...] = ()
 
+    def measure_input(self, **options: Any) -> Any:
+        """What the measures (:mod:`bayessdc.measures`) read with ``options``: a
+        :class:`bayessdc.measures.MeasureInput`."""
+        raise NotImplementedError
+
     def risk(self, **options: Any) -> dict[str, Any]:
-        """Risk figures with ``options``."""
+        """Risk figures with ``options``, in the synthesizer's own form (``private/risk.json``)."""
         raise NotImplementedError
 
     def utility(self, **options: Any) -> dict[str, Any]:
-        """Utility figures with ``options``."""
+        """Utility figures with ``options``, in the synthesizer's own form (``private/utility.json``)."""
         raise NotImplementedError
 
 
@@ -148,6 +153,15 @@ class Release:
     report_content
         The synthesizer's material for :meth:`report` (a :class:`bayessdc.report.ReportContent`; it holds the
         confidential values compared, in memory only).
+    measure_input
+        What the generic measures read (:class:`bayessdc.measures.MeasureInput`; confidential, in memory only).
+    measured
+        Every measure that applies to this release (:class:`bayessdc.measures.MeasureSet`), written to
+        ``private/measures.json``; :meth:`measure_table` summarises it.
+    policy
+        The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`): every criterion with its figure,
+        interval, threshold and verdict, and the setting the release was drawn under
+        (``private/policy.json``; the policy's name, digest and criteria are in ``release/model.json``).
     """
 
     synthesizer: str
@@ -165,31 +179,46 @@ class Release:
     private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     private_files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
     measures: Measures | None = field(default=None, repr=False)
-    no_risk_hint: str = ""
     report_content: Any = field(default=None, repr=False)
+    measure_input: Any = field(default=None, repr=False)
+    measured: Any = field(default=None, repr=False)
+    policy: Any = field(default=None, repr=False)
 
     # -- the verbs ----------------------------------------------------------------------------------
 
-    def risk(self, **options: Any) -> dict[str, Any]:
-        """Disclosure-risk figures; with ``options`` (for example ``known=[["gender", "county"]]``) recomputed.
+    def risk(self, **options: Any) -> pd.DataFrame:
+        """Every disclosure-risk measure of this release, one row per (measure, subset), the same columns for
+        every synthesizer (see :meth:`measure_table`); with ``options`` (for example
+        ``known=[["gender", "county"]]``) recomputed from the records held in memory.
+
+        The synthesizer's own figures as ``private/risk.json`` holds them are :attr:`risk_figures`.
 
         Raises
         ------
         NotApplicableError
-            When the synthesizer has no such measure or takes no such option (the message names the
-            alternative).
+            When the synthesizer takes no such option (the message names the ones it takes).
+
+        Examples
+        --------
+        >>> import bayessdc as bsd
+        >>> from bayessdc.models.cart import simulate_acs_persons
+        >>> release = bsd.synthesize(simulate_acs_persons(200, seed=1), bsd.CART(bootstrap=10),
+        ...                          synthesize="education", keep="age,sex", m=2, progress=False)
+        >>> list(release.risk()["measure"].unique())
+        ['copied_records', 'replicated_uniques']
+        >>> list(release.risk(known=[["age", "sex", "education"]])["subset"].unique())[:2]
+        ['age+sex+education', 'age+sex+education']
         """
-        return self._measure("risk", self.risk_figures, options)
+        return self._table("risk", options)
 
-    def utility(self, **options: Any) -> dict[str, Any]:
-        """Utility figures; with ``options`` recomputed (see :meth:`risk`)."""
-        return self._measure("utility", self.utility_figures, options)
+    def utility(self, **options: Any) -> pd.DataFrame:
+        """Every utility measure of this release, in the shape of :meth:`risk`; with ``options`` recomputed.
+        The synthesizer's own figures (``private/utility.json``) are :attr:`utility_figures`."""
+        return self._table("utility", options)
 
-    def _measure(self, kind: str, stored: dict[str, Any] | None, options: dict[str, Any]) -> dict[str, Any]:
-        if stored is None and not options:
-            raise NotApplicableError(f"a {self.synthesizer} release has no {kind} figures. {self.no_risk_hint}".strip())
+    def _table(self, kind: str, options: dict[str, Any]) -> pd.DataFrame:
         if not options:
-            return stored
+            return self.measure_table(kind)
         allowed = getattr(self.measures, f"{kind}_options", ()) if self.measures is not None else ()
         unknown = sorted(set(options) - set(allowed))
         if unknown:
@@ -198,7 +227,29 @@ class Release:
                 f"{self.synthesizer} {kind}() {takes}; got {', '.join(unknown)}. The figures computed with the "
                 f"run's own options are {kind}() without arguments."
             )
-        return getattr(self.measures, kind)(**options)
+        from bayessdc.measures import compute_measures
+
+        return compute_measures(self.measures.measure_input(**options), kind=kind).summary(kind)
+
+    def measure_table(self, kind: str | None = None) -> pd.DataFrame:
+        """Every measure of this release, one row per (measure, subset), the same columns for every synthesizer.
+
+        Parameters
+        ----------
+        kind
+            ``"risk"`` or ``"utility"`` for one kind only; ``None`` for all.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``measure``, ``kind``, ``subset``, ``datasets``, ``pooled`` (the mean over the m datasets),
+            ``mc_se`` (its Monte Carlo standard error), ``lower`` and ``upper`` (its 95% interval), ``worst``
+            (the worst dataset), then one column per reference (``inherent_min``, ``inherent_max``,
+            ``held_out`` ...), empty where a measure has no such reference.
+        """
+        from bayessdc.measures import MeasureSet
+
+        return (self.measured or MeasureSet([])).summary(kind)
 
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the run's report: one self-contained HTML file a disclosure review board reads.
@@ -277,6 +328,10 @@ class Release:
             folder.write_private_json("utility.json", self.utility_figures)
         for name, payload in self.private_json.items():
             folder.write_private_json(name, payload)
+        if self.measured is not None:
+            folder.write_private_json("measures.json", self.measured.to_dict())
+        if self.policy is not None:
+            folder.write_private_json("policy.json", self.policy.to_dict())
         self._write_report(folder)
 
     def _write_report(self, folder: OutputFolder) -> None:

@@ -502,7 +502,7 @@ def part_national(args: argparse.Namespace) -> None:
     rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
-    risk = release.risk() if release is not None else None
+    risk = release.risk_figures if release is not None else None
     # Each group's gate verdict comes from the Release (from the group runner's store when the gate stopped the
     # run and there is no Release). The per-group timings (fit, risk, attempts) are not in the Release: they
     # are read from the group runner's store through its own loader; a group was stored when its marker was.
@@ -549,7 +549,7 @@ def part_national(args: argparse.Namespace) -> None:
         ["risk, summed over groups (assess_seconds)", f"{assess_total:,.1f} s"],
         ["risk step, wall (sum / workers)", f"{assess_total / workers:,.1f} s"],
         [
-            "  per-group mean reported in release.risk()",
+            "  per-group mean reported in release.risk_figures",
             _fmt(risk.get("per_group_seconds"), 3) + " s" if risk else "n/a",
         ],
         ["groups converged / extended / not converged", f"{converged} / {extended} / {len(groups) - converged}"],

@@ -16,13 +16,26 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from bayessdc import InputError, __version__
+from bayessdc.policy import DisclosureRefused
 from bayessdc.progress import cli_logging
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "report", "demo")
+SUBCOMMANDS: tuple[str, ...] = (
+    "flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "report", "policy", "demo",
+)  # fmt: skip
+
+#: The subcommands that release something, each judged by a disclosure policy (``--policy``).
+RELEASING: frozenset[str] = frozenset({"flows", "spatial", "dpmpm", "dp-areal", "cart", "cta"})
+
+#: Help of ``--policy``.
+POLICY_HELP = (
+    "disclosure policy (TOML) every release is judged by; default: bayessdc's own (`bayessdc policy` prints it). "
+    "A release that fails it is refused (exit status 3); the policy's name and digest go to release/model.json"
+)
 
 
 #: An error in the user's input or options: printed without a traceback, exit status 2.
@@ -39,8 +52,9 @@ is a terminal; -q/--quiet: no bars, warnings and errors only; -v/--verbose: debu
 EXIT_STATUS = """exit status:
   0  released (or, for demo, every example ran)
   2  bad input or options: the message names the column, row or constraint; nothing is written
-  3  refused, nothing released: a gate failed (private/ holds the diagnostics), or for cta no adjustment
-     meets the protection"""
+  3  refused, nothing released: a gate failed (private/ holds the diagnostics), the release fails its
+     disclosure policy (private/policy.json says which criterion), or for cta no adjustment meets the
+     protection"""
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -78,7 +92,10 @@ class _Subcommands:
         kwargs["parents"] = [*kwargs.get("parents", []), self._common]
         kwargs["epilog"] = f"{kwargs['epilog']}\n\n{EXIT_STATUS}" if kwargs.get("epilog") else EXIT_STATUS
         kwargs.setdefault("formatter_class", _KeepBlocksFormatter)
-        return self._action.add_parser(name, **kwargs)
+        parser = self._action.add_parser(name, **kwargs)
+        if name in RELEASING:
+            parser.add_argument("--policy", type=Path, default=None, metavar="FILE", help=POLICY_HELP)
+        return parser
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._action, name)
@@ -128,6 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:
             print(f"bayessdc {args.command}: error: {err}", file=sys.stderr)
             return 2
+        except DisclosureRefused as err:
+            out = getattr(args, "out", None)
+            where = f"\nThe verdict: {out / 'private' / 'policy.json'}" if out is not None else ""
+            print(f"bayessdc {args.command}: refused: {err}{where}", file=sys.stderr)
+            return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     )
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,
-        out=args.out, progress=not args.quiet,
+        out=args.out, policy=args.policy, progress=not args.quiet,
     )  # fmt: skip
     if not args.quiet:
         print(summary(release, args.out))
@@ -88,7 +88,7 @@ def summary(release: Any, out: Path) -> str:
         f"synthesis {f['synthesis_seconds']:.1f} s",
         "  tau (median [quartiles]), synthetic vs bootstrap of the original:",
     ]
-    for name, table in release.utility()["tables"].items():
+    for name, table in release.utility_figures["tables"].items():
         s, b = table["synthetic"], table["bootstrap"]
         lines.append(
             f"    {name}: {s['median']:.4f} [{s['q1']:.4f}, {s['q3']:.4f}] vs "
@@ -118,7 +118,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     )  # fmt: skip
     rows: list[tuple[str, Any]] = [("records", release.facts["records"]), ("synthetic datasets", release.m)]
     for name in ("T1", "T2"):
-        table = release.utility()["tables"][name]
+        table = release.utility_figures["tables"][name]
         rows.append((f"tau {name}, synthetic median", table["synthetic"]["median"]))
         rows.append((f"tau {name}, bootstrap median", table["bootstrap"]["median"]))
     rows.append(("rule fallbacks", sum(release.facts["rule_fallbacks"].values())))

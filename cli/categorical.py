@@ -129,7 +129,7 @@ def _fmt(value: Any) -> str:
 
 def categorical_lines(release: Any, ordered_logit: bool = True) -> list[str]:
     """The risk and utility lines of ``dpmpm`` and ``dp-areal`` (the latter prints no ordered-logit lines)."""
-    r, u, details = release.risk(), release.utility(), release.private_json["risk_details.json"]
+    r, u, details = release.risk_figures, release.utility_figures, release.private_json["risk_details.json"]
     lines = []
     for entry in r["identification"]:
         lo, hi = entry["inherent"]["min"], entry["inherent"]["max"]
@@ -165,7 +165,7 @@ def categorical_lines(release: Any, ordered_logit: bool = True) -> list[str]:
 
 def demo_rows(release: Any) -> list[tuple[str, Any]]:
     """The demo table's rows for a categorical release: the release gate's verdict first."""
-    d, r, u = release.diagnostics, release.risk(), release.utility()
+    d, r, u = release.diagnostics, release.risk_figures, release.utility_figures
     gate = d["release_gate"]
     ratios = [f["between_chain_se"] / f["tolerance"] for f in gate["figures"].values() if f.get("tolerance")]
     ident = r["identification"][-1]

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             contributor=args.contributor, kind=args.kind, objective=args.objective, preserve_mean=args.preserve_mean,
             zero_l=args.zero_l, integer=True if args.integer else None, method=args.method, capacity=args.capacity,
             capacity_column=args.capacity_column, cost=args.cost, widen=args.widen, total_label=args.total_label,
-            solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap,
+            solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap, policy=args.policy,
         )  # fmt: skip
     except InfeasibleError as err:  # no table meets the protection: a refusal, nothing written
         print(f"bayessdc cta: refused: nothing released: {err}", file=sys.stderr)

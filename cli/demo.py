@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
+
+from bayessdc.policy import DisclosureRefused
 
 __all__ = ["DEMOS", "add_parser", "run"]
 
@@ -37,13 +40,36 @@ def _format(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
+def _policy_rows(name: str, out: Path) -> list[dict[str, Any]]:
+    """The disclosure policy's verdict of a demo run, read from its ``private/policy.json``."""
+    folder = next((out / d for d in (name, name.replace("_", "-")) if (out / d / "private" / "policy.json").exists()),
+                  None)  # fmt: skip
+    if folder is None:
+        return []
+    verdict = json.loads((folder / "private" / "policy.json").read_text())
+    judged = [j for j in verdict["judgements"] if j["passed"] is not None]
+    met = sum(bool(j["passed"]) for j in judged)
+    if not judged:
+        value = "no criterion applies (figures reported)"
+    else:
+        value = f"{'met' if verdict['passed'] else 'FAILED'}: {met} of {len(judged)} criteria"
+    if verdict.get("setting"):
+        value += " under " + ", ".join(f"{k} = {v}" for k, v in verdict["setting"].items())
+    return [{"synthesizer": name, "measure": f"disclosure policy ({verdict['policy']['name']})", "value": value}]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the demos and print their figures."""
     rows: list[dict[str, Any]] = []
     for name in args.only or DEMOS:
         start = time.perf_counter()
         _log.info("running the %s demo ...", name)
-        rows.extend(importlib.import_module(f"bayessdc.cli.{name}").demo(args.out, args.seed))
+        try:
+            rows.extend(importlib.import_module(f"bayessdc.cli.{name}").demo(args.out, args.seed))
+        except DisclosureRefused as err:  # said in the table, nothing released
+            rows.append({"synthesizer": name, "measure": "release", "value": "refused by the disclosure policy"})
+            _log.warning("the %s demo was refused: %s", name, err)
+        rows.extend(_policy_rows(name, Path(args.out)))
         _log.info("the %s demo took %.1f s", name, time.perf_counter() - start)
     width = max(len(r["measure"]) for r in rows)
     print(f"\n{'synthesizer':<12} {'measure':<{width}} value")

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         release = bsd.synthesize(
             table, recipe, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, progress=not args.quiet,
+            allow_unconverged=args.allow_unconverged, policy=args.policy, progress=not args.quiet,
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         print(f"bayessdc flows: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 def summary(release: Any, out: Path) -> str:
     """The lines printed after a run."""
-    d, r, u, f = release.diagnostics, release.risk(), release.utility(), release.facts
+    d, r, u, f = release.diagnostics, release.risk_figures, release.utility_figures, release.facts
     r_unq = "n/a" if r.get("R_unq") is None else f"{r['R_unq']:.3f}"
     return "\n".join(
         [
@@ -131,7 +131,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         risk_draws=500,
     )
     release = bsd.synthesize(table, recipe, m=5, seed=seed, out=Path(out) / "flows", progress=False)
-    d, r, u = release.diagnostics, release.risk(), release.utility()
+    d, r, u = release.diagnostics, release.risk_figures, release.utility_figures
     rows = [
         ("precision prior", "Gamma(1, 1)"),
         ("sensitive cells", release.facts["sensitive_cells"]),

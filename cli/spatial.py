@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         release = bsd.synthesize(
             table, recipe, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, progress=not args.quiet,
+            allow_unconverged=args.allow_unconverged, policy=args.policy, progress=not args.quiet,
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         print(f"bayessdc spatial: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
@@ -151,7 +151,7 @@ def _fmt(value: Any) -> str:
 
 def summary(release: Any, out: Path) -> str:
     """The lines printed after a run."""
-    d, r, f = release.diagnostics, release.risk(), release.facts
+    d, r, f = release.diagnostics, release.risk_figures, release.facts
     band_u, band_r = r["within_band"]["unrestricted"], r["within_band"]["restricted"]
     return "\n".join(
         [
@@ -182,7 +182,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         settings=bsd.SamplerSettings(draws=1000, tune=1000, chains=4, target_accept=0.95),
     )
     release = bsd.synthesize(frame, recipe, m=5, seed=seed, out=Path(out) / "spatial", progress=False)
-    d, r = release.diagnostics, release.risk()
+    d, r = release.diagnostics, release.risk_figures
     rows = [
         ("records", release.facts["records"]),
         ("at-risk records", release.facts["at_risk_records"]),

@@ -9,7 +9,7 @@ writes the release/private output folder.
 from .examples import cox_4x9_frame
 from .heuristic import balanced_directions
 from .problem import OBJECTIVES, Adjustment, InfeasibleError, adjust_table
-from .quality import cell_statistics, quality_report
+from .quality import cell_statistics, protection_shortfalls, quality_report
 from .rules import (
     DominanceRule,
     PPercentRule,
@@ -49,6 +49,7 @@ __all__ = [
     "parse_rule",
     "protection_from_rules",
     "protection_from_table",
+    "protection_shortfalls",
     "quality_report",
     "table_from_long",
     "table_from_microdata",

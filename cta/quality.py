@@ -54,6 +54,22 @@ def cell_statistics(original: np.ndarray, adjusted: np.ndarray) -> dict:
     return out
 
 
+def protection_shortfalls(result: Adjustment, tolerance: float = 1e-6) -> np.ndarray:
+    """The sensitive cells (positions) whose adjustment is short of their protection or in the wrong direction.
+
+    Parameters
+    ----------
+    result : Adjustment
+    tolerance : float, default 1e-6
+        Relative tolerance, times the largest cell value (at least 1).
+    """
+    a, y = result.original, result.adjustment
+    atol = tolerance * max(1.0, float(np.abs(a).max()))
+    sensitive = result.sensitive
+    wrong_direction = sensitive & (np.sign(y) != result.directions)
+    return np.flatnonzero(sensitive & ((np.abs(y) < result.required_move - atol) | wrong_direction))
+
+
 def quality_report(result: Adjustment, tolerance: float = 1e-6) -> dict:
     """Return the quality figures and safety checks of an adjustment.
 
@@ -73,16 +89,13 @@ def quality_report(result: Adjustment, tolerance: float = 1e-6) -> dict:
         method, objective, status, optimality gap, objective value, seconds; ``settings``.
     """
     table = result.table
-    a, b, y = result.original, result.adjusted, result.adjustment
+    a, b = result.original, result.adjusted
     scale = max(1.0, float(np.abs(a).max()))
     atol = tolerance * scale
     sensitive = result.sensitive
     interior = table.cells["interior"].to_numpy(dtype=bool)
 
-    required = result.required_move
-    moved = np.abs(y)
-    wrong_direction = sensitive & (np.sign(y) != result.directions)
-    short = np.flatnonzero(sensitive & ((moved < required - atol) | wrong_direction))
+    short = protection_shortfalls(result, tolerance)
     residuals = table.additivity_residuals(b)
     failing = np.flatnonzero(np.abs(residuals) > atol)
     negative = np.flatnonzero((b < -atol) & (a >= 0))

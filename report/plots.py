@@ -263,8 +263,10 @@ class BoundsMeasure:
     synthetic
         Its value in each synthetic dataset.
     minimum, maximum
-        Its value in each repetition of the inherent scenarios (the risk no synthesis can avoid; the risk
-        of releasing the original values).
+        Its value in each repetition of the inherent scenarios (the minimum: every synthesized value drawn
+        uniformly over all its levels, a release carrying no information about it beyond its levels; the
+        maximum: the synthesized values redrawn from each pattern's empirical distribution in the original
+        data, a 'perfect' synthesizer).
     """
 
     name: str
@@ -509,4 +511,43 @@ def risk_utility(runs: Sequence[tuple[str, RiskUtilityPanel]]) -> Figure:
     ax.set_title("risk against utility")
     ax.margins(x=0.15, y=0.2)
     _legend(ax, frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+#: Colours of a measure's references (others cycle through the default colours).
+REFERENCE_COLOURS = {"inherent_min": INHERENT_MIN, "inherent_max": INHERENT_MAX, "held_out": ORIGINAL,
+                     "unsmoothed": INHERENT_MAX, "chance": INHERENT_MIN}  # fmt: skip
+
+
+def measure_panels(result: Any) -> Figure:
+    """One panel per subset of a measure (:class:`bayessdc.measures.MeasureResult`): every dataset's value
+    (points), the pooled value with its 95% Monte Carlo interval (a bar), and each reference as a line, shaded
+    over the range of its repetitions where it has one."""
+    summary = result.summary()
+    subsets = list(summary["subset"])
+    columns = min(3, max(len(subsets), 1))
+    rows = int(np.ceil(max(len(subsets), 1) / columns))
+    fig = _figure(3.4 * columns if columns > 1 else 5.6, 2.8 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, columns)).ravel()
+    values, references = result.values, result.references
+    for ax, (_, row) in zip(axes, summary.iterrows(), strict=False):
+        subset = row["subset"]
+        v = values.loc[values["subset"].astype(str) == subset, "value"].to_numpy(float)
+        jitter = np.linspace(-0.15, 0.15, len(v)) if len(v) > 1 else np.zeros(len(v))
+        ax.scatter(v, 1 + jitter, s=14, color=SYNTHETIC, alpha=0.7, label="synthetic datasets", zorder=3)
+        ax.errorbar([row["pooled"]], [1], xerr=[[row["pooled"] - row["lower"]], [row["upper"] - row["pooled"]]],
+                    fmt="D", color="black", capsize=4, label="pooled, 95% MC interval", zorder=4)  # fmt: skip
+        refs = references.loc[references["subset"].astype(str) == subset]
+        for k, (_, ref) in enumerate(refs.iterrows()):
+            colour = REFERENCE_COLOURS.get(str(ref["reference"]), f"C{k + 2}")
+            ax.axvline(ref["value"], color=colour, linestyle="--", label=str(ref["reference"]).replace("_", " "))
+            if np.isfinite(ref["lower"]) and np.isfinite(ref["upper"]):
+                ax.axvspan(ref["lower"], ref["upper"], color=colour, alpha=0.12)
+        ax.set_yticks([])
+        ax.set_ylim(0.5, 1.5)
+        ax.set_xlabel(result.unit or "value", fontsize=8)
+        ax.set_title(textwrap.fill(f"{result.title} [{subset}]", 40), fontsize=9)
+        _legend(ax, fontsize=7, loc="best")
+    for ax in axes[len(subsets):]:
+        ax.set_visible(False)
     return fig

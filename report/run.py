@@ -28,7 +28,7 @@ from . import plots
 from .content import Figure, Item, ReportContent, Table, Text
 from .html import Document, write_html
 
-__all__ = ["flatten", "gate_verdict", "render_run_report", "write_run_report"]
+__all__ = ["flatten", "gate_verdict", "policy_section", "render_run_report", "write_run_report"]
 
 #: Fits listed in the r_hat/ESS table (the worst first); a national flow run has thousands.
 MAX_FIT_ROWS = 12
@@ -64,14 +64,67 @@ def render_run_report(release: Any) -> str:
         "private/ and must not be published with release/.",
         css="private",
     )
+    policy_section(doc, getattr(release, "policy", None))
     _about(doc, release, content)
     _diagnostics(doc, release, content)
     _comparison(doc, content)
+    _measures(doc, release)
     _section_items(doc, "Disclosure risk", content.risk, "This release has no disclosure-risk figures.")
     _section_items(doc, "Utility", content.utility, "This release has no utility figures.")
     _risk_utility(doc, content.risk_utility)
     doc.paragraph(f"Written by bayessdc on {time.strftime('%Y-%m-%d %H:%M %Z')}.", css="note")
     return doc.render()
+
+
+# -- 0. the disclosure policy's verdict ---------------------------------------------------------
+
+
+def policy_section(doc: Document, verdict: Any) -> None:
+    """The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`), first in every report: every criterion
+    with its figure, interval, threshold and verdict, then what does not apply and what is reported only."""
+    if verdict is None:
+        return
+    doc.heading("Disclosure policy")
+    doc.verdict(verdict.sentence(), verdict.passed)
+    doc.table(verdict.table(), caption=(
+        f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): each criterion, the release's "
+        "figure with its 95% Monte Carlo interval over the m datasets, the threshold and the verdict"
+    ))  # fmt: skip
+    if verdict.not_applicable:
+        doc.paragraph("Criteria of the policy that do not apply to this release: " + "; ".join(verdict.not_applicable)
+                      + ".")  # fmt: skip
+    if verdict.reported:
+        reasons = verdict.policy.reported
+        doc.paragraph("Reported, not judged (no grounded threshold in this policy): " + "; ".join(
+            f"{name}" + (f" ({reasons[name]})" if reasons.get(name) else "") for name in verdict.reported
+        ) + ".")  # fmt: skip
+
+
+def _measures(doc: Document, release: Any) -> None:
+    """Every measure of the release with its references (the same layout for every synthesizer)."""
+    measured = getattr(release, "measured", None)
+    if not measured:
+        return
+    doc.heading("Measures and their references")
+    doc.table(release.measure_table(), caption="Every measure: pooled over the m datasets with its Monte Carlo "
+              "standard error and 95% interval, the worst dataset, and the references it is read against")
+    table = release.measure_table()
+    if "inherent_min" in table:
+        lower_is_better = [name for name, result in measured.items() if result.better == "lower"]
+        below = table[table["measure"].isin(lower_is_better) & (table["pooled"] < table["inherent_min"])]
+        for _, row in below.iterrows():
+            doc.paragraph(
+                f"{row['measure'].replace('_', ' ')} [{row['subset']}] is {row['pooled']:.4g}, below its inherent "
+                f"minimum {row['inherent_min']:.4g}. The minimum draws every synthesized value uniformly over all "
+                "its levels; a release falls below it on this figure when its synthetic values concentrate on the "
+                "common levels more than uniform draws do (larger matching sets), or match the true value less "
+                "often than chance: it reveals no more about a record's own value than labels unrelated to the "
+                "record would. It is not a fault of the bound; it says the release's values carry little of the "
+                "records' own."
+            )
+    for result in measured.values():
+        notes = " ".join(f"{name.replace('_', ' ')}: {text}." for name, text in result.reference_notes.items())
+        doc.figure(result.plot(), f"{result.title}: {result.description}. {notes}".strip())
 
 
 # -- 1. what and how -----------------------------------------------------------------------------
@@ -299,8 +352,9 @@ def _risk_utility(doc: Document, panels: Sequence[plots.RiskUtilityPanel]) -> No
         return
     doc.paragraph(
         "The release (filled circle) and any reference stages (open squares) by risk and utility; vertical lines "
-        "mark the reference risks (for the categorical synthesizers the inherent minimum, the risk no synthesis "
-        "avoids, and maximum, the risk of releasing the original values)."
+        "mark the reference risks (for the categorical synthesizers the inherent minimum, a release carrying no "
+        "information about the synthesized values beyond their levels, and maximum, a 'perfect' synthesizer "
+        "redrawing them from each pattern's distribution in the original data)."
     )
     for panel in panels:
         doc.figure(plots.risk_utility([("", panel)]), f"{panel.risk_measure} against {panel.utility_measure}")

@@ -16,11 +16,19 @@ released row is among them. Then (eq. 15-17)
 Attribute (Section 4.3): an exact disclosure for record ``i`` when its synthesized values equal its true ones
 (eq. 18); reported as a count and a share of ``n``.
 
-Inherent bounds (Section 4.1), independent of any synthesizer: "synthetic" datasets in which every record's
-synthesized values are drawn within its pattern (the combination of the other, released columns), either
-from the empirical distribution of the pattern (maximum scenario: the most a release could reveal) or
-uniformly over the values observed in the pattern (minimum scenario), S times. The measures of the real
-synthetic datasets are then placed among the S repetitions.
+Inherent references (Section 4.1), independent of any synthesizer: S "synthetic" datasets that keep the
+other (released) columns and redraw the synthesized values of every record, at the two extremes of what a
+release can carry about them:
+
+* maximum: every record's synthesized values (jointly) redrawn from the empirical distribution of its pattern
+  (the combination of the kept columns) in the original data: a 'perfect' synthesizer, the most a release
+  built from the data distribution can reveal;
+* minimum: every record's value of each synthesized column drawn uniformly over all levels the column takes
+  anywhere in the original data, independently of the pattern and of the other columns: a release carrying no
+  information about the label beyond its levels (the paper's uniform over the 133 counties; about n / L exact
+  disclosures for one label of L levels).
+
+The measures of the real synthetic datasets are then placed among the S repetitions of each.
 """
 
 from __future__ import annotations
@@ -186,15 +194,35 @@ def inherent_sources(
     scenario: Literal["max", "min"],
     repetitions: int,
     rng: np.random.Generator,
-) -> Iterator[np.ndarray]:
-    """For each of ``S`` repetitions of a scenario (Section 4.1), the row of ``original`` whose synthesized
-    values every record receives (see :func:`inherent_datasets`), one repetition at a time."""
+) -> Iterator[dict[str, np.ndarray]]:
+    """For each of ``S`` repetitions of a scenario (Section 4.1), the row of ``original`` whose value of each
+    synthesized column every record receives, one repetition at a time.
+
+    Yields
+    ------
+    dict
+        ``{column: rows}`` for every synthesized column, ``rows`` an integer array of length ``n``.
+        ``"max"``: one draw per record of a record of its own pattern (with replacement, so with the pattern's
+        empirical distribution of the synthesized values jointly); every column gets the same array.
+        ``"min"``: for each column in turn, one level per record drawn uniformly over all the levels the
+        column takes in ``original`` (whatever the record's pattern and its other columns), written as the
+        first row holding that level.
+    """
     if scenario not in ("max", "min"):
         raise ValueError("scenario must be 'max' or 'min'")
     if repetitions < 1:
         raise ValueError("repetitions must be at least 1")
     synthesized, pattern = list(synthesized), list(pattern)
     n = len(original)
+    if scenario == "min":
+        # The first row of every level of every column, in the order of the levels' codes.
+        first_rows = {}
+        for col in synthesized:
+            code = pd.factorize(original[col], use_na_sentinel=False)[0]
+            first_rows[col] = np.unique(code, return_index=True)[1].astype(np.int64)
+        for _ in range(repetitions):
+            yield {col: rows[np.floor(rng.random(n) * len(rows)).astype(np.int64)] for col, rows in first_rows.items()}
+        return
     group = _keys(original, pattern)
     label = _keys(original, synthesized)
     # A representative row of every label value, to write the drawn labels back as values.
@@ -202,17 +230,11 @@ def inherent_sources(
     order = np.argsort(group, kind="stable")
     sizes = np.bincount(group)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    if scenario == "max":
-        pool = label[order]  # the labels of every pattern, pattern after pattern
-        pool_start, pool_size = starts, sizes
-    else:
-        pairs = np.unique(np.column_stack([group, label]), axis=0)  # distinct labels per pattern, sorted
-        pool = pairs[:, 1]
-        pool_size = np.bincount(pairs[:, 0], minlength=len(sizes))
-        pool_start = np.concatenate([[0], np.cumsum(pool_size)[:-1]])
+    pool = label[order]  # the labels of every pattern, pattern after pattern
     for _ in range(repetitions):
-        drawn = pool[pool_start[group] + np.floor(rng.random(n) * pool_size[group]).astype(np.int64)]
-        yield first_row[drawn]
+        drawn = pool[starts[group] + np.floor(rng.random(n) * sizes[group]).astype(np.int64)]
+        source = first_row[drawn]
+        yield {col: source for col in synthesized}
 
 
 def inherent_datasets(
@@ -223,17 +245,21 @@ def inherent_datasets(
     repetitions: int,
     rng: np.random.Generator,
 ) -> pd.DataFrame:
-    """``S`` datasets of the maximum or minimum risk scenario (Section 4.1), in long form (column ``repetition``).
+    """``S`` datasets of the maximum or minimum reference scenario (Section 4.1), in long form (column
+    ``repetition``); the kept columns as in ``original``.
 
-    Every record's synthesized values (jointly, when there are several) are drawn within its pattern:
-    ``"max"`` from the pattern's empirical distribution (a record drawn with replacement from the pattern),
-    ``"min"`` uniformly over the distinct values observed in the pattern.
+    ``"max"``: every record's synthesized values (jointly, when there are several) redrawn from the empirical
+    distribution of its pattern in the original data (a record drawn with replacement from the pattern): a
+    'perfect' synthesizer, the most a release built from the data distribution can reveal.
+    ``"min"``: every record's value of each synthesized column drawn uniformly over all the levels the column
+    takes in the original data, independently of the pattern and of the other columns: a release carrying no
+    information about the label beyond its levels.
     """
     frames = []
     for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
         frame = original.copy()
         for col in synthesized:
-            frame[col] = original[col].to_numpy()[source]
+            frame[col] = original[col].to_numpy()[source[col]]
         frame.insert(0, "repetition", s + 1)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -248,12 +274,17 @@ def inherent_risk(
     repetitions: int = 100,
     seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
-    """Risk measures of the S repetitions of both scenarios (Section 4.1), independent of any synthesizer.
+    """Risk measures of the S repetitions of both reference scenarios (Section 4.1), independent of any
+    synthesizer: ``"max"`` redraws the synthesized values from each pattern's empirical distribution in the
+    original data (a 'perfect' synthesizer), ``"min"`` draws each synthesized column uniformly over all its
+    levels (a release carrying no information about the label beyond its levels); see
+    :func:`inherent_datasets`.
 
-    The same figures as :func:`risk_by_dataset` of :func:`inherent_datasets`, computed one repetition at a
-    time on integer keys: a repetition gives every record the synthesized values of another row, so its keys
-    are the original's, reindexed (at 1,000,000 records and 100 repetitions about 150 s and 100 million rows
-    in memory through the data frames; seconds here, one repetition at a time).
+    The same figures as :func:`risk_by_dataset` of :func:`inherent_datasets` (with the random streams of
+    ``np.random.SeedSequence([seed, 4, k])``, ``k`` 0 for the minimum and 1 for the maximum), computed one
+    repetition at a time on integer keys: a repetition gives every record the synthesized values of other
+    rows, so its keys are the original's, reindexed (at 1,000,000 records and 100 repetitions about 150 s and
+    100 million rows in memory through the data frames; seconds here, one repetition at a time).
 
     Returns
     -------
@@ -272,7 +303,7 @@ def inherent_risk(
             rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, k]))
             rows = []
             for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
-                drawn = {c: (codes[c][source] if c in synthesized else codes[c]) for c in columns}
+                drawn = {c: (codes[c][source[c]] if c in synthesized else codes[c]) for c in columns}
                 same = np.ones(n, dtype=bool)
                 for c in synthesized:
                     same &= drawn[c] == codes[c]

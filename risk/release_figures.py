@@ -197,11 +197,14 @@ class CategoricalReleaseFigures:
                 total += float(np.abs(synthetic - original).sum())
             out[f"table_deviation[{_WAY_NAMES.get(way, f'{way}-way')}]"] = total
         if self.with_pmse:
-            out["pmse"] = self._pmse(codes)
+            fit = self._pmse(codes)
+            out["pmse"] = fit["pmse"]
+            out["pmse_ratio"] = fit["ratio"]  # not a gate figure: the pMSE over its null expectation
         return out
 
-    def _pmse(self, codes: dict[str, np.ndarray]) -> float:
-        """The pMSE on the distinct (cell, indicator) rows with their counts as weights."""
+    def _pmse(self, codes: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The pMSE fit (:func:`~bayessdc.synthesis.categorical.weighted_pmse`) on the distinct (cell, indicator)
+        rows with their counts as weights."""
         synthetic_key = self._key(self.columns, codes)
         rows, weights, labels = [], [], []
         for label, key in ((0, self.cell_key), (1, synthetic_key)):
@@ -215,7 +218,7 @@ class CategoricalReleaseFigures:
         cells, labels, weights = cells[order], labels[order], weights[order]
         decoded = np.unravel_index(cells, self.cell_sizes)
         frame = pd.DataFrame({c: self.levels[c].to_numpy()[decoded[i]] for i, c in enumerate(self.columns)})
-        return weighted_pmse(frame, labels, weights, self.synthesize, self.seed)["pmse"]
+        return weighted_pmse(frame, labels, weights, self.synthesize, self.seed)
 
     def by_dataset(self, synthetic: pd.DataFrame, by: str = "synthetic") -> pd.DataFrame:
         """The figures of every dataset of a long table (one row per dataset, a column ``by``)."""

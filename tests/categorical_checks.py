@@ -8,13 +8,13 @@ import pandas as pd
 def keep_probabilities(table, pattern):
     """The chance that record i's released county is its true one, worked from the table, when the county is
     drawn from its marginal share ignoring the pattern (p_{c_i}), from the record's pattern (the inherent
-    maximum scenario: n_{pattern, c_i} / n_pattern) or uniformly over the pattern's distinct counties (the
-    inherent minimum scenario)."""
+    maximum scenario: n_{pattern, c_i} / n_pattern) or uniformly over all the counties of the table, whatever
+    the pattern (the inherent minimum scenario: 1 / L)."""
     size = table.groupby(pattern)["county"].transform("size").to_numpy()
     return {
         "marginal": table["county"].map(table["county"].value_counts(normalize=True)).to_numpy(),
         "max": table.groupby([*pattern, "county"])["county"].transform("size").to_numpy() / size,
-        "min": 1 / table.groupby(pattern)["county"].transform("nunique").to_numpy(),
+        "min": np.full(len(table), 1 / table["county"].nunique()),
     }
 
 

@@ -13,11 +13,15 @@ supplies the steps that differ between papers:
     that a finished part is stored whole and a rerun resumes it);
 ``release(prepared, fitted, m, seed, progress)``
     the m synthetic datasets as one frame, the model's public description, risk and utility, as a
-    :class:`bayessdc.Release`.
+    :class:`bayessdc.Release` whose ``measure_input`` says what the generic measures read.
 
 The pipeline applies the gate the same way for all: the diagnostics are written (when an output folder is
 given) whatever the verdict, and a failed gate raises :class:`bayessdc.ConvergenceError` unless
-``allow_unconverged`` is true, which the release records.
+``allow_unconverged`` is true, which the release records. It then computes every measure that applies
+(:mod:`bayessdc.measures`) and judges them by the disclosure policy (:mod:`bayessdc.policy`), the same code
+for every synthesizer: a release that fails is tried again under the synthesizer's levers that need no refit
+(:meth:`Recipe.no_refit_settings`; for a release of whole records, the removal of replicated uniques when a
+criterion on them fails), and refused (:class:`bayessdc.DisclosureRefused`) when none meets the policy.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +42,10 @@ from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError, Conv
 from bayessdc.synthesis.output import OutputFolder
 
 from ..errors import InputError
+from ..policy import DisclosureRefused, Policy, Verdict, judge, load_policy
 from ..release import Diagnostics, Release
 
-__all__ = ["Fitted", "Prepared", "Recipe", "column_list", "synthesize"]
+__all__ = ["Fitted", "Lever", "Prepared", "Recipe", "column_list", "decide", "synthesize"]
 
 _log = logging.getLogger(__name__)
 
@@ -146,6 +151,44 @@ class Recipe(ABC):
     def check_m(self, m: int) -> None:  # noqa: B027 - optional hook, nothing to check by default
         """Refuse an ``m`` the recipe cannot deliver (before sampling)."""
 
+    def levers(self) -> list[Lever]:
+        """The synthesizer's privacy levers, in the order to try them (by default none)."""
+        return []
+
+    def no_refit_settings(self) -> list[dict[str, Any]]:
+        """Other settings the release can be drawn under from the same posterior, in the order the pipeline
+        tries them when the release fails its disclosure policy (by default none)."""
+        return []
+
+    def release_under(
+        self, setting: dict[str, Any], prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool
+    ) -> Release:
+        """The release drawn under ``setting`` (one of :meth:`no_refit_settings`) from the same posterior."""
+        raise NotImplementedError(f"{type(self).__name__} has no setting to draw under without a refit")
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A way to lower a synthesizer's disclosure risk, named in a refusal.
+
+    Attributes
+    ----------
+    parameter
+        The recipe's parameter (``conditioning``, ``gamma``, ``min_leaf``).
+    advice
+        What to do, in words.
+    refit
+        Whether it needs the model fitted again.
+    """
+
+    parameter: str
+    advice: str
+    refit: bool = True
+
+    def sentence(self) -> str:
+        """The lever in one phrase, for a refusal."""
+        return f"{self.parameter}: {self.advice}" + ("" if self.refit else " (no refit: the same posterior)")
+
 
 def synthesize(
     frame: pd.DataFrame,
@@ -157,6 +200,7 @@ def synthesize(
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
     allow_unconverged: bool = False,
+    policy: Policy | str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> Release:
     """Fit ``synthesizer`` to ``frame`` and draw ``m`` synthetic datasets with their risk and utility.
@@ -180,7 +224,12 @@ def synthesize(
         same run resumes them, a different run is refused) and the outputs are saved at the end, as
         :meth:`Release.save` would.
     allow_unconverged
-        Release although the gate fails (recorded in ``release/model.json``).
+        Release although the gate fails (recorded in ``release/model.json``). It never overrides the
+        disclosure policy.
+    policy
+        The disclosure policy every release is judged by: a TOML file (:mod:`bayessdc.policy`) or a
+        :class:`bayessdc.Policy`; ``None``: bayessdc's default (:func:`bayessdc.default_policy`). Read before
+        any sampling; its name and digest are recorded in ``release/model.json``.
     progress
         Progress bars (on a terminal or in a notebook, see :mod:`bayessdc.progress`) and the stages of the run
         as INFO messages of the ``bayessdc`` logger. ``False``: neither, for this call; notices (columns
@@ -200,6 +249,10 @@ def synthesize(
     bayessdc.ConvergenceError
         The gate failed and ``allow_unconverged`` is false (``out/private/diagnostics.json`` is written);
         the error's ``diagnostics`` attribute holds the posteriors and figures.
+    bayessdc.DisclosureRefused
+        The release fails the disclosure policy under every setting tried (``out/private/policy.json`` and
+        the report are written, nothing to ``release/``); the message names each failing criterion, its
+        figure with its interval, the threshold and the synthesizer's levers.
     """
     if not isinstance(synthesizer, Recipe):
         raise InputError(
@@ -209,6 +262,7 @@ def synthesize(
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise InputError(f"m must be a whole number of at least 1 (--m), got {m!r}")
     start = time.perf_counter()
+    disclosure_policy = load_policy(policy)
     try:
         synthesizer.check_m(m)
         prepared = synthesizer.prepare(frame, column_list(synthesize), column_list(keep), seed)
@@ -217,10 +271,14 @@ def synthesize(
     except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too
         raise InputError(str(err)) from err
     identity = {**prepared.identity, "m": m, "seed": seed}
+    if not disclosure_policy.builtin:
+        identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
     folder = OutputFolder(out, identity) if out is not None else None
     try:
         with _progress.call_logging(progress):
-            return _run(synthesizer, prepared, identity, folder, m, seed, allow_unconverged, progress, start)
+            return _run(
+                synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy, progress, start
+            )
     finally:
         if folder is not None:
             folder.close()
@@ -234,10 +292,11 @@ def _run(
     m: int,
     seed: int,
     allow_unconverged: bool,
+    policy: Policy,
     progress: bool,
     start: float,
 ) -> Release:
-    """Fit, gate, release and write (the steps of :func:`synthesize` after its checks)."""
+    """Fit, gate, release, measure, judge and write (the steps of :func:`synthesize` after its checks)."""
     for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
         _log.warning("%s", notice)
     _log.debug("%s run: %s", synthesizer.name, {k: v for k, v in identity.items() if k != "input"})
@@ -270,15 +329,89 @@ def _run(
     release_start = time.perf_counter()
     release = synthesizer.release(prepared, fitted, m, seed, progress)
     _log.debug("%s: %d datasets, risk and utility in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
+    release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
     release.identity = identity
     # What every release/model.json states, written here once for all synthesizers.
     release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
+    release.description["disclosure_policy"] = {**policy.describe(), "released_under": release.policy.setting}
     release.private_files = {**fitted.private_files, **release.private_files}
     release.report_content = synthesizer.report_content(prepared, release)
     release.seconds = time.perf_counter() - start
+    if not release.policy.passed:
+        refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
+        if folder is not None:
+            verdicts = {**release.policy.to_dict(), "tried": [v.to_dict() for v in tried]}
+            folder.write_private_json("policy.json", verdicts)
+            from bayessdc.report import render_run_report
+            from bayessdc.report.html import html_writer
+
+            folder.write_private_file("report.html", html_writer(lambda: render_run_report(release)))
+        raise refusal
     if folder is not None:
         release.write_to(folder, written=set(fitted.private_files))
     return release
+
+
+def decide(
+    synthesizer: Recipe, prepared: Prepared, fitted: Fitted, release: Release, policy: Policy, m: int, seed: int,
+    progress: bool,
+) -> tuple[Release, list[Verdict]]:
+    """Measure ``release`` and judge it by ``policy``; when it fails, try the settings that need no refit.
+
+    The synthesizer's own settings (:meth:`Recipe.no_refit_settings`, such as the DPMPM's conditioning) are
+    tried in order, then, for a release of whole records failing a criterion on replicated uniques, their
+    removal (synthpop's ``sdc(rm.replicated.uniques = TRUE)``). The first release that meets the policy is
+    returned; when none does, the last one tried, with its verdict (the caller refuses it).
+
+    Returns
+    -------
+    release, tried
+        The release with ``measured`` and ``policy`` set, and the verdicts of every setting tried, in order.
+    """
+    verdict = _measure_and_judge(release, policy, synthesizer.name, {}, progress)
+    tried = [verdict]
+    if verdict.passed:
+        return release, tried
+    for setting in synthesizer.no_refit_settings():
+        _log.warning(
+            "%s: the release fails the disclosure policy under %s; drawing it under %s from the same posterior",
+            synthesizer.name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
+        )  # fmt: skip
+        candidate = synthesizer.release_under(setting, prepared, fitted, m, seed, progress)
+        verdict = _measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
+        tried.append(verdict)
+        release = candidate
+        if verdict.passed:
+            _log.warning("%s: released under %s, which meets the disclosure policy %r", synthesizer.name,
+                         verdict.setting_text(), policy.name)
+            return release, tried
+    data = release.measure_input
+    uniques_failed = any(j.criterion.measure == "replicated_uniques" for j in verdict.failed())
+    if uniques_failed and data is not None and data.original is not None and not data.partially_synthetic:
+        from bayessdc.risk.copies import remove_replicated_uniques
+
+        kept, removed = remove_replicated_uniques(data.original, release.synthetic, data.released)
+        setting = {**verdict.setting, "replicated_uniques": "removed"}
+        _log.warning("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)",
+                     synthesizer.name, int(removed["removed"].sum()))
+        release.synthetic = kept.reset_index(drop=True)
+        release.measure_input = replace(data, synthetic=release.synthetic, cache={})
+        release.facts["replicated_uniques_removed"] = int(removed["removed"].sum())
+        verdict = _measure_and_judge(release, policy, synthesizer.name, setting, progress)
+        tried.append(verdict)
+    return release, tried
+
+
+def _measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:
+    """Compute the release's measures (kept in ``release.measured``) and its policy verdict (``release.policy``)."""
+    from bayessdc.measures import MeasureSet, compute_measures
+
+    say = (lambda msg: _log.debug("%s", msg)) if progress else (lambda msg: None)
+    data = release.measure_input
+    release.measured = compute_measures(data, say=say) if data is not None else MeasureSet([])
+    release.policy = judge(policy, release.measured, name, setting)
+    _log.info("%s", release.policy.sentence())
+    return release.policy
 
 
 def _write_refusal_report(

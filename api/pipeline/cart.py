@@ -16,11 +16,12 @@ rules enforced when drawing it and how often a draw fell back to an ancestor nod
 times, the number of records and the input columns not released.
 
 *Risk.* CART has no model-based disclosure risk (no posterior of which an intruder's attribute risk could be
-computed by importance sampling), so :meth:`bayessdc.Release.risk` without options raises
-:class:`bayessdc.NotApplicableError` naming what to use instead: the utility tables
-(:meth:`~bayessdc.Release.utility`) and, for the categorical synthesized columns, the identification risk
-and exact attribute disclosures of Hu & Savitsky (Section 4) beside their inherent bounds, computed by
-``release.risk(known=[["age", "sex", "marital"]])`` (:func:`identification_figures`).
+computed by importance sampling). Its release is measured as every release of records is
+(:mod:`bayessdc.measures`): the records copied from the original against a held-out share, and the
+replicated uniques, which a policy criterion on them removes without a refit. For the categorical synthesized
+columns, ``release.risk(known=[["age", "sex", "marital"]])`` adds the identification risk and exact attribute
+disclosures of Hu & Savitsky (Section 4) beside their inherent bounds (:func:`identification_figures` gives
+them in the form of ``private/risk.json``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
 from bayessdc.synthesis.output import fingerprint_frame
@@ -48,7 +50,7 @@ from bayessdc.synthesis.tables import (
 
 from ..errors import InputError, NotApplicableError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Prepared, Recipe, column_list
+from . import Fitted, Lever, Prepared, Recipe, column_list
 
 __all__ = ["CART", "default_tables", "identification_figures", "parse_table", "table_utility"]
 
@@ -173,18 +175,8 @@ class CART(Recipe):
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
         description = synthesizer.describe()
         description["n_records"] = len(released)
-        categorical = [c for c, kind in kinds.items() if kind == "classification"]
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed)
-        hint = (
-            "CART fits no posterior, so it has no model-based disclosure risk. Use release.utility() (tau of the "
-            "tables against bootstrap replicates of the original)"
-        )
-        if categorical:
-            hint += (
-                f", and the identification risk and exact attribute disclosures of the categorical synthesized "
-                f"column(s) {', '.join(categorical)} beside their inherent bounds: "
-                f"release.risk(known=[[{', '.join(repr(c) for c in [*synthesizer.keep, *categorical])}]])"
-            )
+        measures.tables = list(tables)
         return Release(
             synthesizer=self.name,
             synthetic=synthetic,
@@ -202,8 +194,20 @@ class CART(Recipe):
             risk_figures=None,
             utility_figures=utility,
             measures=measures,
-            no_risk_hint=hint + ".",
+            measure_input=MeasureInput(
+                synthetic, released, released=[*synthesizer.keep, *synthesizer.synthesize], tables=list(tables),
+                bootstrap=self.bootstrap, seed=seed,
+            ),
         )
+
+    def levers(self) -> list[Lever]:
+        """What lowers the records a CART release copies, in words."""
+        return [
+            Lever("min_leaf", "larger leaves: each synthetic value drawn from more confidential records"),
+            Lever("ccp_alpha", "more pruning: fewer, larger leaves"),
+            Lever("replicated uniques", "removed from the synthetic datasets by the pipeline when a policy criterion "
+                  "on replicated_uniques fails", refit=False),
+        ]  # fmt: skip
 
 
 def _check_rules(synthesizer: CartSynthesizer, released: pd.DataFrame) -> None:
@@ -331,7 +335,8 @@ def identification_figures(
     :func:`~bayessdc.risk.identification.inherent_risk`: the mean over the m datasets of the expected match
     risk, true and false match rates of every knowledge set, and of the records whose ``synthesized`` values
     all equal the true ones; ``inherent`` holds the same means over ``repetitions`` datasets of the minimum
-    and maximum scenarios drawn within each ``pattern`` (the combination of the kept columns).
+    scenario (each synthesized column uniform over all its levels) and the maximum (the synthesized values
+    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns).
     """
     from bayessdc.risk.identification import IDENTIFICATION_MEASURES, inherent_risk, risk_by_dataset
 
@@ -391,9 +396,27 @@ class CartMeasures(Measures):
     ) -> None:
         self.original, self.synthetic, self.keep, self.kinds, self.seed = original, synthetic, keep, kinds, seed
         self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
+        #: The run's tables (the default of :meth:`measure_input`), set by the recipe.
+        self.tables: list[TableSpec] | None = None
 
-    def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
-        """Identification risk and attribute disclosures of the categorical synthesized columns."""
+    def measure_input(
+        self, known: Any = None, repetitions: int = 100, tables: Sequence[TableSpec | str] | None = None,
+        bootstrap: int = 1000,
+    ) -> MeasureInput:
+        """What the measures read with these options: with ``known``, the identification risk and attribute
+        disclosures of the categorical synthesized columns beside their inherent bounds; with ``tables``, tau of
+        those tables against ``bootstrap`` replicates of the original."""
+        data = MeasureInput(
+            self.synthetic, self.original, released=list(self.original.columns), seed=self.seed,
+            tables=self._specs(tables, bootstrap), bootstrap=bootstrap,
+        )  # fmt: skip
+        if known is not None:
+            data.known_sets = self._known_sets(known, repetitions)
+            data.synthesized, data.kept, data.partially_synthetic = self.categorical, self.keep, True
+            data.repetitions = repetitions
+        return data
+
+    def _known_sets(self, known: Any, repetitions: int) -> list[list[str]]:
         if not self.categorical:
             raise NotApplicableError(
                 "every synthesized column of this CART release is numeric: the identification risk matches exact "
@@ -415,6 +438,11 @@ class CartMeasures(Measures):
                 )
         if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
             raise InputError(f"repetitions must be a whole number of at least 1, got {repetitions!r}")
+        return known_sets
+
+    def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
+        """Identification risk and attribute disclosures of the categorical synthesized columns."""
+        known_sets = self._known_sets(known, repetitions)
         return identification_figures(
             self.original,
             self.synthetic,
@@ -424,6 +452,14 @@ class CartMeasures(Measures):
             repetitions=repetitions,
             seed=self.seed,
         )
+
+    def _specs(self, tables: Sequence[TableSpec | str] | None, bootstrap: int) -> list[TableSpec]:
+        """The tables asked for (default: the run's), after checking ``bootstrap``."""
+        if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+            raise InputError(f"bootstrap must be at least 1, got {bootstrap!r}")
+        if tables is None and self.tables is not None:
+            return list(self.tables)
+        return _table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
 
     def utility(self, tables: Sequence[TableSpec | str] | None = None, bootstrap: int = 1000) -> dict[str, Any]:
         """``tau`` of other tables (default those of :func:`default_tables`) with ``bootstrap`` replicates."""
@@ -491,8 +527,9 @@ def cart_report_content(prepared: Prepared, release: Release, repetitions: int) 
         ))
         content.risk.append(Figure(
             partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
-            "Each measure in the m synthetic datasets (blue) beside the mean of the inherent minimum (green: the "
-            "synthesized values redrawn from their own distribution) and maximum (red: the original released).",
+            "Each measure in the m synthetic datasets (blue) beside the mean of the inherent minimum (green: each "
+            "synthesized value drawn uniformly over all its levels) and maximum (red: the synthesized values "
+            "redrawn from each pattern's empirical distribution in the original data).",
         ))
         content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))
     tables = (release.utility_figures or {}).get("tables", {})

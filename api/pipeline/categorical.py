@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc import progress as _progress
+from bayessdc.measures import MeasureInput
 from bayessdc.models.categorical import prepare_categorical
 from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
@@ -44,7 +45,7 @@ from bayessdc.synthesis.runner import InferenceDataStore, run_parts
 
 from ..errors import InputError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Prepared, Recipe
+from . import Fitted, Lever, Prepared, Recipe
 
 __all__ = [
     "DPAreal",
@@ -260,6 +261,15 @@ class CategoricalMeasures(Measures):
 
     risk_options = ("known",)
 
+    def measure_input(self, known: KnownSets = None) -> MeasureInput:
+        """What the measures read, with the knowledge sets ``known`` (the run's inherent scenarios: same
+        repetitions and seed)."""
+        return MeasureInput(
+            self.synthetic, self.original, released=self.keep + self.synthesize, synthesized=self.synthesize,
+            kept=self.keep, known_sets=check_known_sets(known, self.synthesize, self.keep), partially_synthetic=True,
+            repetitions=self.repetitions, seed=self.seed,
+        )  # fmt: skip
+
     def risk(self, known: KnownSets = None) -> dict[str, Any]:
         """``identification`` per knowledge set and ``attribute``, as :meth:`bayessdc.Release.risk` stores them."""
         known_sets = check_known_sets(known, self.synthesize, self.keep)
@@ -298,6 +308,14 @@ class _CategoricalRecipe(Recipe):
         """The report's material: the synthesized columns compared, identification and attribute risk beside
         their inherent bounds (Hu & Savitsky, Figure 4), table deviations, pMSE and within-pattern shares."""
         return categorical_report_content(self.label, prepared, release)
+
+    def levers(self) -> list[Lever]:
+        """What lowers a categorical release's identification and attribute risk, in words."""
+        return [
+            Lever("keep", "fewer or coarser kept columns: larger patterns, so a synthesized label points to more "
+                  "records"),
+            Lever("synthesize", "synthesize a coarser label (fewer levels)"),
+        ]  # fmt: skip
 
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:
@@ -434,6 +452,11 @@ class _CategoricalRecipe(Recipe):
                 "risk_by_dataset.parquet": risk.by_dataset,
             },
             measures=CategoricalMeasures(original, synthetic, synthesize, keep, self.repetitions, seed),
+            measure_input=MeasureInput(
+                synthetic, original, released=keep + synthesize, synthesized=synthesize, kept=keep,
+                known_sets=x["known"], partially_synthetic=True, inherent=x.get("inherent"),
+                repetitions=self.repetitions, seed=seed,
+            ),
         )
 
 
@@ -614,6 +637,30 @@ class DPMPM(_CategoricalRecipe):
         )
         gate = self._release_gate(prepared, synthesizer, idata, seed, say)
         return self._gated(fitted, gate, report.passed)
+
+    def levers(self) -> list[Lever]:
+        """The conditioning of synthesis first (no refit), then the shared levers."""
+        return [
+            Lever("conditioning", "draw each record's latent class given its kept values only ('pattern') or "
+                  "from pi alone ('prior'), so that its synthetic label carries less of its true one", refit=False),
+            *super().levers(),
+        ]  # fmt: skip
+
+    def no_refit_settings(self) -> list[dict[str, Any]]:
+        """The conditionings after the run's own, from most to least informative: each draws from the same
+        posterior."""
+        order = ["full", "pattern", "prior"]
+        return [{"conditioning": c} for c in order[order.index(self.conditioning) + 1 :]]
+
+    def release_under(
+        self, setting: dict[str, Any], prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool
+    ) -> Release:
+        """The release drawn with another ``conditioning`` from the same posterior draws."""
+        from dataclasses import replace
+
+        recipe = replace(self, **setting)
+        state = {**fitted.state, "synthesizer": replace(fitted.state["synthesizer"], **setting)}
+        return recipe.release(prepared, replace(fitted, state=state), m, seed, progress)
 
     def _fit_chains(
         self,
@@ -912,10 +959,11 @@ def categorical_report_content(label: str, prepared: Prepared, release: Release)
     if measures:
         content.risk.append(Figure(
             partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
-            "Each measure in the m synthetic datasets (blue) beside the inherent minimum (green: the risk no "
-            "synthesis can remove, the kept values with the synthesized ones redrawn from their own distribution) "
-            "and maximum (red: the original values released), over the repetitions (Hu & Savitsky, Figure 4). "
-            "The intruder knows the columns named in brackets.",
+            "Each measure in the m synthetic datasets (blue) beside the inherent minimum (green: every record's "
+            "synthesized value drawn uniformly over all its levels, a release carrying no information about it "
+            "beyond its levels) and maximum (red: the synthesized values redrawn from each pattern's empirical "
+            "distribution in the original data, a 'perfect' synthesizer), over the repetitions (Hu & Savitsky, "
+            "Figure 4). The intruder knows the columns named in brackets.",
         ))
     if rows:
         content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))

@@ -25,13 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bayessdc import cta
+from bayessdc.measures import MeasureInput, compute_measures
 from bayessdc.synthesis.output import OutputFolder, fingerprint_frame, json_writer
 
 from ..errors import InputError
 from ..io import read_table
+from ..policy import DisclosureRefused, Policy, judge, load_policy
 
 __all__ = ["Adjustment", "ProtectionNotMetError", "adjust"]
 
@@ -73,6 +76,10 @@ class Adjustment:
         refused.
     value
         The value column's name, which the released table keeps.
+    measured, policy
+        The adjustment's measures (:mod:`bayessdc.measures`: the sensitive cells short of their protection) and
+        the disclosure policy's verdict on them (:class:`bayessdc.policy.Verdict`), the same code that judges
+        every synthetic release.
     """
 
     table: pd.DataFrame
@@ -82,6 +89,8 @@ class Adjustment:
     description: dict[str, Any] = field(default_factory=dict)
     identity: dict[str, Any] = field(default_factory=dict)
     value: str = "value"
+    measured: Any = field(default=None, repr=False)
+    policy: Any = field(default=None, repr=False)
 
     @property
     def protection_met(self) -> bool:
@@ -136,12 +145,21 @@ class Adjustment:
             folder.write_private_file(PRIVATE_CELLS, lambda path: self.table.to_csv(path, index=False))
             folder.write_private_json(QUALITY, self.quality)
             folder.write_private_file("report.html", html_writer(self.render_report))
+            if self.policy is not None:
+                folder.write_private_json("policy.json", self.policy.to_dict())
+                if not self.policy.passed:
+                    raise DisclosureRefused(self.policy, [
+                        "rule= / protection=: the sensitivity rules or protection levels the adjustment must meet",
+                        "capacity= / widen=: more room for the cells to move", "method='milp'",
+                    ])  # fmt: skip
             if not self.passed and not allow_unprotected:
                 raise ProtectionNotMetError(
                     f"nothing released: {self._failed_checks()}; the quality figures are in {folder.private}",
                     self.quality,
                 )
             description = {**self.description, "allow_unprotected": allow_unprotected}
+            if self.policy is not None:
+                description["disclosure_policy"] = {**self.policy.policy.describe(), "released_under": {}}
             released = self.released_table
             folder.write_release(
                 {
@@ -169,11 +187,12 @@ class Adjustment:
         """The HTML text of :meth:`report`."""
         from bayessdc.report import plots
         from bayessdc.report.html import Document
-        from bayessdc.report.run import flatten
+        from bayessdc.report.run import flatten, policy_section
 
         cells, checks = self.table, self.quality["checks"]
         doc = Document(f"bayessdc report: controlled tabular adjustment of {checks['n_cells']} cells")
         doc.paragraph("Confidential: this report shows the original values. Keep it in private/.", css="private")
+        policy_section(doc, self.policy)
         doc.heading("What was adjusted and how")
         doc.paragraph(
             f"Controlled tabular adjustment (Cox): each of the {checks['n_sensitive']} sensitive cells is moved by "
@@ -256,6 +275,7 @@ def adjust(
     solver: str = "HIGHS",
     time_limit: float | None = None,
     mip_gap: float | None = None,
+    policy: Policy | str | os.PathLike[str] | None = None,
 ) -> Adjustment:
     """Adjust a table so that every sensitive cell moves by at least its protection and all totals add up.
 
@@ -302,6 +322,10 @@ def adjust(
         Label of a total (``--total-label``).
     solver, time_limit, mip_gap
         The cvxpy solver and its limits (``--solver``, ``--time-limit``, ``--mip-gap``).
+    policy
+        The disclosure policy the adjusted table is judged by (a TOML file or a :class:`bayessdc.Policy`;
+        default bayessdc's own, whose criterion here is that every sensitive cell meets its protection). Read
+        before anything is solved; :meth:`Adjustment.save` refuses a table that fails it.
 
     Returns
     -------
@@ -316,6 +340,7 @@ def adjust(
     ValueError
         Bad data or totals (the message names the cell).
     """
+    disclosure_policy = load_policy(policy)
     data = table if isinstance(table, pd.DataFrame) else read_table(table)
     if rule is not None and protection is not None:
         raise InputError("give the protection levels (--protection COL) or sensitivity rules (--rule RULE), not both")
@@ -352,10 +377,19 @@ def adjust(
         "total_label": total_label, "solver": solver, "time_limit": time_limit, "mip_gap": mip_gap,
     }  # fmt: skip
     identity = {"synthesizer": "cta", "input": fingerprint_frame(data), **options}
-    return Adjustment(
+    if not disclosure_policy.builtin:
+        identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
+    result = Adjustment(
         solution.to_frame(), cta.quality_report(solution), solution.status, solution,
         description=_description(solution, options), identity=identity, value=value,
     )  # fmt: skip
+    short = cta.protection_shortfalls(solution)
+    sensitive = np.flatnonzero(solution.sensitive)
+    cells = pd.DataFrame({"cell": sensitive, "protected": ~np.isin(sensitive, short)})
+    released = result.released_table.assign(synthetic=1)
+    result.measured = compute_measures(MeasureInput(released, cells=cells))
+    result.policy = judge(disclosure_policy, result.measured, "cta")
+    return result
 
 
 def _description(solution: cta.Adjustment, options: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayessdc.measures import MeasureInput
 from bayessdc.models.flows import (
     FLOW_SAMPLER_SETTINGS,
     WEAKLY_INFORMATIVE_PRIORS,
@@ -34,7 +35,7 @@ from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_var
 
 from ..errors import InputError
 from ..release import Diagnostics, PosteriorFiles, Release
-from . import Fitted, Prepared, Recipe
+from . import Fitted, Lever, Prepared, Recipe
 
 __all__ = ["Flows"]
 
@@ -280,7 +281,22 @@ class Flows(Recipe):
             utility_figures=utility,
             private_json=private_json,
             private_tables={"risk_cells.parquet": risk_cells},
+            measure_input=MeasureInput(
+                synthetic,
+                original=data,
+                count_column=columns.count,
+                items=risk_cells[["correct", "unique", "true_probability"]].assign(
+                    chance=1.0 / (self.upper - self.lower + 1)
+                ),
+                seed=seed,
+            ),
         )
+
+    def levers(self) -> list[Lever]:
+        """What lowers the intruder's correct guesses of the sensitive counts, in words."""
+        return [
+            Lever("upper", "a wider sensitive range: more candidate values per cell for the intruder to choose among"),
+        ]
 
     def _exact_check(self, groups: list, results: list, risk_cells: pd.DataFrame, seed: int) -> dict[str, Any]:
         """Refit-based attribute risk for the ``exact_check`` cells with the largest relevant k-hat."""

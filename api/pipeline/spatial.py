@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from bayessdc.measures import MeasureInput, ProximityInput, RegressionInput
 from bayessdc.models.sampling import SamplerSettings, check_convergence
 from bayessdc.models.spatial import (
     Restriction,
@@ -36,7 +37,7 @@ from bayessdc.synthesis.regression import regression_utility
 
 from ..errors import InputError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Prepared, Recipe, column_list
+from . import Fitted, Lever, Prepared, Recipe, column_list
 
 __all__ = ["Spatial", "SpatialMeasures"]
 
@@ -327,7 +328,17 @@ class Spatial(Recipe):
                 "drawn.parquet": drawn_table(drawn),
             },
             measures=measures,
+            measure_input=measures.measure_input(),
         )
+
+    def levers(self) -> list[Lever]:
+        """What lowers the proximity of the at-risk records' synthetic values, in words."""
+        return [
+            Lever("correlation", "a higher correlation threshold: more records count as isolated and are smoothed"),
+            Lever("gamma", "a smaller global risk parameter smooths the at-risk records' spatial effect more "
+                  "(inf, the default, removes it)"),
+            Lever("risk_weights", "'continuous' risk weights smooth every record by its isolation"),
+        ]  # fmt: skip
 
 
 def drawn_table(drawn: dict[str, Any]) -> pd.DataFrame:
@@ -445,12 +456,40 @@ class SpatialMeasures(Measures):
             raise InputError("--band must be positive")
         return self.proximity(band, self.absolute_band if absolute_band is None else absolute_band)[0]
 
-    def utility(self, predictors: Sequence[str] | str | None = None) -> dict[str, Any]:
-        """The analyst's OLS on the m datasets of each stage, combined by Reiter's rules, against the original."""
+    def measure_input(
+        self, band: float | None = None, absolute_band: float | None = None,
+        predictors: Sequence[str] | str | None = None,
+    ) -> MeasureInput:
+        """What the measures read: the proximity of the at-risk records within ``band`` (and ``absolute_band``)
+        and the analyst's regression on ``predictors`` (default: the run's)."""
+        band = self.band if band is None else band
+        if not 0 < band:
+            raise InputError(f"band must be positive, got {band!r}")
+        predictors = self._predictors(predictors)
+        return MeasureInput(
+            self.datasets["restricted"],
+            proximity=ProximityInput(
+                truth=self.truth, released=self.data.released(self.values["restricted"]),
+                at_risk=self.restriction.at_risk, band=band,
+                reference=self.data.released(self.values["unrestricted"]),
+                absolute=self.absolute_band if absolute_band is None else absolute_band,
+            ),
+            regression=RegressionInput(
+                self.original.assign(**{self.response: self.data.y}), self.analysed["restricted"], self.response,
+                predictors, reference=self.analysed["unrestricted"],
+            ),
+        )  # fmt: skip
+
+    def _predictors(self, predictors: Sequence[str] | str | None) -> list[str]:
         predictors = _names(predictors) or self.predictors
         missing = [c for c in predictors if c not in self.original.columns]
         if missing:
             raise InputError(f"analysis predictor(s) {missing} are not columns of the table")
+        return list(predictors)
+
+    def utility(self, predictors: Sequence[str] | str | None = None) -> dict[str, Any]:
+        """The analyst's OLS on the m datasets of each stage, combined by Reiter's rules, against the original."""
+        predictors = self._predictors(predictors)
         scale = "log " if self.data.log_response else ""
         utility: dict[str, Any] = {
             "analysis": f"OLS of {scale}{self.response} on {', '.join(predictors)}",

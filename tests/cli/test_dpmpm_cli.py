@@ -85,7 +85,8 @@ def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
     assert attribute["share"] == pytest.approx(attribute["disclosures"] / len(table))
     assert set(attribute["inherent"]) == {"min", "max"}
     # the inherent scenarios' mean disclosures over the 10 repetitions, against their expectations worked from
-    # the table (about 220 and 78 of 601) within 4 standard deviations of a mean of 10; max above min strictly
+    # the table (about 220 and 601 / 12 = 50 of 601) within 4 standard deviations of a mean of 10; max above
+    # min strictly
     q = keep_probabilities(table, ["gender", "income", "age"])
     band = {}
     for scenario in ("max", "min"):

@@ -50,7 +50,7 @@ def test_api_release_equals_the_cli_release(persons, release, tmp_path):
     cli = tmp_path / "cli"
     pd.testing.assert_frame_equal(release.synthetic, pd.read_parquet(cli / "release" / "synthetic.parquet"))
     assert _json(release.description) == json.loads((cli / "release" / "model.json").read_text())
-    assert _json(release.utility()) == json.loads((cli / "private" / "utility.json").read_text())
+    assert _json(release.utility_figures) == json.loads((cli / "private" / "utility.json").read_text())
     cli_diagnostics = json.loads((cli / "private" / "diagnostics.json").read_text())
     assert _json(release.diagnostics.summary)["trees"] == cli_diagnostics["trees"]
 
@@ -95,11 +95,20 @@ def test_diagnostics_say_what_was_fitted_and_pass(persons, release):
     assert d["synthesis_seconds"] > 0
 
 
-def test_risk_is_not_applicable_and_names_the_alternatives(release):
-    with pytest.raises(bsd.NotApplicableError) as err:
-        release.risk()
-    message = str(err.value)
-    assert "release.utility()" in message and "release.risk(known=" in message
+def test_risk_without_options_is_the_records_copied_and_the_replicated_uniques(persons, release):
+    """CART has no model-based risk; every release of records has the copies measures."""
+    _, data = persons
+    risk = release.risk().set_index(["measure", "subset"])
+    assert set(risk.index.get_level_values("measure")) == {"copied_records", "replicated_uniques"}
+    released = KEEP + SYNTHESIZE
+    originals = set(map(tuple, data[released].astype(str).to_numpy()))
+    shares = [np.mean([tuple(row) in originals for row in frame[released].astype(str).to_numpy()])
+              for _, frame in release.synthetic.groupby("synthetic")]  # fmt: skip
+    assert risk.loc[("copied_records", "all"), "pooled"] == pytest.approx(np.mean(shares))
+    assert risk.loc[("copied_records", "all"), "worst"] == pytest.approx(max(shares))
+    tau = release.utility().set_index("subset")
+    for name, table in release.utility_figures["tables"].items():
+        assert tau.loc[name, "worst"] == pytest.approx(table["synthetic"]["min"])  # tau: higher is better
     with pytest.raises(bsd.NotApplicableError, match="takes known, repetitions"):
         release.risk(alpha=0.1)
     with pytest.raises(bsd.InputError, match="kept or categorical synthesized columns"):
@@ -124,7 +133,9 @@ def _by_hand(original, frame, known):
 def test_identification_risk_is_counted_as_by_hand(persons, release):
     _, data = persons
     known_sets = [["age", "sex", "marital"], ["sex", "education", "marital"]]
-    figures = release.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
+    figures = release.measures.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
+    table = release.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
+    table = table.set_index(["measure", "subset"])
     assert figures["synthesized"] == SYNTHESIZE and figures["pattern"] == KEEP
     for known, entry in zip(known_sets, figures["identification"], strict=True):
         assert entry["known"] == known
@@ -135,6 +146,7 @@ def test_identification_risk_is_counted_as_by_hand(persons, release):
         assert entry["expected_match_risk"] == pytest.approx(hand[:, 0].mean())
         assert entry["true_match_rate"] == pytest.approx(hand[:, 1].mean())
         assert entry["false_match_rate"] == pytest.approx(np.nanmean(hand[:, 2]))
+        assert table.loc[("expected_match_risk", "+".join(known)), "pooled"] == pytest.approx(hand[:, 0].mean())
     disclosures = [
         int(((frame["education"].astype(str).to_numpy() == data["education"].to_numpy())
              & (frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy())).sum())
@@ -149,23 +161,32 @@ def test_knowing_only_kept_columns_every_record_matches_its_pattern(persons, rel
     """With only kept columns known, each record's released row matches and c_i is its pattern's size, in the
     synthetic datasets and in both inherent scenarios alike: the expected match risk is the number of patterns."""
     _, data = persons
-    figures = release.risk(known=[KEEP], repetitions=5)
+    figures = release.measures.risk(known=[KEEP], repetitions=5)
     sizes = data.groupby(KEEP).size()
     entry = figures["identification"][0]
     for measures in (entry, entry["inherent"]["min"], entry["inherent"]["max"]):
         assert measures["expected_match_risk"] == pytest.approx(len(sizes))
         assert measures["true_match_rate"] == pytest.approx((sizes == 1).sum() / len(data))
         assert measures["false_match_rate"] == pytest.approx(0.0)
-    # A record whose pattern shows one (education, marital) pair gets it back in every inherent repetition.
+    # A record whose pattern shows one (education, marital) pair gets it back in every repetition of the maximum
+    # (redrawn from the pattern's records).
     labels = data.groupby(KEEP)[SYNTHESIZE].transform(lambda c: c.nunique())
     fixed = int(((labels == 1).all(axis=1)).sum())
     assert fixed > 0.2 * len(data)
-    for scenario in ("min", "max"):
-        assert figures["attribute"]["inherent"][scenario]["disclosures"] >= fixed
+    assert figures["attribute"]["inherent"]["max"]["disclosures"] >= fixed
+    # The minimum draws education and marital status each uniformly over all its levels, whatever the pattern:
+    # a record keeps both with probability 1 / (L_education L_marital), binomial over the records; the mean of
+    # the 5 repetitions within 4 standard errors of it, far below the records the maximum always discloses
+    p = 1 / (data["education"].nunique() * data["marital"].nunique())  # 1 / 24
+    expected, se = len(data) * p, np.sqrt(len(data) * p * (1 - p) / 5)
+    assert abs(figures["attribute"]["inherent"]["min"]["disclosures"] - expected) < 4 * se
+    assert expected + 4 * se < fixed
 
 
 def test_utility_with_other_tables(release):
-    utility = release.utility(tables=["sex,education"], bootstrap=50)
+    utility = release.measures.utility(tables=["sex,education"], bootstrap=50)
+    table = release.utility(tables=["sex,education"], bootstrap=50)
+    assert list(table["subset"]) == ["sex x education"] and table["datasets"].item() == M
     assert list(utility["tables"]) == ["sex x education"]
     assert utility["tables"]["sex x education"]["bootstrap"]["n"] == 50
     assert utility["tables"]["sex x education"]["synthetic"]["n"] == M

@@ -53,8 +53,11 @@ def test_the_api_gives_the_release_of_the_command_line(runs):
     pd.testing.assert_frame_equal(release.synthetic, released)
     assert list(release.synthetic.columns) == ["synthetic", "gender", "age", "county"]
     private = folder / "cli" / "private"
-    assert to_jsonable(release.risk()) == json.loads((private / "risk.json").read_text())
-    assert to_jsonable(release.utility()) == json.loads((private / "utility.json").read_text())
+    assert to_jsonable(release.risk_figures) == json.loads((private / "risk.json").read_text())
+    assert to_jsonable(release.utility_figures) == json.loads((private / "utility.json").read_text())
+    measures = json.loads((private / "measures.json").read_text())
+    assert set(measures) == set(release.measured)
+    assert json.loads((private / "policy.json").read_text())["passed"] == release.policy.passed
     model = json.loads((folder / "cli" / "release" / "model.json").read_text())
     assert to_jsonable(release.description) == model
     assert release.facts["records"] == len(table) and release.diagnostics["n_records"] == len(table)
@@ -63,13 +66,24 @@ def test_the_api_gives_the_release_of_the_command_line(runs):
 
 def test_risk_for_a_knowledge_set_of_the_run_is_the_stored_figures(runs):
     _, _, release, _ = runs
-    stored = release.risk()
+    stored = release.risk_figures
+    table = release.risk().set_index(["measure", "subset"])
     for k, known in enumerate(KNOWN):
-        again = release.risk(known=[known])
+        again = release.measures.risk(known=[known])
         assert again["identification"] == [stored["identification"][k]]
         assert again["attribute"] == stored["attribute"]
+        subset = "+".join(known)
+        recomputed = release.risk(known=[known]).set_index(["measure", "subset"])
+        for name in ("expected_match_risk", "true_match_rate"):
+            # the measure table and risk.json agree, recomputed or stored
+            assert table.loc[(name, subset), "pooled"] == pytest.approx(stored["identification"][k][name])
+            assert recomputed.loc[(name, subset), "pooled"] == pytest.approx(table.loc[(name, subset), "pooled"])
+            for ref in ("inherent_min", "inherent_max"):
+                assert recomputed.loc[(name, subset), ref] == pytest.approx(table.loc[(name, subset), ref])
+    assert table.loc[("attribute_disclosures", "all"), "pooled"] == pytest.approx(stored["attribute"]["disclosures"])
     # a knowledge set as a comma-separated string is the same set
-    assert release.risk(known=["gender,age,county"])["identification"] == [stored["identification"][1]]
+    again = release.measures.risk(known=["gender,age,county"])
+    assert again["identification"] == [stored["identification"][1]]
 
 
 def _by_hand(original: pd.DataFrame, synthetic: pd.DataFrame, known: list[str]) -> dict[str, float]:
@@ -93,10 +107,11 @@ def _by_hand(original: pd.DataFrame, synthetic: pd.DataFrame, known: list[str]) 
 
 def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory(runs):
     _, table, release, _ = runs
-    stored_sets = [e["known"] for e in release.risk()["identification"]]
+    stored_sets = [e["known"] for e in release.risk_figures["identification"]]
     known = ["age", "county"]
     assert known not in stored_sets
-    figures = release.risk(known=[known])
+    figures = release.measures.risk(known=[known])
+    measured = release.risk(known=[known]).set_index(["measure", "subset"])
     (entry,) = figures["identification"]
     assert entry["known"] == known
     expected = _by_hand(table, release.synthetic, known)
@@ -104,13 +119,17 @@ def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory
     assert expected["true_match_rate"] > 0 and 0 < expected["false_match_rate"] < 1
     for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
         assert entry[key] == pytest.approx(expected[key], rel=1e-12)
+        assert measured.loc[(key, "age+county"), "pooled"] == pytest.approx(expected[key], rel=1e-12)
     assert figures["attribute"]["disclosures"] == pytest.approx(expected["disclosures"])
+    assert measured.loc[("attribute_disclosures", "all"), "pooled"] == pytest.approx(expected["disclosures"])
     # knowing more columns can only shrink the matching sets: the expected match risk grows
-    assert entry["expected_match_risk"] <= release.risk()["identification"][1]["expected_match_risk"] + 1e-9
+    assert entry["expected_match_risk"] <= release.risk_figures["identification"][1]["expected_match_risk"] + 1e-9
     for scenario in ("min", "max"):
         assert set(entry["inherent"][scenario]) == {"expected_match_risk", "true_match_rate", "false_match_rate"}
     # nothing stored changed
-    assert [e["known"] for e in release.risk()["identification"]] == stored_sets
+    assert [e["known"] for e in release.risk_figures["identification"]] == stored_sets
+    subsets = {"+".join(k) for k in KNOWN} | {"all", "unique in both", "original uniques reappearing"}
+    assert set(release.risk()["subset"]) == subsets
 
 
 def test_unknown_options_are_refused_naming_the_accepted_ones(runs):
@@ -139,7 +158,7 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
     assert private == {
         "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
         "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
-        "report.html", "risk_utility.json",
+        "report.html", "risk_utility.json", "measures.json", "policy.json",
     }  # fmt: skip
 
 

@@ -155,13 +155,19 @@ def test_the_gate_quantities_have_one_type(run):
         assert isinstance(value, xr.DataArray) and {"chain", "draw"} <= set(value.dims)
 
 
-def test_a_measure_that_does_not_apply_names_the_alternative(run):
+def test_every_synthesizer_gives_its_measures_in_one_table_shape(run):
     name, _, _, _, release, _ = run
-    if name == "cart":
-        with pytest.raises(bsd.NotApplicableError, match="utility"):
-            release.risk()
-    else:
-        assert release.risk() and release.utility()
+    from bayessdc.measures import SUMMARY_COLUMNS
+
+    risk, utility = release.risk(), release.utility()
+    for table, kind in ((risk, "risk"), (utility, "utility")):
+        assert list(table.columns[: len(SUMMARY_COLUMNS)]) == list(SUMMARY_COLUMNS)
+        assert len(table) and set(table["kind"]) == {kind}
+        assert np.isfinite(table["pooled"].to_numpy(float)).any()
+    expected = {"flows": "intruder_correct", "spatial": "proximity", "dpmpm": "expected_match_risk",
+                "dp_areal": "expected_match_risk", "cart": "copied_records"}  # fmt: skip
+    assert expected[name] in set(risk["measure"])
+    assert release.policy is not None and release.policy.passed
     with pytest.raises(bsd.NotApplicableError, match="got no_such_option"):
         release.risk(no_such_option=1)
 

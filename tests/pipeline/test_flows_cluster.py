@@ -42,4 +42,4 @@ def test_a_cluster_of_two_worker_processes_gives_the_single_process_release(tmp_
     assert (tmp_path / "cluster" / "release" / "synthetic.parquet").read_bytes() == (
         tmp_path / "single" / "release" / "synthetic.parquet"
     ).read_bytes()
-    assert np.isfinite(clustered.risk()["R_all"])
+    assert np.isfinite(clustered.risk_figures["R_all"])

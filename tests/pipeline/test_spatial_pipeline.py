@@ -51,11 +51,20 @@ def test_in_memory_release_is_the_cli_release(runs):
 
 def test_risk_and_utility_are_the_stored_figures(runs):
     folder, _, release = runs
-    assert release.risk() is release.risk_figures and release.utility() is release.utility_figures
-    for name, figures in (("risk", release.risk()), ("utility", release.utility())):
+    for name, figures in (("risk", release.risk_figures), ("utility", release.utility_figures)):
         assert to_jsonable(figures) == json.loads((folder / "cli" / "private" / f"{name}.json").read_text())
-    assert set(release.risk()["within_band"]) == {"unrestricted", "restricted"}
-    assert release.facts["at_risk_records"] == len(release.risk()["outliers"])
+    assert set(release.risk_figures["within_band"]) == {"unrestricted", "restricted"}
+    assert release.facts["at_risk_records"] == len(release.risk_figures["outliers"])
+    # the proximity measure is risk.json's shares, per dataset, beside the unsmoothed stage
+    table = release.risk().set_index("subset")
+    within = release.risk_figures["within_band"]
+    for group, subset in (("at_risk", "at-risk records"), ("other", "other records")):
+        if within["restricted"][group] is not None:
+            assert table.loc[subset, "pooled"] == pytest.approx(within["restricted"][group])
+            assert table.loc[subset, "unsmoothed"] == pytest.approx(within["unrestricted"][group])
+    overlap = release.utility().set_index("subset")["pooled"]
+    for row in release.utility_figures["regression"]:
+        assert overlap[row["coefficient"]] == pytest.approx(row["ci_overlap"])
     assert set(release.diagnostics.posteriors) == {"unrestricted", "restricted"}
 
 
@@ -80,12 +89,19 @@ def test_save_writes_the_cli_files(runs, tmp_path):
 
 def test_measures_with_other_options(runs):
     _, _, release = runs
-    wider = release.risk(band=0.5)
-    assert wider["bands"]["relative"] == 0.5 and wider["bands"]["absolute"] == release.risk()["bands"]["absolute"]
+    wider = release.measures.risk(band=0.5)
+    stored = release.risk_figures
+    assert wider["bands"]["relative"] == 0.5 and wider["bands"]["absolute"] == stored["bands"]["absolute"]
     for stage in ("unrestricted", "restricted"):
-        assert wider["within_band"][stage]["other"] >= release.risk()["within_band"][stage]["other"]
-    rows = release.utility(predictors=["x"])["regression"]
+        assert wider["within_band"][stage]["other"] >= stored["within_band"][stage]["other"]
+    table = release.risk(band=0.5).set_index("subset")
+    assert table.loc["other records", "pooled"] == pytest.approx(wider["within_band"]["restricted"]["other"])
+    assert table.loc["other records, absolute band", "pooled"] == pytest.approx(
+        wider["within_absolute"]["restricted"]["other"]
+    )
+    rows = release.measures.utility(predictors=["x"])["regression"]
     assert [row["coefficient"] for row in rows] == ["intercept", "x"]
+    assert list(release.utility(predictors=["x"])["subset"]) == ["intercept", "x"]
     with pytest.raises(bsd.NotApplicableError, match="band, absolute_band"):
         release.risk(known=[["x"]])
     with pytest.raises(bsd.InputError, match="not columns"):

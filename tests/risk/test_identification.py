@@ -52,34 +52,105 @@ def test_attribute_disclosures_and_per_dataset_table():
 PATTERNED = pd.DataFrame({"p": ["x", "x", "x", "y"], "county": ["C", "C", "D", "A"]})
 
 
-def test_inherent_scenarios_draw_within_the_pattern():
+def test_inherent_maximum_draws_from_the_pattern_and_its_draws_are_pinned():
     rng = np.random.default_rng(0)
     high = inherent_datasets(PATTERNED, ["county"], ["p"], "max", 1500, rng)
-    low = inherent_datasets(PATTERNED, ["county"], ["p"], "min", 1500, rng)
-    for frame in (high, low):
-        assert (frame["p"].to_numpy() == np.tile(PATTERNED["p"], 1500)).all()  # patterns untouched
-        assert set(frame.loc[frame["p"] == "x", "county"]) == {"C", "D"}  # only labels seen in the pattern
-        assert set(frame.loc[frame["p"] == "y", "county"]) == {"A"}  # a one-record pattern keeps its label
-    # max: empirical within-pattern shares (C 2/3); min: uniform over the pattern's labels (C 1/2)
+    assert (high["p"].to_numpy() == np.tile(PATTERNED["p"], 1500)).all()  # patterns untouched
+    assert set(high.loc[high["p"] == "x", "county"]) == {"C", "D"}  # only labels seen in the pattern
+    assert set(high.loc[high["p"] == "y", "county"]) == {"A"}  # a one-record pattern keeps its label
+    # empirical within-pattern shares (C 2/3)
     assert (high.loc[high["p"] == "x", "county"] == "C").mean() == pytest.approx(2 / 3, abs=0.025)
-    assert (low.loc[low["p"] == "x", "county"] == "C").mean() == pytest.approx(1 / 2, abs=0.025)
+    # the maximum's draws, taken at the commit before the minimum became uniform over all levels (facb995):
+    # one label, four repetitions; two labels drawn jointly (pairs of the pattern only), three repetitions
+    pinned = inherent_datasets(PATTERNED, ["county"], ["p"], "max", 4, np.random.default_rng(0))
+    assert "".join(pinned["county"]) == "CCCADDCACDDADCDA"
+    two = pd.DataFrame({"p": ["x", "x", "x", "y", "y"], "b": ["u", "v", "u", "v", "w"], "c": [1, 2, 3, 2, 2]})
+    pinned = inherent_datasets(two, ["b", "c"], ["p"], "max", 3, np.random.default_rng(0))
+    assert list(zip(pinned["b"], pinned["c"], strict=True)) == [
+        ("v", 2), ("u", 1), ("u", 1), ("v", 2), ("w", 2),
+        ("u", 3), ("v", 2), ("u", 3), ("w", 2), ("w", 2),
+        ("u", 3), ("u", 1), ("u", 3), ("v", 2), ("w", 2),
+    ]  # fmt: skip
+    out = inherent_risk(PATTERNED, ["county"], ["p"], [["p", "county"]], repetitions=8, seed=1)["max"]
+    assert out["disclosures"].tolist() == [2, 2, 2, 3, 3, 3, 2, 1]
+    assert out["expected_match_risk"].tolist() == pytest.approx([1.5, 1.5, 1.5, 2.5, 5 / 3, 2.5, 1.5, 1.0])
+
+
+def test_inherent_minimum_draws_uniformly_over_all_levels_whatever_the_pattern():
+    # Hu & Savitsky 4.1: "a uniform distribution over ... the 133 observed county labels within each pattern",
+    # i.e. every label of the data, in every pattern: A never occurs in pattern x, nor C and D in pattern y
+    low = inherent_datasets(PATTERNED, ["county"], ["p"], "min", 3000, np.random.default_rng(0))
+    assert (low["p"].to_numpy() == np.tile(PATTERNED["p"], 3000)).all()  # patterns untouched
+    for pattern, records in (("x", 3), ("y", 1)):
+        drawn = low.loc[low["p"] == pattern, "county"]
+        # each of the three labels with probability 1/3 (4 standard errors of 3000 * records draws)
+        sd = np.sqrt(1 / 3 * 2 / 3 / (3000 * records))
+        for label in ("A", "C", "D"):
+            assert (drawn == label).mean() == pytest.approx(1 / 3, abs=4 * sd), (pattern, label)
+    # each record's draws alike, whichever its pattern and label (record 3 alone in y, records 0-2 in x)
+    by_record = low["county"].to_numpy().reshape(3000, 4)
+    for record in range(4):
+        assert (by_record[:, record] == "A").mean() == pytest.approx(1 / 3, abs=4 * np.sqrt(2 / 9 / 3000))
+
+
+def test_inherent_minimum_exact_disclosures_are_n_over_the_number_of_levels():
+    # 600 records, 12 labels, 6 patterns each showing only two labels (one of them in 90% of its records): a
+    # draw within the pattern would disclose about half of the records or more; uniform over all 12 labels a
+    # record is disclosed with probability 1/12, independently of the others: binomial(600, 1/12)
+    rng = np.random.default_rng(3)
+    p = np.repeat(np.arange(6), 100)
+    label = np.where(rng.random(600) < 0.9, 2 * p, 2 * p + 1)
+    data = pd.DataFrame({"p": p, "county": [f"c{v}" for v in label]})
+    assert data["county"].nunique() == 12
+    out = inherent_risk(data, ["county"], ["p"], [["p", "county"]], repetitions=400, seed=5)["min"]
+    disclosures = out["disclosures"].to_numpy()
+    mean, sd = 600 / 12, np.sqrt(600 * (1 / 12) * (11 / 12))  # 50 and 6.77
+    assert disclosures.mean() == pytest.approx(mean, abs=4 * sd / np.sqrt(400))  # within 1.35
+    # the binomial's spread too (the sd of 400 repetitions has a relative standard error of 3.5%)
+    assert disclosures.std(ddof=1) == pytest.approx(sd, rel=0.15)
+    # the same through the datasets
+    frames = inherent_datasets(data, ["county"], ["p"], "min", 400, np.random.default_rng(7))
+    same = frames["county"].to_numpy() == np.tile(data["county"].to_numpy(), 400)
+    assert same.reshape(400, 600).sum(axis=1).mean() == pytest.approx(mean, abs=4 * sd / np.sqrt(400))
+
+
+def test_inherent_minimum_draws_several_columns_independently():
+    # b is a function of c in the data (pairs (u, 1), (u, 2), (v, 3) only); the minimum draws b uniformly over
+    # {u, v} and c uniformly over {1, 2, 3} independently, so all six pairs occur, each with probability 1/6
+    data = pd.DataFrame({"p": ["x", "x", "y", "y"], "b": ["u", "u", "v", "u"], "c": [1, 2, 3, 1]})
+    low = inherent_datasets(data, ["b", "c"], ["p"], "min", 3000, np.random.default_rng(1))
+    shares = low.groupby(["b", "c"]).size() / len(low)
+    assert len(shares) == 6
+    assert shares.to_numpy() == pytest.approx(np.full(6, 1 / 6), abs=4 * np.sqrt(1 / 6 * 5 / 6 / len(low)))
+    # exact disclosures: both columns right, probability 1/2 * 1/3 per record
+    out = inherent_risk(data, ["b", "c"], ["p"], [["p", "b"]], repetitions=2000, seed=2)["min"]
+    sd = np.sqrt(4 * (1 / 6) * (5 / 6))
+    assert out["disclosures"].mean() == pytest.approx(4 / 6, abs=4 * sd / np.sqrt(2000))
+    # the maximum still draws the pair jointly: (v, 3) only ever with v
+    high = inherent_datasets(data, ["b", "c"], ["p"], "max", 500, np.random.default_rng(1))
+    assert set(zip(high["b"], high["c"], strict=True)) <= set(zip(data["b"], data["c"], strict=True))
 
 
 def test_inherent_attribute_risk_matches_the_closed_form():
-    out = inherent_risk(PATTERNED, ["county"], ["p"], [["p", "county"]], repetitions=500, seed=1)
-    # max: 2/3 + 2/3 + 1/3 + 1 = 8/3 expected exact disclosures; min: 1/2 * 3 + 1 = 5/2 (sd 0.82 and 0.87
-    # per repetition: 0.12 is more than 3 standard errors of the mean of 500)
+    out = inherent_risk(PATTERNED, ["county"], ["p"], [["p", "county"]], repetitions=2000, seed=1)
+    # max: 2/3 + 2/3 + 1/3 + 1 = 8/3 expected exact disclosures; min: every record 1/3 (three labels in the
+    # data), 4/3 (sd 0.82 and 0.94 per repetition: 0.12 is more than 5 standard errors of the mean of 2000)
     assert out["max"]["disclosures"].mean() == pytest.approx(8 / 3, abs=0.12)
-    assert out["min"]["disclosures"].mean() == pytest.approx(5 / 2, abs=0.12)
-    assert len(out["max"]) == 500 and set(out["max"]["known"]) == {"p+county"}
-    # true match rate: the one-record pattern is always uniquely and truly matched (1/4); an x record is too
-    # only in the draws (C, D, D), (D, C, D) for a C record, (C, C, D) for the D record: disjoint, so the rate
-    # is 1/4 or 1/2, the latter with probability 2/27 + 2/27 + 4/27 = 8/27 (max) or 3/8 (min, each label 1/2);
-    # 0.022 is 4 standard errors of the mean of 500 (sd 0.114 and 0.121 per repetition)
-    for scenario, p_half in (("max", 8 / 27), ("min", 3 / 8)):
-        rates = out[scenario]["true_match_rate"]
-        assert set(rates) == {0.25, 0.5}, scenario
-        assert rates.mean() == pytest.approx(0.25 + 0.25 * p_half, abs=0.022), scenario
+    assert out["min"]["disclosures"].mean() == pytest.approx(4 / 3, abs=0.12)
+    assert len(out["max"]) == 2000 and set(out["max"]["known"]) == {"p+county"}
+    # true match rate, max: the one-record pattern is always uniquely and truly matched (1/4); an x record is
+    # too only in the draws (C, D, D), (D, C, D) for a C record, (C, C, D) for the D record: disjoint, so the
+    # rate is 1/4 or 1/2, the latter with probability 2/27 + 2/27 + 4/27 = 8/27 (sd 0.114 per repetition)
+    rates = out["max"]["true_match_rate"]
+    assert set(rates) == {0.25, 0.5}
+    assert rates.mean() == pytest.approx(0.25 + 0.25 * 8 / 27, abs=0.022)
+    # min, every record's county uniform over A, C, D: the y record is uniquely and truly matched when it draws
+    # A (1/3); a C record of x when it draws C and the other two x records do not (1/3 * 2/3 * 2/3 = 4/27),
+    # the D record likewise: 1/4 (1/3 + 3 * 4/27) = 7/36, the rate anywhere in {0, 1/4, 1/2, 3/4} (sd 0.196
+    # per repetition, worked over the 81 equally likely draws; 0.022 is 5 standard errors of the mean of 2000)
+    rates = out["min"]["true_match_rate"]
+    assert set(rates) <= {0.0, 0.25, 0.5, 0.75} and {0.0, 0.75} <= set(rates)
+    assert rates.mean() == pytest.approx(7 / 36, abs=0.022)
 
 
 def test_place_among_reports_percentile_ranks():

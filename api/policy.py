@@ -1,0 +1,502 @@
+"""The disclosure policy: the criteria every release is judged by before anything is published.
+
+A policy is a TOML file an agency versions and a review board reads: a list of criteria, each naming a
+measure (:mod:`bayessdc.measures`), the subsets it applies to, the statistic judged and a threshold, and the
+source of that threshold; and the measures it lists as reported but not judged, with why. For example::
+
+    [policy]
+    name = "agency-2027"
+    description = "Our board's rules for public-use files"
+
+    [[criterion]]
+    measure = "expected_match_risk"
+    subset = "*"                 # every knowledge set; or one, such as "sex+age+commune"
+    statistic = "upper"          # pooled | upper | lower | worst
+    at_most = "inherent_max"     # a number, or one of the measure's references
+    source = "Hu & Savitsky, Section 4.1"
+
+    [[reported]]
+    measure = "copied_records"
+    why = "no published threshold"
+
+Statistics: ``pooled``, the mean over the m datasets; ``upper`` and ``lower``, the ends of its 95% Monte
+Carlo interval (``pooled +- 1.96 sd / sqrt(m)``); ``worst``, the worst single dataset. A threshold is
+``at_most`` (a risk) or ``at_least`` (a protection, such as the false match rate), each a number or the name
+of a reference of the measure (``inherent_max``, ``held_out``, ``chance`` ...). A criterion may be limited
+to some synthesizers (``applies_to = ["cart"]``); a criterion whose measure a release has not got is
+listed as not applicable, never as passed.
+
+:func:`default_policy` is bayessdc's own (``bayessdc policy`` prints it): each criterion taken from a paper
+or a published practice, which it names. :func:`judge` applies a policy to a release's measures; the
+pipeline does so for every synthesizer after the precision gates and refuses a release that fails
+(:class:`DisclosureRefused`, exit status 3 on the command line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "STATISTICS",
+    "Criterion",
+    "DisclosureRefused",
+    "Judgement",
+    "Policy",
+    "Verdict",
+    "default_policy",
+    "judge",
+    "load_policy",
+]
+
+#: The statistics a criterion may judge.
+STATISTICS = ("pooled", "upper", "lower", "worst")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One rule of a policy.
+
+    Attributes
+    ----------
+    measure
+        The measure's registered name.
+    subset
+        ``"*"`` (every subset of the measure) or one subset's name.
+    statistic
+        One of :data:`STATISTICS`.
+    at_most, at_least
+        The threshold (exactly one is given): a number, or the name of one of the measure's references.
+    source
+        Where the threshold comes from (a paper's section, a published practice).
+    applies_to
+        Synthesizers the criterion applies to (empty: all).
+    name
+        A short name for messages (default: derived from the rule).
+    """
+
+    measure: str
+    statistic: str = "pooled"
+    subset: str = "*"
+    at_most: float | str | None = None
+    at_least: float | str | None = None
+    source: str = ""
+    applies_to: tuple[str, ...] = ()
+    name: str = ""
+
+    @property
+    def threshold(self) -> float | str:
+        """The threshold, a number or a reference name."""
+        return self.at_most if self.at_most is not None else self.at_least
+
+    @property
+    def direction(self) -> str:
+        """``"at_most"`` or ``"at_least"``."""
+        return "at_most" if self.at_most is not None else "at_least"
+
+    def label(self) -> str:
+        """The rule in words: ``expected_match_risk[*] pooled at most inherent_max``."""
+        if self.name:
+            return self.name
+        words = "at most" if self.direction == "at_most" else "at least"
+        return f"{self.measure}[{self.subset}] {self.statistic} {words} {self.threshold}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as written in a policy file (JSON-ready)."""
+        out: dict[str, Any] = {"measure": self.measure, "subset": self.subset, "statistic": self.statistic}
+        out[self.direction] = self.threshold
+        if self.applies_to:
+            out["applies_to"] = list(self.applies_to)
+        if self.source:
+            out["source"] = self.source
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A disclosure policy: its criteria, the measures it reports without judging, its name and digest.
+
+    Attributes
+    ----------
+    name, description
+        As the file states them.
+    criteria
+        The rules every release must meet.
+    reported
+        ``{measure: why}``: figures shown but not judged (no grounded threshold).
+    digest
+        SHA-256 of the file's text (of the built-in file for the default policy).
+    path
+        The file it was read from (``None`` for the built-in policy).
+    builtin
+        Whether this is bayessdc's default policy.
+    """
+
+    name: str
+    criteria: tuple[Criterion, ...]
+    reported: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    digest: str = ""
+    path: str | None = None
+    builtin: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """What ``release/model.json`` states: name, digest, the criteria (never an estimate)."""
+        return {
+            "name": self.name,
+            "builtin": self.builtin,
+            "digest": f"sha256:{self.digest}",
+            "description": self.description,
+            "criteria": [c.to_dict() for c in self.criteria],
+            "reported_not_judged": dict(self.reported),
+        }
+
+
+class DisclosureRefused(Exception):
+    """The release failed its disclosure policy: nothing was released.
+
+    Attributes
+    ----------
+    verdict
+        The policy's verdict (:class:`Verdict`) of the last setting tried.
+    tried
+        The verdicts of every setting tried (the levers that need no refit), in order.
+    levers
+        The synthesizer's levers that lower the failing risks, in words.
+    """
+
+    def __init__(self, verdict: Verdict, levers: list[str], tried: list[Verdict] | None = None) -> None:
+        self.verdict = verdict
+        self.levers = levers
+        self.tried = tried or [verdict]
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        failed = self.verdict.failed()
+        lines = [f"the release fails {len(failed)} criterion(s) of the disclosure policy {self.verdict.policy.name!r}:"]
+        lines += [f"  - {j.sentence()}" for j in failed]
+        if len(self.tried) > 1:
+            settings = ", ".join(v.setting_text() for v in self.tried)
+            lines.append(f"  settings tried from the same posterior: {settings}; none meets the policy")
+        if self.levers:
+            lines.append("  what lowers these risks: " + "; ".join(self.levers))
+        lines.append("  nothing was released; a policy of your own (policy=...) is the only way past, and is recorded")
+        return "\n".join(lines)
+
+
+@dataclass
+class Judgement:
+    """One criterion applied to one subset of a release."""
+
+    criterion: Criterion
+    subset: str
+    figure: float | None
+    interval: tuple[float, float] | None
+    threshold: float | None
+    threshold_name: str
+    passed: bool | None
+    note: str = ""
+
+    def sentence(self) -> str:
+        """The judgement in one sentence, for a refusal or the report."""
+        c = self.criterion
+        if self.passed is None:
+            return f"{c.measure} [{self.subset}]: not judged ({self.note})"
+        words = "at most" if c.direction == "at_most" else "at least"
+        interval = f" (95% interval {_fmt(self.interval[0])} to {_fmt(self.interval[1])})" if self.interval else ""
+        named = "" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"
+        verdict = "meets" if self.passed else "fails"
+        return (
+            f"{c.measure} [{self.subset}] {c.statistic} {_fmt(self.figure)}{interval} {verdict} "
+            f"'{words} {_fmt(self.threshold)}'{named}" + (f"; source: {c.source}" if c.source else "")
+        )
+
+    def row(self) -> dict[str, Any]:
+        """The report's row."""
+        c = self.criterion
+        return {
+            "criterion": f"{c.measure} [{self.subset}] {c.statistic}",
+            "figure": self.figure,
+            "95% interval": f"{_fmt(self.interval[0])} to {_fmt(self.interval[1])}" if self.interval else "",
+            "threshold": f"{'at most' if c.direction == 'at_most' else 'at least'} {_fmt(self.threshold)}"
+            + ("" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"),
+            "verdict": "not judged" if self.passed is None else ("meets" if self.passed else "FAILS"),
+            "source": c.source or self.note,
+        }
+
+
+@dataclass
+class Verdict:
+    """A policy applied to one release: every criterion's judgement, and the setting it was released under."""
+
+    policy: Policy
+    judgements: list[Judgement]
+    setting: dict[str, Any] = field(default_factory=dict)
+    reported: list[str] = field(default_factory=list)
+    not_applicable: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Whether no criterion failed."""
+        return not self.failed()
+
+    def failed(self) -> list[Judgement]:
+        """The judgements that failed."""
+        return [j for j in self.judgements if j.passed is False]
+
+    def setting_text(self) -> str:
+        """The setting in words (``conditioning = pattern``), or ``the run's settings``."""
+        return ", ".join(f"{k} = {v}" for k, v in self.setting.items()) or "the run's settings"
+
+    def sentence(self) -> str:
+        """The verdict in one sentence."""
+        judged = [j for j in self.judgements if j.passed is not None]
+        if not judged:
+            return (
+                f"Disclosure policy {self.policy.name!r}: no criterion of it applies to this release; its figures are "
+                "reported, not judged."
+            )
+        if self.passed:
+            return (
+                f"Disclosure policy {self.policy.name!r} MET: {len(judged)} of {len(judged)} criteria judged pass"
+                + (f" (released with {self.setting_text()})" if self.setting else "") + "."
+            )
+        return (
+            f"Disclosure policy {self.policy.name!r} FAILED: {len(self.failed())} of {len(judged)} criteria judged "
+            "fail; nothing was released."
+        )
+
+    def table(self) -> pd.DataFrame:
+        """One row per judgement (criterion, figure, interval, threshold, verdict, source)."""
+        import pandas as pd
+
+        return pd.DataFrame([j.row() for j in self.judgements])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``private/policy.json``)."""
+        return {
+            "policy": self.policy.describe(),
+            "passed": self.passed,
+            "setting": self.setting,
+            "verdict": self.sentence(),
+            "judgements": [
+                {**j.row(), "figure": j.figure, "threshold_value": j.threshold, "passed": j.passed}
+                for j in self.judgements
+            ],
+            "reported_not_judged": self.reported,
+            "not_applicable": self.not_applicable,
+        }
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value)}"
+    return f"{value:.4g}"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reading a policy
+
+
+def default_policy() -> Policy:
+    """bayessdc's built-in policy (``bayessdc policy`` prints its file)."""
+    text = default_policy_text()
+    return _parse(text, "the built-in policy", builtin=True)
+
+
+def default_policy_text() -> str:
+    """The built-in policy file's text."""
+    return resources.files("bayessdc").joinpath("policies/default.toml").read_text(encoding="utf-8")
+
+
+def load_policy(policy: Policy | str | os.PathLike[str] | None) -> Policy:
+    """A policy from a file path (TOML), or the built-in one for ``None``.
+
+    Raises
+    ------
+    bayessdc.InputError
+        A missing or malformed file, or one naming an unknown measure, subset kind, statistic or reference; the
+        message names the line and the accepted names.
+    """
+    if policy is None:
+        return default_policy()
+    if isinstance(policy, Policy):
+        return policy
+    path = Path(policy)
+    if not path.is_file():
+        raise InputError(f"policy file {str(path)!r} does not exist")
+    return _parse(path.read_text(encoding="utf-8"), str(path), path=str(path))
+
+
+_CRITERION_KEYS = {"measure", "subset", "statistic", "at_most", "at_least", "source", "applies_to", "name"}
+_SYNTHESIZERS = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta")
+
+
+def _parse(text: str, where: str, *, path: str | None = None, builtin: bool = False) -> Policy:
+    from bayessdc.measures import registry
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"policy {where}: not valid TOML: {err}") from err
+    lines = text.splitlines()
+    measures = registry()
+
+    def fail(message: str, table: str, index: int, key: str | None = None) -> InputError:
+        line = _line_of(lines, table, index, key)
+        return InputError(f"policy {where}, line {line}: {message}")
+
+    unknown_top = sorted(set(data) - {"policy", "criterion", "reported"})
+    if unknown_top:
+        raise InputError(
+            f"policy {where}: unknown table(s) {', '.join(unknown_top)}; a policy has [policy], [[criterion]] and "
+            "[[reported]]"
+        )
+    head = data.get("policy", {})
+    if not isinstance(head, dict) or not isinstance(head.get("name", ""), str) or not head.get("name"):
+        raise InputError(f"policy {where}: [policy] needs a name, for example name = \"agency-2027\"")
+    criteria = []
+    for i, entry in enumerate(data.get("criterion", [])):
+        extra = sorted(set(entry) - _CRITERION_KEYS)
+        if extra:
+            raise fail(f"unknown key(s) {', '.join(extra)}; accepted: {', '.join(sorted(_CRITERION_KEYS))}",
+                       "criterion", i, extra[0])  # fmt: skip
+        name = entry.get("measure")
+        if name not in measures:
+            raise fail(f"unknown measure {name!r}; accepted: {', '.join(measures)}", "criterion", i, "measure")
+        statistic = entry.get("statistic", "pooled")
+        if statistic not in STATISTICS:
+            raise fail(f"unknown statistic {statistic!r}; accepted: {', '.join(STATISTICS)}", "criterion", i,
+                       "statistic")  # fmt: skip
+        if ("at_most" in entry) == ("at_least" in entry):
+            raise fail("give exactly one threshold, at_most or at_least", "criterion", i)
+        direction = "at_most" if "at_most" in entry else "at_least"
+        threshold = entry[direction]
+        references = measures[name].references
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float | str):
+            raise fail(f"{direction} must be a number or a reference name", "criterion", i, direction)
+        if isinstance(threshold, str) and threshold not in references:
+            accepted = ", ".join(references) or "none: give a number"
+            raise fail(f"{name} has no reference {threshold!r}; its references: {accepted}", "criterion", i, direction)
+        if isinstance(threshold, int | float) and not math.isfinite(threshold):
+            raise fail(f"{direction} must be finite", "criterion", i, direction)
+        subset = entry.get("subset", "*")
+        if not isinstance(subset, str) or not subset:
+            raise fail(f"subset must be '*' or a subset of {name}: {measures[name].subsets}", "criterion", i, "subset")
+        applies = entry.get("applies_to", [])
+        if isinstance(applies, str):
+            applies = [applies]
+        bad = [s for s in applies if s not in _SYNTHESIZERS]
+        if bad:
+            raise fail(f"unknown synthesizer(s) {', '.join(map(str, bad))}; accepted: {', '.join(_SYNTHESIZERS)}",
+                       "criterion", i, "applies_to")  # fmt: skip
+        criteria.append(Criterion(
+            measure=name, statistic=statistic, subset=subset,
+            at_most=threshold if direction == "at_most" else None,
+            at_least=threshold if direction == "at_least" else None,
+            source=str(entry.get("source", "")), applies_to=tuple(applies), name=str(entry.get("name", "")),
+        ))  # fmt: skip
+    reported = {}
+    for i, entry in enumerate(data.get("reported", [])):
+        name = entry.get("measure")
+        if name not in measures:
+            raise fail(f"unknown measure {name!r}; accepted: {', '.join(measures)}", "reported", i, "measure")
+        reported[name] = str(entry.get("why", ""))
+    return Policy(
+        name=head["name"], criteria=tuple(criteria), reported=reported, description=str(head.get("description", "")),
+        digest=hashlib.sha256(text.encode("utf-8")).hexdigest(), path=path, builtin=builtin,
+    )  # fmt: skip
+
+
+def _line_of(lines: list[str], table: str, index: int, key: str | None) -> int:
+    """The 1-based line of ``key`` in the ``index``-th ``[[table]]`` (or of the table's header)."""
+    header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]")
+    starts = [n for n, line in enumerate(lines) if header.match(line)]
+    if index >= len(starts):
+        return 1
+    start = starts[index]
+    end = next((n for n in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[n])), len(lines))
+    if key is not None:
+        pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for n in range(start + 1, end):
+            if pattern.match(lines[n]):
+                return n + 1
+    return start + 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# Judging
+
+
+def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, Any] | None = None) -> Verdict:
+    """Apply ``policy`` to a release's measures (:class:`bayessdc.measures.MeasureSet`).
+
+    Parameters
+    ----------
+    policy
+        The policy.
+    measures
+        The release's measures by name.
+    synthesizer
+        The synthesizer's short name (for ``applies_to``).
+    setting
+        The lever setting the measures were computed under, recorded in the verdict.
+
+    Returns
+    -------
+    Verdict
+        One judgement per (criterion, subset); a subset the measure has not got, or a figure or reference that
+        is undefined, is ``not judged`` with the reason (never passed); a criterion whose measure the release
+        has not got at all is listed in ``not_applicable``.
+    """
+    judgements: list[Judgement] = []
+    not_applicable: list[str] = []
+    for criterion in policy.criteria:
+        if criterion.applies_to and synthesizer not in criterion.applies_to:
+            continue
+        result = measures.get(criterion.measure) if hasattr(measures, "get") else None
+        if result is None:
+            not_applicable.append(f"{criterion.label()} (a {synthesizer} release has no {criterion.measure})")
+            continue
+        subsets = result.subsets() if criterion.subset == "*" else [criterion.subset]
+        summary = result.summary().set_index("subset")
+        for subset in subsets:
+            if subset not in summary.index:
+                judgements.append(Judgement(criterion, subset, None, None, None, "", None,
+                                            f"{criterion.measure} has no subset {subset!r}; it has "
+                                            f"{', '.join(result.subsets())}"))  # fmt: skip
+                continue
+            row = summary.loc[subset]
+            figure = float(row[criterion.statistic])
+            interval = (float(row["lower"]), float(row["upper"])) if math.isfinite(float(row["mc_se"])) else None
+            threshold = criterion.threshold
+            if isinstance(threshold, str):
+                value = result.reference(subset, threshold)
+                name = threshold
+            else:
+                value, name = float(threshold), _fmt(float(threshold))
+            if value is None or not math.isfinite(value) or not math.isfinite(figure):
+                judgements.append(Judgement(criterion, subset, figure, interval, value, name, None,
+                                            "the figure or its reference is undefined"))  # fmt: skip
+                continue
+            passed = figure <= value if criterion.direction == "at_most" else figure >= value
+            judgements.append(Judgement(criterion, subset, figure, interval, value, name, passed))
+    judged = {c.measure for c in policy.criteria}
+    reported = [name for name in measures if name not in judged]
+    return Verdict(policy, judgements, dict(setting or {}), reported, not_applicable)

@@ -1,0 +1,383 @@
+"""What every measure is: one figure of a release, computed as a tidy table with its references.
+
+A :class:`Measure` computes one risk or utility figure of the m synthetic datasets from a
+:class:`MeasureInput` (what the pipeline knows of any release: the confidential and synthetic records, the
+columns' roles, the intruder's knowledge sets, and what a synthesizer measured with its own model). The
+result, a :class:`MeasureResult`, holds
+
+* ``values``: one row per (subset, dataset), columns :data:`VALUE_COLUMNS`; a subset is what the figure is
+  computed for (a knowledge set, the at-risk records, ``"all"``), a dataset is 1..m, or 0 for a figure of
+  the m datasets jointly (an intruder who reads them all);
+* ``references``: the figures it is read against, one row per (subset, reference), columns
+  :data:`REFERENCE_COLUMNS` (the inherent minimum and maximum of Hu & Savitsky, the share of a held-out
+  sample, the unsmoothed stage's value ...), each with the interval of its own repetitions where it has any;
+* :meth:`MeasureResult.summary`: per subset the pooled value (the mean over the datasets), its Monte Carlo
+  standard error ``sd / sqrt(m)`` (the datasets are independent draws of the release), the 95% interval
+  ``pooled +- 1.96 se`` and the worst dataset (the largest for a figure where lower is better);
+* :meth:`MeasureResult.plot`: every dataset's value beside the references, one panel per subset.
+
+The disclosure policy (:mod:`bayessdc.policy`) judges these summaries, the report lays them out, and
+:meth:`bayessdc.Release.measure_table` returns them; none of them knows which synthesizer made the release.
+A new measure is one file with one subclass of :class:`Measure` and the decorator :func:`register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "REFERENCE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "VALUE_COLUMNS",
+    "Measure",
+    "MeasureInput",
+    "MeasureResult",
+    "MeasureSet",
+    "compute_measures",
+    "register",
+    "registry",
+]
+
+#: Columns of :attr:`MeasureResult.values`.
+VALUE_COLUMNS = ("measure", "subset", "dataset", "value")
+#: Columns of :attr:`MeasureResult.references`.
+REFERENCE_COLUMNS = ("measure", "subset", "reference", "value", "lower", "upper")
+#: Columns of :meth:`MeasureResult.summary` (followed by one column per reference).
+SUMMARY_COLUMNS = ("measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower", "upper", "worst")
+
+#: Two-sided 95% normal quantile of the Monte Carlo interval of a pooled figure.
+Z95 = 1.959963984540054
+
+
+@dataclass
+class MeasureInput:
+    """What the measures of one release are computed from (held in memory only; never written to ``release/``).
+
+    Attributes
+    ----------
+    synthetic
+        All m datasets in one frame, a column ``synthetic`` = 1..m (:attr:`bayessdc.Release.synthetic`).
+    original
+        The confidential records on the released columns, in the order of every synthetic dataset when the
+        release is partially synthetic (``None`` when the release is not a table of records, as flows).
+    released
+        The released columns a record is compared on (records copied, replicated uniques).
+    synthesized, kept
+        The columns replaced by synthetic values and those released unchanged.
+    known_sets
+        The intruder's knowledge sets (identification risk).
+    partially_synthetic
+        Whether dataset row ``i`` is original record ``i`` with its synthesized values replaced (identification
+        and attribute disclosure are defined on such releases only).
+    inherent
+        The inherent scenarios' figures, ``{"min": table, "max": table}`` of
+        :func:`bayessdc.risk.identification.inherent_risk` (computed when absent and asked for).
+    repetitions
+        Repetitions S of the inherent scenarios.
+    items
+        Per released item, what a synthesizer's own model says of an intruder who reads all m datasets: columns
+        ``correct`` (the intruder's most probable value is the true one), ``true_probability`` and
+        ``unique`` (the paper's ``a_t``), as the flows' importance-sampling attribute risk gives them.
+    proximity
+        The true and synthetic values of a continuous released variable with the at-risk records
+        (:class:`bayessdc.measures.proximity.ProximityInput`), as the spatial synthesizer gives them.
+    cells
+        Per sensitive cell of an adjusted table: ``protected`` (its adjustment meets its protection level).
+    holdout
+        A held-out real sample on the released columns (a control set), when the user gives one.
+    tables, bootstrap
+        The analyst's count tables (:class:`bayessdc.synthesis.tables.TableSpec`) and the bootstrap replicates of
+        the original that set their reference range.
+    count_column
+        The column of counts of a released table of counts (an origin-destination table).
+    regression
+        The analyst's regression (:class:`bayessdc.measures.regression.RegressionInput`).
+    seed
+        Seed of every random step of a measure (the inherent scenarios).
+    """
+
+    synthetic: pd.DataFrame
+    original: pd.DataFrame | None = None
+    released: list[str] = field(default_factory=list)
+    synthesized: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    known_sets: list[list[str]] = field(default_factory=list)
+    partially_synthetic: bool = False
+    inherent: dict[str, pd.DataFrame] | None = None
+    repetitions: int = 100
+    items: pd.DataFrame | None = None
+    proximity: Any = None
+    cells: pd.DataFrame | None = None
+    holdout: pd.DataFrame | None = None
+    tables: list[Any] = field(default_factory=list)
+    bootstrap: int = 0
+    count_column: str | None = None
+    regression: Any = None
+    seed: int = 0
+    #: Figures shared between measures of this input (computed once).
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def m(self) -> int:
+        """Number of synthetic datasets."""
+        return int(self.synthetic["synthetic"].nunique()) if "synthetic" in self.synthetic else 0
+
+    def inherent_scenarios(self) -> dict[str, pd.DataFrame]:
+        """The inherent minimum and maximum scenarios (computed once, then kept)."""
+        if self.inherent is None:
+            from bayessdc.risk.identification import inherent_risk
+
+            self.inherent = inherent_risk(
+                self.original, self.synthesized, self.kept, self.known_sets or [self.kept + self.synthesized],
+                repetitions=self.repetitions, seed=self.seed,
+            )  # fmt: skip
+        return self.inherent
+
+
+@dataclass
+class MeasureResult:
+    """One measure's figures: per dataset, its references, and how they are read.
+
+    Attributes
+    ----------
+    measure
+        The measure's name (:attr:`Measure.name`).
+    kind
+        ``"risk"`` or ``"utility"``.
+    better
+        ``"lower"`` or ``"higher"``: which way the figure improves (risk: lower).
+    values, references
+        Tidy tables, columns :data:`VALUE_COLUMNS` and :data:`REFERENCE_COLUMNS`.
+    title, unit, description
+        The figure in words, for the report and the policy's messages.
+    reference_notes
+        What each reference means, by name.
+    """
+
+    measure: str
+    kind: Literal["risk", "utility"]
+    better: Literal["lower", "higher"]
+    values: pd.DataFrame
+    references: pd.DataFrame
+    title: str = ""
+    unit: str = ""
+    description: str = ""
+    reference_notes: dict[str, str] = field(default_factory=dict)
+
+    def subsets(self) -> list[str]:
+        """The subsets, in the order computed."""
+        return list(dict.fromkeys(self.values["subset"].astype(str)))
+
+    def summary(self) -> pd.DataFrame:
+        """Per subset: the pooled value over the datasets, its Monte Carlo standard error and 95% interval,
+        the worst dataset, and one column per reference (its mean value).
+
+        A figure of the m datasets jointly (dataset 0) is its own pooled value, with no Monte Carlo error
+        between datasets (``mc_se`` NaN, the interval the value itself).
+        """
+        rows = []
+        for subset in self.subsets():
+            v = self.values.loc[self.values["subset"].astype(str) == subset, ["dataset", "value"]]
+            values = v["value"].to_numpy(dtype=float)
+            finite = values[np.isfinite(values)]
+            joint = bool((v["dataset"] == 0).all())
+            pooled = float(finite.mean()) if finite.size else float("nan")
+            se = float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 and not joint else float("nan")
+            half = Z95 * se if np.isfinite(se) else 0.0
+            worst = (finite.max() if self.better == "lower" else finite.min()) if finite.size else float("nan")
+            row = {
+                "measure": self.measure, "kind": self.kind, "subset": subset, "datasets": int(values.size),
+                "pooled": pooled, "mc_se": se, "lower": pooled - half, "upper": pooled + half, "worst": float(worst),
+            }  # fmt: skip
+            refs = self.references.loc[self.references["subset"].astype(str) == subset]
+            for _, ref in refs.iterrows():
+                row[str(ref["reference"])] = float(ref["value"])
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS) + self.reference_names())
+
+    def reference_names(self) -> list[str]:
+        """The references' names, in order."""
+        return list(dict.fromkeys(self.references["reference"].astype(str))) if len(self.references) else []
+
+    def statistic(self, subset: str, statistic: str) -> float:
+        """One statistic of one subset: ``pooled``, ``upper`` (of the 95% Monte Carlo interval), ``lower``
+        or ``worst``."""
+        row = self.summary().set_index("subset").loc[subset]
+        return float(row[statistic])
+
+    def reference(self, subset: str, name: str) -> float | None:
+        """The value of reference ``name`` for ``subset`` (``None`` when this measure has no such reference)."""
+        refs = self.references
+        hit = refs.loc[(refs["subset"].astype(str) == subset) & (refs["reference"] == name), "value"]
+        return float(hit.iloc[0]) if len(hit) else None
+
+    def plot(self) -> Any:
+        """Every dataset's value (points) beside the references (lines, shaded over their interval), one
+        panel per subset; returns the matplotlib figure."""
+        from bayessdc.report.plots import measure_panels
+
+        return measure_panels(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the summary rows, the values and the references."""
+        return {
+            "measure": self.measure,
+            "kind": self.kind,
+            "better": self.better,
+            "title": self.title,
+            "unit": self.unit,
+            "description": self.description,
+            "reference_notes": self.reference_notes,
+            "summary": _records(self.summary()),
+            "values": _records(self.values),
+            "references": _records(self.references),
+        }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts (NaN as ``None``)."""
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else _plain(v)) for k, v in row.items()})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Measure:
+    """One risk or utility figure (subclass it, set the class attributes, write :meth:`compute`).
+
+    Class attributes
+    ----------------
+    name
+        The name a policy and :meth:`bayessdc.Release.measure_table` use.
+    kind, better
+        ``"risk"`` or ``"utility"``; which way the figure improves.
+    title, unit, description
+        The figure in words.
+    references
+        The names of the references it reports, with what each means.
+    subsets
+        What a subset of this measure is (``"knowledge set"``, ``"all"`` ...), for a policy's messages.
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[Literal["risk", "utility"]] = "risk"
+    better: ClassVar[Literal["lower", "higher"]] = "lower"
+    title: ClassVar[str] = ""
+    unit: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    references: ClassVar[Mapping[str, str]] = {}
+    subsets: ClassVar[str] = "all"
+
+    def applies(self, data: MeasureInput) -> bool:
+        """Whether this release has what the measure needs (a measure that does not apply is not computed)."""
+        raise NotImplementedError
+
+    def compute(self, data: MeasureInput) -> MeasureResult:
+        """The figures of ``data``'s release."""
+        raise NotImplementedError
+
+    def result(
+        self, values: Iterable[Mapping[str, Any]], references: Iterable[Mapping[str, Any]] = ()
+    ) -> MeasureResult:
+        """A :class:`MeasureResult` of this measure from rows ``{subset, dataset, value}`` and
+        ``{subset, reference, value[, lower, upper]}``."""
+        v = pd.DataFrame([{"measure": self.name, **r} for r in values], columns=list(VALUE_COLUMNS))
+        v["value"] = v["value"].astype(float)
+        refs = []
+        for r in references:
+            row = {"measure": self.name, "lower": np.nan, "upper": np.nan, **r}
+            refs.append(row)
+        ref = pd.DataFrame(refs, columns=list(REFERENCE_COLUMNS))
+        return MeasureResult(
+            self.name, self.kind, self.better, v, ref, self.title or self.name, self.unit, self.description,
+            {k: v for k, v in self.references.items() if k in set(ref["reference"])},
+        )  # fmt: skip
+
+
+_REGISTRY: dict[str, type[Measure]] = {}
+
+
+def register(cls: type[Measure]) -> type[Measure]:
+    """Class decorator: make ``cls`` a measure every release is measured by (where it applies)."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"a measure named {cls.name!r} is already registered ({_REGISTRY[cls.name].__name__})")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Measure]]:
+    """The registered measures by name (the built-in ones are loaded first)."""
+    from . import builtin  # noqa: F401 - registers the built-in measures
+
+    return dict(_REGISTRY)
+
+
+class MeasureSet(Mapping[str, MeasureResult]):
+    """The measures of one release, by name, with one tidy table and one summary over all of them."""
+
+    def __init__(self, results: Iterable[MeasureResult]) -> None:
+        self._results = {r.measure: r for r in results}
+
+    def __getitem__(self, name: str) -> MeasureResult:
+        return self._results[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def table(self, kind: str | None = None) -> pd.DataFrame:
+        """Every value of every measure (columns :data:`VALUE_COLUMNS` and ``kind``), optionally of one kind."""
+        frames = [r.values.assign(kind=r.kind) for r in self._results.values() if kind in (None, r.kind)]
+        if not frames:
+            return pd.DataFrame(columns=[*VALUE_COLUMNS, "kind"])
+        return pd.concat(frames, ignore_index=True)
+
+    def summary(self, kind: str | None = None) -> pd.DataFrame:
+        """Every measure's :meth:`MeasureResult.summary` in one table (reference columns where they apply)."""
+        frames = [r.summary() for r in self._results.values() if kind in (None, r.kind)]
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+        return pd.concat(frames, ignore_index=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, by measure name."""
+        return {name: r.to_dict() for name, r in self._results.items()}
+
+
+def compute_measures(
+    data: MeasureInput,
+    names: Sequence[str] | None = None,
+    *,
+    kind: str | None = None,
+    say: Callable[[str], None] = lambda msg: None,
+) -> MeasureSet:
+    """Every registered measure that applies to ``data`` (or the ``names`` given; of one ``kind``,
+    ``"risk"`` or ``"utility"``, when given), in registration order."""
+    measures = registry()
+    chosen = list(measures) if names is None else list(names)
+    unknown = [n for n in chosen if n not in measures]
+    if unknown:
+        raise ValueError(f"unknown measure(s) {', '.join(unknown)}; known: {', '.join(measures)}")
+    results = []
+    for name in chosen:
+        measure = measures[name]()
+        if kind in (None, measure.kind) and measure.applies(data):
+            say(f"measure {name} ...")
+            results.append(measure.compute(data))
+    return MeasureSet(results)

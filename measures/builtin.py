@@ -1,0 +1,18 @@
+"""The built-in measures, registered in this order (importing the module registers them)."""
+
+from __future__ import annotations
+
+from . import (  # noqa: F401
+    attribute,
+    copies,
+    identification,
+    intruder,
+    protection,
+    proximity,
+    regression,
+    tables,
+    uniques,
+    utility,
+)  # fmt: skip
+
+__all__: list[str] = []

@@ -1,0 +1,136 @@
+"""Identification risk of a partially synthetic release (Hu & Savitsky, Section 4.2, eq. 15-17).
+
+An intruder knows the true values of a knowledge set's columns for a target record and matches them against
+a released dataset: ``c_i`` released records match, ``T_i = 1`` when the target's own released record is
+among them. Per dataset and knowledge set (the subset):
+
+* :class:`ExpectedMatchRisk`: ``sum_i T_i / c_i``;
+* :class:`TrueMatchRate`: ``#{i: c_i T_i = 1} / n``;
+* :class:`FalseMatchRate`: ``#{i: c_i (1 - T_i) = 1} / s``, ``s`` the unique matches (NaN when ``s = 0``).
+
+References (Section 4.1), each the mean over the S repetitions of a scenario with its 2.5-97.5% range:
+``inherent_min`` (every synthesized value drawn uniformly over all the variable's levels: a release that
+says nothing of the value beyond its levels) and ``inherent_max`` (every synthesized value redrawn from the
+original's own distribution within the record's pattern of kept values: the most a release drawn from the
+data distribution reveals). Hu & Savitsky judge a release by where its risk sits between the two.
+
+The three figures are computed together, once per release, on integer keys
+(:class:`bayessdc.risk.release_figures.CategoricalReleaseFigures`: a dataset costs a few ``bincount``
+passes); :func:`bayessdc.risk.identification.identification_risk` on data frames is the tests' oracle.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .base import Measure, MeasureInput, MeasureResult, register
+
+__all__ = ["ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "inherent_references", "per_dataset_figures"]
+
+INHERENT_NOTES = {
+    "inherent_min": "the synthesized values drawn uniformly over all their levels, S times (Hu & Savitsky 4.1): "
+    "a release that says nothing of them beyond their levels",
+    "inherent_max": "the synthesized values redrawn from the original's own distribution within each pattern of "
+    "kept values, S times (Hu & Savitsky 4.1): the most a release drawn from the data distribution reveals",
+}
+
+
+def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
+    """The release figures of every dataset (one row per dataset, a column ``synthetic``), computed once per
+    input on integer keys: ``expected_match_risk[<known>]`` ..., ``attribute_disclosures``,
+    ``table_deviation[one-way]`` ..., ``pmse`` and ``pmse_ratio``."""
+    cache = data.cache
+    if "categorical_figures" not in cache:
+        from bayessdc.risk.release_figures import CategoricalReleaseFigures
+
+        figures = CategoricalReleaseFigures(
+            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True, seed=data.seed
+        )
+        columns = data.kept + data.synthesized
+        cache["categorical_figures"] = figures.by_dataset(data.synthetic[["synthetic", *columns]])
+    return cache["categorical_figures"]
+
+
+def inherent_references(data: MeasureInput, column: str, known: str | None) -> list[dict[str, object]]:
+    """``inherent_min`` and ``inherent_max`` of one figure (``column`` of the scenarios' tables) for one
+    knowledge set (``None``: a figure that does not depend on it), each with its 2.5-97.5% range."""
+    out = []
+    for scenario, table in data.inherent_scenarios().items():
+        rows = table if known is None else table[table["known"] == known]
+        if known is None:
+            rows = rows.drop_duplicates("repetition")
+        v = rows[column].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if not v.size:
+            continue
+        out.append({
+            "subset": known or "all", "reference": f"inherent_{scenario}", "value": float(v.mean()),
+            "lower": float(np.quantile(v, 0.025)), "upper": float(np.quantile(v, 0.975)),
+        })  # fmt: skip
+    return out
+
+
+class _Identification(Measure):
+    """One of the three identification figures (eq. 15-17), per knowledge set."""
+
+    figure: ClassVar[str] = ""
+    kind = "risk"
+    better = "lower"
+    references = INHERENT_NOTES
+    subsets = "knowledge set (the columns the intruder knows, joined by +)"
+
+    def applies(self, data: MeasureInput) -> bool:
+        return bool(data.partially_synthetic and data.original is not None and data.known_sets and data.synthesized)
+
+    def compute(self, data: MeasureInput) -> MeasureResult:
+        table = per_dataset_figures(data)
+        values, references = [], []
+        for known in data.known_sets:
+            subset = "+".join(known)
+            column = f"{self.figure}[{subset}]"
+            values += [
+                {"subset": subset, "dataset": int(d), "value": float(v)}
+                for d, v in zip(table["synthetic"], table[column], strict=True)
+            ]
+            references += inherent_references(data, self.figure, subset)
+        return self.result(values, references)
+
+
+@register
+class ExpectedMatchRisk(_Identification):
+    """Expected match risk ``sum_i T_i / c_i`` (Hu & Savitsky eq. 15): the expected number of records an
+    intruder who picks at random among the matches identifies correctly."""
+
+    name = "expected_match_risk"
+    figure = "expected_match_risk"
+    title = "expected match risk"
+    unit = "records"
+    description = "sum over records of T_i / c_i: the expected number of correct identifications (eq. 15)"
+
+
+@register
+class TrueMatchRate(_Identification):
+    """True match rate ``#{c_i T_i = 1} / n`` (Hu & Savitsky eq. 16): the share of records matched uniquely
+    and correctly."""
+
+    name = "true_match_rate"
+    figure = "true_match_rate"
+    title = "true match rate"
+    unit = "share of records"
+    description = "share of records whose true known values match only their own released record (eq. 16)"
+
+
+@register
+class FalseMatchRate(_Identification):
+    """False match rate ``#{c_i (1 - T_i) = 1} / s`` (Hu & Savitsky eq. 17): the share of unique matches that
+    are wrong. Higher means more protection, so the worst dataset is the lowest."""
+
+    name = "false_match_rate"
+    figure = "false_match_rate"
+    better = "higher"
+    title = "false match rate"
+    unit = "share of unique matches"
+    description = "share of unique matches that point to another record (eq. 17); NaN without unique matches"

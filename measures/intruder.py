@@ -1,0 +1,52 @@
+"""The intruder's correct guesses of sensitive values (Hawala, Reiter & Wang, Section 3.2, eq. 9-10).
+
+An intruder who knows every other sensitive value and the model reads all m released datasets and guesses
+each sensitive item's true value as its most probable one under their posterior (computed by the
+synthesizer's own model, by importance sampling). ``R_all`` is the share of items guessed correctly (subset
+``"all items"``), ``R_unq`` the same among the items whose identifying units appear once (subset
+``"unique items"``). The figure is one of all m datasets jointly (dataset 0). Reference ``chance``: the
+share an intruder guessing uniformly over the sensitive range gets right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Measure, MeasureInput, MeasureResult, register
+
+__all__ = ["IntruderCorrect"]
+
+
+@register
+class IntruderCorrect(Measure):
+    """Share of sensitive items whose true value is the intruder's most probable guess (R_all, R_unq)."""
+
+    name = "intruder_correct"
+    kind = "risk"
+    better = "lower"
+    title = "intruder's correct guesses (R_all, R_unq)"
+    unit = "share of items"
+    description = (
+        "share of sensitive items whose true value is the intruder's most probable one, reading all m datasets"
+    )
+    subsets = "'all items' (R_all) or 'unique items' (R_unq)"
+    references = {"chance": "the share a uniform guess over the sensitive range gets right"}
+
+    def applies(self, data: MeasureInput) -> bool:
+        return data.items is not None and "correct" in data.items
+
+    def compute(self, data: MeasureInput) -> MeasureResult:
+        items = data.items
+        correct = items["correct"].to_numpy(dtype=bool)
+        chance = items["chance"].to_numpy(dtype=float) if "chance" in items else None
+        subsets = [("all items", np.ones(len(items), dtype=bool))]
+        if "unique" in items:
+            subsets.append(("unique items", items["unique"].to_numpy(dtype=bool)))
+        values, references = [], []
+        for subset, mask in subsets:
+            if not mask.any():
+                continue
+            values.append({"subset": subset, "dataset": 0, "value": float(correct[mask].mean())})
+            if chance is not None:
+                references.append({"subset": subset, "reference": "chance", "value": float(chance[mask].mean())})
+        return self.result(values, references)

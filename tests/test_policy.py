@@ -1,0 +1,160 @@
+"""The disclosure policy: files read or refused with the line at fault, criteria judged as worked by hand, and
+the built-in policy's criteria each with a source."""
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+import bayessdc as bsd
+from bayessdc.cli import main
+from bayessdc.measures import Measure, MeasureSet
+from bayessdc.policy import default_policy, default_policy_text, judge, load_policy
+
+
+class _Risk(Measure):
+    name, kind, better = "expected_match_risk", "risk", "lower"
+
+
+def _measures(values, maximum=2.0, subset="sex+area"):
+    result = _Risk().result(
+        [{"subset": subset, "dataset": d + 1, "value": v} for d, v in enumerate(values)],
+        [{"subset": subset, "reference": "inherent_max", "value": maximum}],
+    )
+    return MeasureSet([result])
+
+
+def _policy(tmp_path, body, name="test"):
+    path = tmp_path / f"policy-{len(list(tmp_path.glob('policy-*.toml')))}.toml"
+    path.write_text(f'[policy]\nname = "{name}"\n\n{body}')
+    return path
+
+
+def test_the_builtin_policy_names_a_source_for_every_criterion():
+    policy = default_policy()
+    assert policy.builtin and policy.name == "bayessdc-default"
+    assert policy.criteria and all(c.source for c in policy.criteria)
+    judged = {c.measure for c in policy.criteria}
+    assert {"expected_match_risk", "true_match_rate", "attribute_disclosures"} <= judged
+    assert all(c.threshold == "inherent_max" for c in policy.criteria if c.measure in judged - {"unprotected_cells"})
+    assert set(policy.reported).isdisjoint(judged)
+
+
+def test_judged_as_worked_by_hand(tmp_path):
+    pooled = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nat_most = "inherent_max"\n')
+    upper = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nstatistic = "upper"\n'
+                              'at_most = "inherent_max"\n')  # fmt: skip
+    worst = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nstatistic = "worst"\nat_most = 2.5\n')
+    measures = _measures([1.0, 2.0, 3.0])  # pooled 2, sd 1, se 1/sqrt(3), worst 3
+    assert judge(load_policy(pooled), measures, "dpmpm").passed  # 2 <= 2
+    verdict = judge(load_policy(upper), measures, "dpmpm")
+    assert not verdict.passed  # 2 + 1.96 / sqrt(3) > 2
+    (failed,) = verdict.failed()
+    assert failed.figure == pytest.approx(2 + 1.959963984540054 / 3**0.5)
+    assert failed.threshold == 2.0 and failed.threshold_name == "inherent_max"
+    assert "fails 'at most 2' (inherent_max)" in failed.sentence()
+    assert not judge(load_policy(worst), measures, "dpmpm").passed  # 3 > 2.5
+
+
+def test_a_criterion_a_release_has_no_measure_for_is_not_judged_never_passed(tmp_path):
+    path = _policy(tmp_path, '[[criterion]]\nmeasure = "proximity"\nat_most = 0.5\n')
+    verdict = judge(load_policy(path), _measures([1.0]), "dpmpm")
+    assert verdict.judgements == [] and "a dpmpm release has no proximity" in verdict.not_applicable[0]
+    assert "no criterion of it applies" in verdict.sentence()
+    other = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nsubset = "age+area"\nat_most = 1\n')
+    (judgement,) = judge(load_policy(other), _measures([1.0]), "dpmpm").judgements
+    assert judgement.passed is None and "has no subset 'age+area'" in judgement.note
+    restricted = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nat_most = 0\n'
+                                   'applies_to = ["cart"]\n')  # fmt: skip
+    assert judge(load_policy(restricted), _measures([1.0]), "dpmpm").judgements == []
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        ('[[criterion]]\nmeasure = "match_risk"\nat_most = 1\n', 5, "unknown measure 'match_risk'; accepted: "),
+        ('[[criterion]]\nmeasure = "expected_match_risk"\nstatistic = "mean"\nat_most = 1\n', 6,
+         "unknown statistic 'mean'; accepted: pooled, upper, lower, worst"),
+        ('[[criterion]]\nmeasure = "expected_match_risk"\nat_most = "maximum"\n', 6,
+         "has no reference 'maximum'; its references: inherent_min, inherent_max"),
+        ('[[criterion]]\nmeasure = "expected_match_risk"\n', 4, "give exactly one threshold"),
+        ('[[criterion]]\nmeasure = "copied_records"\nat_most = 1\nwhen = "always"\n', 7, "unknown key(s) when"),
+        ('[[criterion]]\nmeasure = "copied_records"\nat_most = 1\napplies_to = ["sdv"]\n', 7,
+         "unknown synthesizer(s) sdv"),
+    ],
+)
+def test_a_bad_policy_names_the_line_and_the_accepted_names(tmp_path, body, line, message):
+    path = _policy(tmp_path, body)
+    with pytest.raises(bsd.InputError, match=f"line {line}: .*{re.escape(message[:30])}") as err:
+        load_policy(path)
+    assert message in str(err.value)
+
+
+def test_a_malformed_file_is_refused(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('[policy]\nname = "x"\n[[criterion]\n')
+    with pytest.raises(bsd.InputError, match=r"not valid TOML: .*line 3"):
+        load_policy(path)
+    with pytest.raises(bsd.InputError, match="does not exist"):
+        load_policy(tmp_path / "missing.toml")
+
+
+def test_policy_command_prints_the_builtin_policy_and_checks_a_file(tmp_path, capsys):
+    assert main(["policy"]) == 0
+    assert capsys.readouterr().out == default_policy_text()
+    path = _policy(tmp_path, '[[criterion]]\nmeasure = "copied_records"\nat_most = "held_out"\n', name="board")
+    assert main(["policy", "--check", str(path)]) == 0
+    assert "copied_records[*] pooled at most held_out" in capsys.readouterr().out
+    bad = _policy(tmp_path, '[[criterion]]\nmeasure = "nope"\nat_most = 1\n')
+    assert main(["policy", "--check", str(bad)]) == 2
+    assert "line 5: unknown measure 'nope'" in capsys.readouterr().err
+
+
+def test_a_bad_policy_is_refused_before_any_sampling(tmp_path, capsys):
+    data = tmp_path / "flows.csv"
+    bsd.examples.flow_table().to_csv(data, index=False)
+    bad = _policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nstatistic = "median"\nat_most = 1\n')
+    out = tmp_path / "out"
+    assert main(["flows", "--data", str(data), "--out", str(out), "--policy", str(bad)]) == 2
+    assert "line 6: unknown statistic 'median'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cart_release_refused_by_a_policy_its_example_cannot_meet(tmp_path, capsys):
+    """End to end on the command line: exit status 3, no release/, the message names the criterion, its figure
+    with its interval, the threshold and the levers; private/policy.json holds the verdict."""
+    from bayessdc.models.cart import simulate_acs_persons
+
+    data = tmp_path / "persons.csv"
+    simulate_acs_persons(300, seed=2).to_csv(data, index=False)
+    policy = _policy(tmp_path, '[[criterion]]\nmeasure = "copied_records"\nat_most = 0.01\n'
+                               'source = "a board that allows no copies"\n', name="no-copies")  # fmt: skip
+    out = tmp_path / "out"
+    status = main(["cart", "--data", str(data), "--synthesize", "education", "--keep", "age,sex", "--m", "2",
+                   "--bootstrap", "20", "--out", str(out), "--policy", str(policy)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 3
+    assert not (out / "release").exists()
+    assert "fails 1 criterion(s) of the disclosure policy 'no-copies'" in err
+    assert "copied_records [all] pooled" in err and "95% interval" in err and "'at most 0.01'" in err
+    assert "min_leaf: larger leaves" in err
+    verdict = json.loads((out / "private" / "policy.json").read_text())
+    assert verdict["passed"] is False and verdict["policy"]["name"] == "no-copies"
+    assert verdict["judgements"][0]["verdict"] == "FAILS"
+
+
+def test_a_policy_of_ones_own_is_recorded_by_name_and_digest(tmp_path):
+    from bayessdc.models.cart import simulate_acs_persons
+
+    policy = _policy(tmp_path, '[[criterion]]\nmeasure = "copied_records"\nat_most = 1\n', name="lenient")
+    release = bsd.synthesize(
+        simulate_acs_persons(200, seed=1), bsd.CART(bootstrap=10), synthesize="education", keep="age,sex", m=2,
+        seed=0, policy=policy, out=tmp_path / "out", progress=False,
+    )  # fmt: skip
+    described = json.loads((tmp_path / "out" / "release" / "model.json").read_text())["disclosure_policy"]
+    assert described["name"] == "lenient" and not described["builtin"]
+    assert described["digest"] == f"sha256:{load_policy(policy).digest}"
+    assert described["criteria"] == [{"measure": "copied_records", "subset": "*", "statistic": "pooled", "at_most": 1}]
+    assert release.policy.passed
+    assert isinstance(release.measure_table(), pd.DataFrame)
