@@ -139,7 +139,8 @@ class Policy:
     reported
         ``{measure: why}``: figures shown but not judged (no grounded threshold).
     digest
-        SHA-256 of the file's text (of the built-in file for the default policy).
+        SHA-256 of the file's text (of the built-in file for the default policy; of the criteria and reported
+        measures for a policy built in Python).
     path
         The file it was read from (``None`` for the built-in policy).
     builtin
@@ -153,6 +154,13 @@ class Policy:
     digest: str = ""
     path: str | None = None
     builtin: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.digest:  # a policy built in Python: the digest of its criteria and reported measures
+            import json
+
+            text = json.dumps([[c.to_dict() for c in self.criteria], self.reported], sort_keys=True)
+            object.__setattr__(self, "digest", hashlib.sha256(text.encode("utf-8")).hexdigest())
 
     def describe(self) -> dict[str, Any]:
         """What ``release/model.json`` states: name, digest, the criteria (never an estimate)."""

@@ -251,6 +251,14 @@ class Release:
 
         return (self.measured or MeasureSet([])).summary(kind)
 
+    def judge(self, policy: Any = None) -> Any:
+        """This release's measures judged by another ``policy`` (a file, a :class:`bayessdc.Policy`, or ``None``
+        for the default), without changing what was released: a :class:`bayessdc.policy.Verdict`."""
+        from bayessdc.measures import MeasureSet
+        from bayessdc.policy import judge, load_policy
+
+        return judge(load_policy(policy), self.measured or MeasureSet([]), self.synthesizer)
+
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the run's report: one self-contained HTML file a disclosure review board reads.
 

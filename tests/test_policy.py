@@ -158,3 +158,11 @@ def test_a_policy_of_ones_own_is_recorded_by_name_and_digest(tmp_path):
     assert described["criteria"] == [{"measure": "copied_records", "subset": "*", "statistic": "pooled", "at_most": 1}]
     assert release.policy.passed
     assert isinstance(release.measure_table(), pd.DataFrame)
+    # the same measures judged by another policy, without changing what was released
+    strict = _policy(tmp_path, '[[criterion]]\nmeasure = "copied_records"\nstatistic = "worst"\nat_most = 0\n')
+    verdict = release.judge(strict)
+    assert not verdict.passed and verdict.failed()[0].figure == release.risk().set_index("measure").loc[
+        "copied_records", "worst"]
+    assert release.judge().judgements == [] and release.policy.passed  # the default judges nothing of CART
+    built = bsd.Policy(name="built in Python", criteria=())
+    assert built.digest and built.digest != bsd.Policy(name="other", criteria=(), reported={"proximity": ""}).digest
