@@ -162,6 +162,8 @@ class Release:
         The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`): every criterion with its figure,
         interval, threshold and verdict, and the setting the release was drawn under
         (``private/policy.json``; the policy's name, digest and criteria are in ``release/model.json``).
+    policy_tried
+        The verdicts of every setting the pipeline drew the release under, in order (the last is :attr:`policy`).
     """
 
     synthesizer: str
@@ -183,6 +185,7 @@ class Release:
     measure_input: Any = field(default=None, repr=False)
     measured: Any = field(default=None, repr=False)
     policy: Any = field(default=None, repr=False)
+    policy_tried: list[Any] = field(default_factory=list, repr=False)
 
     # -- the verbs ----------------------------------------------------------------------------------
 
@@ -250,6 +253,12 @@ class Release:
         from bayessdc.measures import MeasureSet
 
         return (self.measured or MeasureSet([])).summary(kind)
+
+    def policy_record(self) -> dict[str, Any]:
+        """What ``private/policy.json`` holds: the verdict, and every setting tried before it (``tried``)."""
+        record = self.policy.to_dict()
+        record["tried"] = [v.to_dict() for v in self.policy_tried[:-1]] if len(self.policy_tried) > 1 else []
+        return record
 
     def judge(self, policy: Any = None) -> Any:
         """This release's measures judged by another ``policy`` (a file, a :class:`bayessdc.Policy`, or ``None``
@@ -339,7 +348,7 @@ class Release:
         if self.measured is not None:
             folder.write_private_json("measures.json", self.measured.to_dict())
         if self.policy is not None:
-            folder.write_private_json("policy.json", self.policy.to_dict())
+            folder.write_private_json("policy.json", self.policy_record())
         self._write_report(folder)
 
     def _write_report(self, folder: OutputFolder) -> None:

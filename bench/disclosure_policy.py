@@ -37,9 +37,9 @@ def _figures(verdict) -> str:
     for j in verdict.judgements:
         if j.passed is None:
             continue
-        interval = f" [{j.interval[0]:.4g}, {j.interval[1]:.4g}]" if j.interval else ""
-        rows.append(f"      {j.criterion.measure}[{j.subset}] {j.figure:.4g}{interval} vs {j.threshold_name} "
-                    f"{j.threshold:.4g}: {'meets' if j.passed else 'FAILS'}")
+        interval = f" (95% interval {j.interval[0]:.4g} to {j.interval[1]:.4g})" if j.interval else ""
+        rows.append(f"      {j.criterion.measure}[{j.subset}] {j.criterion.statistic} {j.figure:.4g}{interval} vs "
+                    f"{j.threshold_name} {j.threshold:.4g}: {'meets' if j.passed else 'FAILS'}")
     return "\n".join(rows)
 
 
@@ -52,9 +52,10 @@ def run_part(name: str, keep: list[str], seed: int) -> None:
         try:
             release = bsd.synthesize(frame, recipe, synthesize=["commune"], keep=keep, m=20, seed=seed,
                                      allow_unconverged=allow, progress=False)  # fmt: skip
-            tried = release.policy
-            print(f"{name}: released under {tried.setting_text()}; {tried.sentence()}")
-            print(_figures(tried))
+            for verdict in release.policy_tried:
+                print(f"    under {verdict.setting_text()}:")
+                print(_figures(verdict))
+            print(f"{name}: released under {release.policy.setting_text()}; {release.policy.sentence()}")
             break
         except bsd.ConvergenceError as err:
             print(f"{name}: the release gate refused ({str(err).splitlines()[0]}); rerun with allow_unconverged=True")

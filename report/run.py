@@ -64,7 +64,7 @@ def render_run_report(release: Any) -> str:
         "private/ and must not be published with release/.",
         css="private",
     )
-    policy_section(doc, getattr(release, "policy", None))
+    policy_section(doc, getattr(release, "policy", None), getattr(release, "policy_tried", ()))
     _about(doc, release, content)
     _diagnostics(doc, release, content)
     _comparison(doc, content)
@@ -79,13 +79,16 @@ def render_run_report(release: Any) -> str:
 # -- 0. the disclosure policy's verdict ---------------------------------------------------------
 
 
-def policy_section(doc: Document, verdict: Any) -> None:
+def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> None:
     """The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`), first in every report: every criterion
     with its figure, interval, threshold and verdict, then what does not apply and what is reported only."""
     if verdict is None:
         return
     doc.heading("Disclosure policy")
     doc.verdict(verdict.sentence(), verdict.passed)
+    for earlier in (tried or [])[:-1]:
+        doc.paragraph(f"Drawn first under {earlier.setting_text()}, from the same posterior: " + "; ".join(
+            j.sentence() for j in earlier.failed()) + ". Not released.")  # fmt: skip
     doc.table(verdict.table(), caption=(
         f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): each criterion, the release's "
         "figure with its 95% Monte Carlo interval over the m datasets, the threshold and the verdict"

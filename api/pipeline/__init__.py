@@ -330,6 +330,7 @@ def _run(
     release = synthesizer.release(prepared, fitted, m, seed, progress)
     _log.debug("%s: %d datasets, risk and utility in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
+    release.policy_tried = tried
     release.identity = identity
     # What every release/model.json states, written here once for all synthesizers.
     release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
@@ -340,8 +341,7 @@ def _run(
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
         if folder is not None:
-            verdicts = {**release.policy.to_dict(), "tried": [v.to_dict() for v in tried]}
-            folder.write_private_json("policy.json", verdicts)
+            folder.write_private_json("policy.json", release.policy_record())
             from bayessdc.report import render_run_report
             from bayessdc.report.html import html_writer
 

@@ -46,6 +46,9 @@ def test_dpmpm_tries_each_conditioning_before_refusing(tmp_path):
     err = _refused(tmp_path, _categorical_table(), recipe, "expected_match_risk", 0,
                    synthesize="county", keep="gender,age", allow_unconverged=True)  # fmt: skip
     assert [v.setting for v in err.tried] == [{}, {"conditioning": "pattern"}, {"conditioning": "prior"}]
+    recorded = json.loads((tmp_path / "out" / "private" / "policy.json").read_text())
+    assert recorded["setting"] == {"conditioning": "prior"}
+    assert [v["setting"] for v in recorded["tried"]] == [{}, {"conditioning": "pattern"}]
     assert all(v.failed()[0].figure > 0 for v in err.tried)
     assert "settings tried from the same posterior: the run's settings, conditioning = pattern, " in str(err)
     assert "conditioning: draw each record's latent class given its kept values only" in str(err)
