@@ -162,7 +162,11 @@ def test_bad_approximation_options(tmp_path, capsys):
 #: tests.release_digest): main and the code of 2026-11-25 (2b1d8fe) both give 2a3a3f64e2d4dae8 on an AVX2 machine.
 #: The AVX-512 pin was taken at b1b57ac on an AMD EPYC machine whose OpenBLAS picks SkylakeX kernels (the same
 #: digest after 023dd2f).
-PINNED_RELEASE = {"openblas Haswell, X86_V3": "2a3a3f64e2d4dae8", "openblas SkylakeX, X86_V4": "19a24999287aa510"}
+PINNED_RELEASE = {
+    "openblas Haswell, X86_V3": "2a3a3f64e2d4dae8",
+    "openblas SkylakeX, X86_V4": "19a24999287aa510",
+    "openblas Haswell, X86_V4": "4525124c26bfc632",
+}
 
 
 def test_release_is_the_one_pinned_before_the_restructuring(run):
