@@ -55,7 +55,8 @@ def _policy_rows(name: str, out: Path) -> list[dict[str, Any]]:
         value = f"{'met' if verdict['passed'] else 'FAILED'}: {met} of {len(judged)} criteria"
     if verdict.get("setting"):
         value += " under " + ", ".join(f"{k} = {v}" for k, v in verdict["setting"].items())
-    return [{"synthesizer": name, "measure": f"disclosure policy ({verdict['policy']['name']})", "value": value}]
+    label = f"disclosure policy ({verdict['policy']['name']})"
+    return [{"synthesizer": name.replace("_", "-"), "measure": label, "value": value}]
 
 
 def run(args: argparse.Namespace) -> int:

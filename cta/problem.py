@@ -32,9 +32,10 @@ adds the same for any given sets of cells. These need room, so by default the bo
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -269,6 +270,36 @@ def _scaled_bounds(bounds: _Bounds, unit: float) -> _Bounds:
     return _Bounds(free=bounds.free, directions=bounds.directions, **scaled)
 
 
+@contextlib.contextmanager
+def _native_stdout_silenced() -> Iterator[None]:
+    """The process's standard output (file descriptor 1) sent to the null device while the solver runs.
+
+    highspy 1.16 prints its banner ("Running HiGHS 1.16.0 ... Copyright ...") from C++ when cvxpy constructs
+    the first ``Highs`` object, whatever ``verbose`` says; the command line and a notebook would show it. The C
+    library's buffers are flushed before the descriptor is restored, so nothing printed inside leaks out after.
+    Where the C library cannot be loaded (not a POSIX system) nothing is silenced.
+    """
+    import ctypes
+    import os
+    import sys
+
+    try:
+        libc = ctypes.CDLL(None)
+        sys.stdout.flush()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    except (OSError, AttributeError, ValueError):  # no C library or no descriptor 1 (an embedded interpreter)
+        yield
+        return
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None, verbose: bool,
            solver_options: dict | None = None):
     import cvxpy as cp
@@ -287,7 +318,7 @@ def _solve(problem, solver: str, time_limit: float | None, mip_gap: float | None
             highs_options.setdefault("solver", "ipm")
             options["highs_options"] = highs_options
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), (contextlib.nullcontext() if verbose else _native_stdout_silenced()):
             # A time-limited solve is reported through the status and the gap, not as a warning.
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
             problem.solve(solver=solver.upper(), verbose=verbose, **options)

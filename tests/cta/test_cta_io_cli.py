@@ -162,3 +162,18 @@ def test_demo_rows(tmp_path):
     assert all(row["synthesizer"] == "cta" for row in rows)
     assert measures["total_absolute_adjustment"] == pytest.approx(249250)
     assert measures["protection_met"] == 1.0
+
+
+def test_no_solver_banner_on_standard_output(tmp_path):
+    """highspy prints a banner from C++ when the first solver object is made; a fresh process's output has none."""
+    import subprocess
+    import sys
+
+    cox_4x9_frame().to_csv(tmp_path / "cox.csv", index=False)
+    args = ["cta", "--table", str(tmp_path / "cox.csv"), "--dims", "row,column", "--value", "value",
+            "--protection", "protection", "--integer", "--out", str(tmp_path / "out")]  # fmt: skip
+    code = f"import sys; from bayessdc.cli import main; sys.exit(main({args!r}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "HiGHS" not in done.stdout and "HiGHS" not in done.stderr
+    assert "sensitive of" in done.stdout  # the command's own summary still printed
