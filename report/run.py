@@ -89,10 +89,11 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
     for earlier in (tried or [])[:-1]:
         doc.paragraph(f"Drawn first under {earlier.setting_text()}, from the same posterior: " + "; ".join(
             j.sentence() for j in earlier.failed()) + ". Not released.")  # fmt: skip
-    doc.table(verdict.table(), caption=(
-        f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): each criterion, the release's "
-        "figure with its 95% Monte Carlo interval over the m datasets, the threshold and the verdict"
-    ))  # fmt: skip
+    if verdict.judgements:
+        doc.table(verdict.table(), caption=(
+            f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): each criterion, the release's "
+            "figure with its 95% Monte Carlo interval over the m datasets, the threshold and the verdict"
+        ))  # fmt: skip
     if verdict.not_applicable:
         doc.paragraph("Criteria of the policy that do not apply to this release: " + "; ".join(verdict.not_applicable)
                       + ".")  # fmt: skip
