@@ -12,11 +12,11 @@ from bayessdc.models.dpmpm import GibbsSettings, simulate_latent_class
 from bayessdc.models.spatial import simulate_spatial
 
 
-def _policy(tmp_path, measure, threshold, statistic="pooled", name="unmeetable"):
+def _policy(tmp_path, measure, threshold, statistic="pooled", name="unmeetable", subset="*"):
     path = tmp_path / f"{measure}.toml"
     path.write_text(
         f'[policy]\nname = "{name}"\n\n[[criterion]]\nmeasure = "{measure}"\nstatistic = "{statistic}"\n'
-        f"at_most = {threshold}\n"
+        f'subset = "{subset}"\nat_most = {threshold}\n'
     )
     return path
 
@@ -108,3 +108,29 @@ def test_measure_tables_have_one_shape(tmp_path):
     assert list(table.columns[:9]) == ["measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower",
                                        "upper", "worst"]  # fmt: skip
     assert isinstance(table, pd.DataFrame) and np.isfinite(table["pooled"]).all()
+
+
+def test_cart_replicated_uniques_removed_without_a_refit_when_a_criterion_asks(tmp_path):
+    """A criterion on replicated uniques: the pipeline removes them (synthpop's rule) and releases the rest."""
+    from bayessdc.models.cart import simulate_acs_persons
+    from bayessdc.risk.copies import replicated_uniques
+
+    data = simulate_acs_persons(300, seed=2)
+    policy = _policy(tmp_path, "replicated_uniques", 0, statistic="worst", name="no replicated uniques",
+                     subset="unique in both")  # synthpop's rule, which its removal meets
+    recipe = bsd.CART(bootstrap=10)
+    kept = bsd.synthesize(data, recipe, synthesize="education,marital", keep="age,sex", m=3, seed=1,
+                          policy=policy, out=tmp_path / "out", progress=False)  # fmt: skip
+    plain = bsd.synthesize(data, recipe, synthesize="education,marital", keep="age,sex", m=3, seed=1,
+                           progress=False)  # fmt: skip
+    columns = ["age", "sex", "education", "marital"]
+    before = replicated_uniques(data[columns], plain.synthetic, columns)["replicated_unique_in_both"]
+    assert before.sum() > 0  # the example's CART release replicates some uniques
+    assert kept.policy.passed and kept.policy.setting == {"replicated_uniques": "removed"}
+    assert len(kept.synthetic) == len(plain.synthetic) - before.sum()
+    after = replicated_uniques(data[columns], kept.synthetic, columns)["replicated_unique_in_both"]
+    assert after.sum() == 0
+    model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
+    assert model["disclosure_policy"]["released_under"] == {"replicated_uniques": "removed"}
+    released = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
+    assert len(released) == len(kept.synthetic)
