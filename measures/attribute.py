@@ -8,11 +8,8 @@ their number per dataset, read against the inherent minimum and maximum (Section
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-
 from .base import Measure, MeasureInput, MeasureResult, register
-from .identification import INHERENT_NOTES, inherent_references
+from .identification import INHERENT_NOTES, inherent_references, per_dataset_figures
 
 __all__ = ["ExactAttributeDisclosures"]
 
@@ -33,17 +30,9 @@ class ExactAttributeDisclosures(Measure):
         return bool(data.partially_synthetic and data.original is not None and data.synthesized)
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        values = []
-        for number, dataset in data.synthetic.groupby("synthetic", sort=True):
-            same = np.ones(len(data.original), dtype=bool)
-            for col in data.synthesized:
-                same &= _equal(dataset[col].to_numpy(), data.original[col].to_numpy())
-            values.append({"subset": "all", "dataset": int(number), "value": float(same.sum())})
+        table = per_dataset_figures(data)  # computed once with the identification figures, on integer keys
+        values = [
+            {"subset": "all", "dataset": int(d), "value": float(v)}
+            for d, v in zip(table["synthetic"], table["attribute_disclosures"], strict=True)
+        ]
         return self.result(values, inherent_references(data, "disclosures", None))
-
-
-def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise equality with a missing value equal to itself."""
-    same = a == b
-    missing = pd.isna(a) & pd.isna(b)
-    return np.asarray(same, dtype=bool) | missing
