@@ -157,6 +157,9 @@ class MeasureResult:
         The figure in words, for the report and the policy's messages.
     reference_notes
         What each reference means, by name.
+    details
+        A table behind the figure where it has one (the analyst's coefficients and intervals), shown folded in
+        the report.
     """
 
     measure: str
@@ -168,6 +171,8 @@ class MeasureResult:
     unit: str = ""
     description: str = ""
     reference_notes: dict[str, str] = field(default_factory=dict)
+    details: pd.DataFrame | None = None
+    headline: bool | str = False
 
     def subsets(self) -> list[str]:
         """The subsets, in the order computed."""
@@ -268,6 +273,9 @@ class Measure:
         The names of the references it reports, with what each means.
     subsets
         What a subset of this measure is (``"knowledge set"``, ``"all"`` ...), for a policy's messages.
+    headline
+        Whether the report sets this measure against the others of the other kind (risk against utility):
+        ``True`` for every subset, a subset's name for that one only, ``False`` not at all.
     """
 
     name: ClassVar[str] = ""
@@ -278,6 +286,7 @@ class Measure:
     description: ClassVar[str] = ""
     references: ClassVar[Mapping[str, str]] = {}
     subsets: ClassVar[str] = "all"
+    headline: ClassVar[bool | str] = False
 
     def applies(self, data: MeasureInput) -> bool:
         """Whether this release has what the measure needs (a measure that does not apply is not computed)."""
@@ -301,7 +310,7 @@ class Measure:
         ref = pd.DataFrame(refs, columns=list(REFERENCE_COLUMNS))
         return MeasureResult(
             self.name, self.kind, self.better, v, ref, self.title or self.name, self.unit, self.description,
-            {k: v for k, v in self.references.items() if k in set(ref["reference"])},
+            {k: v for k, v in self.references.items() if k in set(ref["reference"])}, headline=self.headline,
         )  # fmt: skip
 
 

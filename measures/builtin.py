@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     attribute,
     copies,
     identification,
+    importance,
     intruder,
     protection,
     proximity,

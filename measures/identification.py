@@ -41,12 +41,15 @@ INHERENT_NOTES = {
 def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
     """The release figures of every dataset (one row per dataset, a column ``synthetic``), computed once per
     input on integer keys: ``expected_match_risk[<known>]`` ..., ``attribute_disclosures``,
-    ``table_deviation[one-way]`` ..., ``pmse`` and ``pmse_ratio``."""
+    ``table_deviation[one-way]`` ..., ``pmse`` and ``pmse_ratio``. A
+    :class:`~bayessdc.risk.release_figures.CategoricalReleaseFigures` of the same original in
+    ``data.cache["release_figures"]`` is used instead of coding the original anew (the release gate measures
+    hundreds of datasets in batches)."""
     cache = data.cache
     if "categorical_figures" not in cache:
         from bayessdc.risk.release_figures import CategoricalReleaseFigures
 
-        figures = CategoricalReleaseFigures(
+        figures = cache.get("release_figures") or CategoricalReleaseFigures(
             data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True, seed=data.seed
         )
         columns = data.kept + data.synthesized
@@ -105,6 +108,7 @@ class ExpectedMatchRisk(_Identification):
     intruder who picks at random among the matches identifies correctly."""
 
     name = "expected_match_risk"
+    headline = True
     figure = "expected_match_risk"
     title = "expected match risk"
     unit = "records"

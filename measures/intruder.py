@@ -22,6 +22,7 @@ class IntruderCorrect(Measure):
     """Share of sensitive items whose true value is the intruder's most probable guess (R_all, R_unq)."""
 
     name = "intruder_correct"
+    headline = "all items"
     kind = "risk"
     better = "lower"
     title = "intruder's correct guesses (R_all, R_unq)"

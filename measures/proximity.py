@@ -52,6 +52,7 @@ class ProximityShare(Measure):
     """Share of records whose synthetic value lies within ``band`` of the true one, per dataset."""
 
     name = "proximity"
+    headline = "at-risk records"
     kind = "risk"
     better = "lower"
     title = "synthetic values within the band of the true one"

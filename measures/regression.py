@@ -29,9 +29,16 @@ class RegressionInput:
     synthetic
         The m synthetic datasets stacked, a column ``synthetic``.
     response, predictors
-        The analyst's OLS (an intercept is added).
+        The analyst's regression: an OLS with an intercept (``model="ols"``) or a cumulative logit on one-hot
+        predictors (``model="ordered_logit"``, :func:`bayessdc.synthesis.categorical.ordered_logit_combined`).
     reference
         A reference release's datasets, stacked likewise (``None``: no reference).
+    model
+        ``"ols"`` or ``"ordered_logit"``.
+    coefficients
+        The fit when the synthesizer has made it already (the ordered logits of its own utility figures): one
+        row per coefficient judged, columns ``original``, ``original_lower``, ``original_upper``,
+        ``estimate``, ``ci_lower``, ``ci_upper`` and ``ci_overlap``.
     """
 
     original: pd.DataFrame
@@ -39,33 +46,60 @@ class RegressionInput:
     response: str
     predictors: list[str]
     reference: pd.DataFrame | None = None
+    model: str = "ols"
+    coefficients: pd.DataFrame | None = None
+
+    def fit(self, synthetic: pd.DataFrame | None = None) -> pd.DataFrame:
+        """The coefficient table of the regression on the original and combined over ``synthetic`` (default
+        the release's datasets)."""
+        if synthetic is None and self.coefficients is not None:
+            return self.coefficients
+        synthetic = self.synthetic if synthetic is None else synthetic
+        if self.model == "ordered_logit":
+            from bayessdc.synthesis.categorical import ordered_logit_combined
+
+            table = ordered_logit_combined(self.original, synthetic, self.response, self.predictors)
+            table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
+                                          "interval_overlap": "ci_overlap"})  # fmt: skip
+            return table.dropna(subset=["ci_overlap"])
+        from bayessdc.synthesis.regression import regression_utility
+
+        return regression_utility(self.original, synthetic, self.response, self.predictors)
 
 
 @register
 class IntervalOverlap(Measure):
-    """Confidence-interval overlap of each coefficient of the analyst's regression, combined over m."""
+    """Confidence-interval overlap of each coefficient of the analyst's regressions, combined over m."""
 
     name = "ci_overlap"
+    headline = True
     kind = "utility"
     better = "higher"
     title = "confidence-interval overlap"
     unit = "overlap (1: the same interval)"
     description = "overlap of each coefficient's interval on the original and combined over the m datasets"
-    subsets = "a coefficient of the analyst's regression"
+    subsets = "a coefficient of the analyst's regression (prefixed by its response when there are several)"
     references = {"unsmoothed": "the same overlap from the model without differential smoothing"}
 
     def applies(self, data: MeasureInput) -> bool:
-        return data.regression is not None
+        return bool(data.regression)
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        from bayessdc.synthesis.regression import regression_utility
-
-        r: RegressionInput = data.regression
-        table = regression_utility(r.original, r.synthetic, r.response, r.predictors)
-        values = [{"subset": str(name), "dataset": 0, "value": float(v)} for name, v in table["ci_overlap"].items()]
-        references = []
-        if r.reference is not None:
-            ref = regression_utility(r.original, r.reference, r.response, r.predictors)
-            references = [{"subset": str(name), "reference": "unsmoothed", "value": float(v)}
-                          for name, v in ref["ci_overlap"].items()]  # fmt: skip
-        return self.result(values, references)
+        regressions = data.regression if isinstance(data.regression, list | tuple) else [data.regression]
+        values, references, details = [], [], []
+        for r in regressions:
+            prefix = f"{r.response}: " if len(regressions) > 1 or r.model != "ols" else ""
+            table = r.fit()
+            values += [{"subset": f"{prefix}{name}", "dataset": 0, "value": float(v)}
+                       for name, v in table["ci_overlap"].items()]  # fmt: skip
+            if r.reference is not None:
+                ref = r.fit(r.reference)
+                references += [{"subset": f"{prefix}{name}", "reference": "unsmoothed", "value": float(v)}
+                               for name, v in ref["ci_overlap"].items()]  # fmt: skip
+            columns = ["original", "original_lower", "original_upper", "estimate", "ci_lower", "ci_upper", "ci_overlap"]
+            shown = table[[c for c in columns if c in table]].copy()
+            shown.index = [f"{prefix}{name}" for name in shown.index]
+            details.append(shown)
+        result = self.result(values, references)
+        result.details = pd.concat(details) if details else None
+        return result

@@ -23,6 +23,7 @@ class TableTau(Measure):
     """tau of every named table, per dataset, beside the bootstrap range of the original."""
 
     name = "table_tau"
+    headline = True
     kind = "utility"
     better = "higher"
     title = "tau of the analyst's tables"
@@ -58,6 +59,7 @@ class CountTau(Measure):
     """tau of every cell of a table of counts, per dataset."""
 
     name = "count_tau"
+    headline = True
     kind = "utility"
     better = "higher"
     title = "tau of the cell counts"

@@ -3,6 +3,10 @@
 * :class:`TableDeviation`: per dataset, the sum over the cells of every table of ``w`` columns involving a
   synthesized column of ``|synthetic - original|`` counts, summed over the tables of that order (subsets
   ``one-way``, ``two-way``, ``three-way``; the paper's Table 2). Zero is a perfect copy of the tables.
+* :class:`WithinPatternTV`: per dataset, the total variation distance between the synthetic and original
+  counts of the full table (kept and synthesized columns), which is the pattern-size weighted mean over the
+  patterns of kept values of the distance between their synthesized values' distributions: the share of
+  records whose synthesized values would have to change to restore every pattern's distribution.
 * :class:`PMSERatio`: per dataset, the propensity-score mean squared error of a logistic regression telling
   the synthetic records from the original ones, over its expectation were they drawn from the same
   distribution (reference ``null`` = 1).
@@ -17,7 +21,7 @@ from __future__ import annotations
 from .base import Measure, MeasureInput, MeasureResult, register
 from .identification import per_dataset_figures
 
-__all__ = ["PMSERatio", "TableDeviation"]
+__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV"]
 
 
 class _Categorical(Measure):
@@ -55,6 +59,7 @@ class PMSERatio(_Categorical):
     """pMSE over its null expectation, per dataset (near 1: the datasets cannot be told apart)."""
 
     name = "pmse_ratio"
+    headline = True
     title = "pMSE ratio"
     unit = "pMSE / its null expectation"
     description = "propensity-score mean squared error over its expectation under the original's distribution"
@@ -67,3 +72,24 @@ class PMSERatio(_Categorical):
             for d, v in zip(table["synthetic"], table["pmse_ratio"], strict=True)
         ]
         return self.result(values, [{"subset": "all", "reference": "null", "value": 1.0}])
+
+
+@register
+class WithinPatternTV(_Categorical):
+    """Total variation between the synthetic and original distributions within the patterns of kept values."""
+
+    name = "within_pattern_tv"
+    title = "within-pattern total variation"
+    unit = "share of records"
+    description = (
+        "pattern-weighted total variation between each kept-value pattern's synthetic and original distribution "
+        "of the synthesized values: the share of records whose values would have to change to restore them"
+    )
+
+    def compute(self, data: MeasureInput) -> MeasureResult:
+        table = per_dataset_figures(data)
+        values = [
+            {"subset": "all", "dataset": int(d), "value": float(v)}
+            for d, v in zip(table["synthetic"], table["within_pattern_tv"], strict=True)
+        ]
+        return self.result(values)

@@ -186,10 +186,9 @@ def compare_releases(
 
 def run_figures(release: Any, label: str = "") -> RunFigures:
     """The comparison's figures of an in-memory release."""
-    from .run import gate_verdict
+    from .run import gate_verdict, risk_utility_panels
 
     verdict, passed = gate_verdict(release.diagnostics.summary, release.diagnostics.allow_unconverged)
-    content = getattr(release, "report_content", None)
     return RunFigures(
         label=label or release.synthesizer,
         synthesizer=release.synthesizer,
@@ -197,6 +196,6 @@ def run_figures(release: Any, label: str = "") -> RunFigures:
         seed=release.seed,
         verdict=verdict,
         passed=passed,
-        panels=list(content.risk_utility) if content is not None else [],
+        panels=risk_utility_panels(release),
     )
 

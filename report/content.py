@@ -1,8 +1,10 @@
-"""What a synthesizer contributes to its report: data to compare and items for each section.
+"""What a synthesizer contributes to its report: what it did, its own diagnostics and the data to compare.
 
-A synthesizer's pipeline builds one :class:`ReportContent` from its release (it alone knows what its risk
-and utility figures mean); :func:`bayessdc.report.write_run_report` lays out every report the same way from
-it and from what every release has (the description, the gate's figures, the posteriors).
+A synthesizer's pipeline builds one :class:`ReportContent` from its release: sentences on what it did, the
+columns whose distributions are compared, and items that only its model has (the sizes of CART's trees, a map
+of the locations). Risk, utility and their trade-off are not here: :func:`bayessdc.report.write_run_report`
+lays them out from the release's measure objects (:mod:`bayessdc.measures`), the same way for every
+synthesizer.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
-
-from .plots import RiskUtilityPanel
 
 __all__ = ["Figure", "ReportContent", "Table", "Text"]
 
@@ -65,12 +65,8 @@ class ReportContent:
         (column ``synthetic`` = 1..m) of the ``compared`` columns, whose distributions are compared.
     about
         Sentences on what was synthesized and how.
-    diagnostics, comparison, risk, utility
-        Further items of those sections (a map of the locations, the risk figures with their reference
-        points, the utility figures).
-    risk_utility
-        The run's risk-utility panels (also written to ``private/risk_utility.json`` for
-        ``bayessdc report`` across runs).
+    diagnostics, comparison
+        Further items of those sections (the trees, a map of the locations).
     """
 
     original: pd.DataFrame | None = None
@@ -79,6 +75,3 @@ class ReportContent:
     about: list[str] = field(default_factory=list)
     diagnostics: list[Item] = field(default_factory=list)
     comparison: list[Item] = field(default_factory=list)
-    risk: list[Item] = field(default_factory=list)
-    utility: list[Item] = field(default_factory=list)
-    risk_utility: list[RiskUtilityPanel] = field(default_factory=list)

@@ -6,9 +6,11 @@ Sections, in the order a disclosure review board reads them:
 2. posterior diagnostics of the gated quantities: the r_hat/ESS table, ArviZ rank plots of the worst fit
    and, for the Dirichlet-process synthesizers, the release gate's figures against their tolerances;
 3. the original against the synthetic data, variable by variable (synthpop's ``compare()``);
-4. disclosure risk with its reference points;
-5. utility;
-6. risk against utility.
+4. disclosure risk: every risk measure (:mod:`bayessdc.measures`) with its references;
+5. utility: every utility measure likewise;
+6. risk against utility, from the headline measures.
+
+Sections 4 to 6 are laid out from the measure objects alone: no synthesizer writes layout for them.
 
 The report shows the confidential data's distributions: it belongs in ``private/``, never in ``release/``.
 """
@@ -28,7 +30,9 @@ from . import plots
 from .content import Figure, Item, ReportContent, Table, Text
 from .html import Document, write_html
 
-__all__ = ["flatten", "gate_verdict", "policy_section", "render_run_report", "write_run_report"]
+__all__ = [
+    "flatten", "gate_verdict", "policy_section", "render_run_report", "risk_utility_panels", "write_run_report",
+]  # fmt: skip
 
 #: Fits listed in the r_hat/ESS table (the worst first); a national flow run has thousands.
 MAX_FIT_ROWS = 12
@@ -68,10 +72,9 @@ def render_run_report(release: Any) -> str:
     _about(doc, release, content)
     _diagnostics(doc, release, content)
     _comparison(doc, content)
-    _measures(doc, release)
-    _section_items(doc, "Disclosure risk", content.risk, "This release has no disclosure-risk figures.")
-    _section_items(doc, "Utility", content.utility, "This release has no utility figures.")
-    _risk_utility(doc, content.risk_utility)
+    _measure_section(doc, release, "risk", "Disclosure risk")
+    _measure_section(doc, release, "utility", "Utility")
+    _risk_utility(doc, risk_utility_panels(release))
     doc.paragraph(f"Written by bayessdc on {time.strftime('%Y-%m-%d %H:%M %Z')}.", css="note")
     return doc.render()
 
@@ -104,16 +107,20 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
         ) + ".")  # fmt: skip
 
 
-def _measures(doc: Document, release: Any) -> None:
-    """Every measure of the release with its references (the same layout for every synthesizer)."""
-    measured = getattr(release, "measured", None)
+def _measure_section(doc: Document, release: Any, kind: str, title: str) -> None:
+    """Every measure of one kind (``"risk"`` or ``"utility"``) laid out from the measure objects alone, the same
+    way for every synthesizer: one table of all of them with their references, then per measure what it is,
+    what its references mean, a plot of every dataset beside them and the table behind it where it has one."""
+    doc.heading(title)
+    measured = {name: r for name, r in (getattr(release, "measured", None) or {}).items() if r.kind == kind}
     if not measured:
+        doc.paragraph(f"This release has no {kind} measures.")
         return
-    doc.heading("Measures and their references")
-    doc.table(release.measure_table(), caption="Every measure: pooled over the m datasets with its Monte Carlo "
-              "standard error and 95% interval, the worst dataset, and the references it is read against")
-    table = release.measure_table()
-    if "inherent_min" in table:
+    table = release.measure_table(kind)
+    doc.table(table, caption=f"Every {kind} measure: pooled over the m datasets (a figure of all m jointly, or of "
+              "every item, has no Monte Carlo error between datasets) with its Monte Carlo standard error and 95% "
+              "interval, the worst dataset or item, and the references it is read against")  # fmt: skip
+    if kind == "risk" and "inherent_min" in table:
         lower_is_better = [name for name, result in measured.items() if result.better == "lower"]
         below = table[table["measure"].isin(lower_is_better) & (table["pooled"] < table["inherent_min"])]
         for _, row in below.iterrows():
@@ -127,8 +134,50 @@ def _measures(doc: Document, release: Any) -> None:
                 "records' own."
             )
     for result in measured.values():
+        doc.heading(result.title, 3)
         notes = " ".join(f"{name.replace('_', ' ')}: {text}." for name, text in result.reference_notes.items())
-        doc.figure(result.plot(), f"{result.title}: {result.description}. {notes}".strip())
+        doc.figure(result.plot(), f"{result.description} ({result.unit}). {notes}".strip())
+        if result.details is not None and len(result.details):
+            doc.table(result.details, caption=f"{result.title}: the figures behind it (click to show)", index=True,
+                      folded=True)  # fmt: skip
+
+
+def risk_utility_panels(release: Any) -> list[plots.RiskUtilityPanel]:
+    """The release's risk-utility panels, read from its measures: every headline risk measure's subset (see
+    :attr:`bayessdc.Measure.headline`) against the first headline utility measure (its pooled value, averaged
+    over its subsets). A reference both measures have (a reference release, such as the unsmoothed stage) is a
+    point beside the release; a reference of the risk measure alone (the inherent bounds, chance) a line."""
+    measured = getattr(release, "measured", None) or {}
+    utilities = [r for r in measured.values() if r.kind == "utility" and r.headline]
+    if not utilities:
+        return []
+    utility = utilities[0]
+    summary = utility.summary()
+    utility_value = float(summary["pooled"].mean())
+    utility_name = utility.title + (f" [{summary['subset'].iloc[0]}]" if len(summary) == 1 else " (mean over subsets)")
+    panels = []
+    for risk in (r for r in measured.values() if r.kind == "risk" and r.headline):
+        for _, row in risk.summary().iterrows():
+            subset = str(row["subset"])
+            if isinstance(risk.headline, str) and subset != risk.headline:
+                continue
+            release_point = {"label": f"{release.synthesizer} release", "risk": float(row["pooled"])}
+            points = [{**release_point, "utility": utility_value}]
+            bounds = {}
+            for name in risk.reference_names():
+                value = risk.reference(subset, name)
+                if value is None:
+                    continue
+                if name in utility.reference_names():
+                    stage = summary[name].mean() if name in summary else float("nan")
+                    points.append({"label": name.replace("_", " "), "risk": value, "utility": float(stage)})
+                else:
+                    bounds[name.replace("_", " ")] = value
+            panels.append(plots.RiskUtilityPanel(
+                risk_measure=f"{risk.title} [{subset}]", utility_measure=utility_name, points=points,
+                risk_bounds=bounds, utility_better=utility.better,
+            ))  # fmt: skip
+    return panels
 
 
 # -- 1. what and how -----------------------------------------------------------------------------
@@ -276,8 +325,26 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
         figures.index.name = "figure"
         doc.table(figures[columns], caption="The release gate's figures", index=True)
     _items(doc, content.diagnostics)
+    khat = _importance_khat(release)
+    if khat is not None:
+        doc.heading("Importance sampling", 3)
+        doc.figure(
+            plots.histogram(khat, "Pareto k-hat", "importance-sampling reliability", {"0.7: unreliable beyond": 0.7}),
+            f"Pareto k-hat of the importance weights behind each item's intruder probability ({len(khat)} items, "
+            f"{int((khat > 0.7).sum())} above 0.7): above 0.7 an item's estimate is unreliable.",
+        )
     if not fits and not gate and not content.diagnostics:
         doc.paragraph("This synthesizer fits no posterior by MCMC: there is nothing to diagnose.")
+
+
+def _importance_khat(release: Any) -> np.ndarray | None:
+    """The finite k-hat of every item the intruder measures read (``measure_input.items["khat"]``), or ``None``."""
+    items = getattr(getattr(release, "measure_input", None), "items", None)
+    if items is None or "khat" not in items:
+        return None
+    khat = items["khat"].to_numpy(dtype=float)
+    khat = khat[np.isfinite(khat)]
+    return khat if khat.size else None
 
 
 def _chain_disagreement(values: np.ndarray) -> np.ndarray:
@@ -342,23 +409,16 @@ def _comparison(doc: Document, content: ReportContent) -> None:
     _items(doc, content.comparison)
 
 
-def _section_items(doc: Document, title: str, items: Sequence[Item], empty: str) -> None:
-    doc.heading(title)
-    if not items:
-        doc.paragraph(empty)
-    _items(doc, items)
-
-
 def _risk_utility(doc: Document, panels: Sequence[plots.RiskUtilityPanel]) -> None:
     doc.heading("Risk against utility")
     if not panels:
         doc.paragraph("No risk and utility figures to set against each other.")
         return
     doc.paragraph(
-        "The release (filled circle) and any reference stages (open squares) by risk and utility; vertical lines "
-        "mark the reference risks (for the categorical synthesizers the inherent minimum, a release carrying no "
-        "information about the synthesized values beyond their levels, and maximum, a 'perfect' synthesizer "
-        "redrawing them from each pattern's distribution in the original data)."
+        "The release (filled circle) and any reference release (open squares, such as the unsmoothed stage) by "
+        "risk and utility; vertical lines mark the risk measure's references (the inherent minimum, a release "
+        "carrying no information about the synthesized values beyond their levels, and maximum, a 'perfect' "
+        "synthesizer redrawing them from each pattern's distribution in the original data; chance)."
     )
     for panel in panels:
         doc.figure(plots.risk_utility([("", panel)]), f"{panel.risk_measure} against {panel.utility_measure}")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .identification import IDENTIFICATION_MEASURES, inherent_risk, match_counts, place_among, risk_by_dataset
+from .identification import IDENTIFICATION_MEASURES, inherent_risk, match_counts, place_among
 
 __all__ = ["CategoricalRisk", "categorical_risk"]
 
@@ -106,7 +106,12 @@ def categorical_risk(
     n_records = len(original)
     m = int(synthetic["synthetic"].nunique())
     pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
-    per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesize)
+    # one implementation of the figures: the integer-key one (its data-frame oracle is
+    # bayessdc.risk.identification.risk_by_dataset, which tests/risk/test_release_figures.py checks it against)
+    from .release_figures import CategoricalReleaseFigures
+
+    figures = CategoricalReleaseFigures(original, synthesize, keep, known_sets, ways=(), pmse=False, seed=seed)
+    per_dataset = figures.risk_by_dataset(synthetic[["synthetic", *keep, *synthesize]])
     if inherent is None:
         inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
     identification = []

@@ -22,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.synthesis.categorical import tables_involving, weighted_pmse
-from bayessdc.synthesis.release_gate import FigureKind
 
-from .identification import IDENTIFICATION_MEASURES, identification_from_keys, inherent_risk
+from .identification import IDENTIFICATION_MEASURES, identification_from_keys
 
 __all__ = ["CategoricalReleaseFigures"]
 
@@ -90,6 +89,7 @@ class CategoricalReleaseFigures:
             for way in ways
         }
         self.cell_key, self.cell_sizes = self._original_key(self.columns, counts=False)[:2]
+        self.cell_counts = self._counts(self.cell_key, self.cell_sizes)
 
     # ----------------------------------------------------------------------------------------------
     def _sizes(self, columns: Sequence[str]) -> list[int]:
@@ -119,40 +119,13 @@ class CategoricalReleaseFigures:
 
     def names(self) -> list[str]:
         """The figures computed per dataset, in order."""
-        out = [f"{m}[{k}]" for k in self.known_keys for m in IDENTIFICATION_MEASURES]
+        out = [f"{m}[{k}]" for k in self.known_keys for m in (*IDENTIFICATION_MEASURES, "unique_matches")]
         out.append("attribute_disclosures")
         out += [f"table_deviation[{_WAY_NAMES.get(w, f'{w}-way')}]" for w in self.tables]
+        out.append("within_pattern_tv")
         if self.with_pmse:
-            out.append("pmse")
+            out += ["pmse", "pmse_ratio"]
         return out
-
-    def kinds(
-        self, repetitions: int, seed: int, inherent: dict[str, pd.DataFrame] | None = None
-    ) -> dict[str, FigureKind]:
-        """Risk figures with their inherent min-max range (Section 4.1, ``repetitions`` of each scenario, or
-        the scenarios' figures ``inherent`` of :func:`~bayessdc.risk.identification.inherent_risk`), utility
-        figures without one."""
-        if inherent is None:
-            inherent = inherent_risk(
-                self.original, self.synthesize, self.keep, self.known_sets, repetitions=repetitions, seed=seed
-            )
-
-        def mean(frame: pd.DataFrame, column: str) -> float:
-            v = frame[column].to_numpy(dtype=float)
-            v = v[np.isfinite(v)]
-            return float(v.mean()) if v.size else float("nan")
-
-        kinds: dict[str, FigureKind] = {}
-        for name in self.known_keys:
-            lo = inherent["min"][inherent["min"]["known"] == name]
-            hi = inherent["max"][inherent["max"]["known"] == name]
-            for measure in IDENTIFICATION_MEASURES:
-                kinds[f"{measure}[{name}]"] = ("risk", abs(mean(hi, measure) - mean(lo, measure)))
-        lo, hi = (inherent[s].drop_duplicates("repetition") for s in ("min", "max"))
-        kinds["attribute_disclosures"] = ("risk", abs(mean(hi, "disclosures") - mean(lo, "disclosures")))
-        for name in self.names():
-            kinds.setdefault(name, ("utility", None))
-        return kinds
 
     # ----------------------------------------------------------------------------------------------
     def synthetic_codes(self, dataset: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -180,6 +153,7 @@ class CategoricalReleaseFigures:
             measures = identification_from_keys(target, released)
             for measure in IDENTIFICATION_MEASURES:
                 out[f"{measure}[{name}]"] = measures[measure]
+            out[f"unique_matches[{name}]"] = float(measures["unique_matches"])
         same = np.ones(self.n, dtype=bool)
         for col in self.synthesize:
             same &= codes[col] == self.codes[col]
@@ -196,6 +170,16 @@ class CategoricalReleaseFigures:
                 synthetic[np.searchsorted(union, synthetic_cells)] = synthetic_counts
                 total += float(np.abs(synthetic - original).sum())
             out[f"table_deviation[{_WAY_NAMES.get(way, f'{way}-way')}]"] = total
+        # the share of records whose synthesized values would have to change to give every pattern of kept
+        # values its original distribution: total variation of the full table (the patterns' sizes are kept)
+        synthetic_cells, synthetic_counts = self._counts(self._key(self.columns, codes), self.cell_sizes)
+        cells, counts = self.cell_counts
+        union = np.union1d(cells, synthetic_cells)
+        original = np.zeros(len(union))
+        original[np.searchsorted(union, cells)] = counts
+        synthetic = np.zeros(len(union))
+        synthetic[np.searchsorted(union, synthetic_cells)] = synthetic_counts
+        out["within_pattern_tv"] = float(np.abs(synthetic - original).sum() / (2 * self.n)) if self.n else float("nan")
         if self.with_pmse:
             fit = self._pmse(codes)
             out["pmse"] = fit["pmse"]
@@ -225,6 +209,22 @@ class CategoricalReleaseFigures:
         rows = []
         for number, frame in synthetic.groupby(by, sort=True):
             rows.append({by: number, **self.of_dataset(frame.reset_index(drop=True))})
+        return pd.DataFrame(rows)
+
+    def risk_by_dataset(self, synthetic: pd.DataFrame, by: str = "synthetic") -> pd.DataFrame:
+        """The identification and attribute figures of every dataset in the long form of
+        :func:`bayessdc.risk.identification.risk_by_dataset` (its data-frame oracle): one row per (dataset,
+        knowledge set), columns ``by``, ``known``, the three measures, ``unique_matches``, ``disclosures``
+        and ``share``."""
+        rows = []
+        for _, wide in self.by_dataset(synthetic, by).iterrows():
+            for name in self.known_keys:
+                rows.append({
+                    by: wide[by], "known": name, **{m: float(wide[f"{m}[{name}]"]) for m in IDENTIFICATION_MEASURES},
+                    "unique_matches": int(wide[f"unique_matches[{name}]"]),
+                    "disclosures": int(wide["attribute_disclosures"]),
+                    "share": float(wide["attribute_disclosures"]) / self.n if self.n else float("nan"),
+                })  # fmt: skip
         return pd.DataFrame(rows)
 
     def describe(self) -> dict[str, Any]:

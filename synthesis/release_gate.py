@@ -60,9 +60,24 @@ __all__ = [
     "FigureKind",
     "ReleaseGatePolicy",
     "ReleaseGateReport",
+    "GATED_MEASURES",
     "between_chain_summary",
     "judge_release",
+    "measure_figures",
 ]
+
+#: The measures (:mod:`bayessdc.measures`) whose figures the gate judges by default: what an agency reads
+#: before releasing a partially synthetic categorical release (identification and attribute risk, table
+#: deviations, the pMSE ratio). Records copied and replicated uniques are judged by the disclosure policy on
+#: the released datasets; their spread between chains adds nothing a review board reads.
+GATED_MEASURES = (
+    "expected_match_risk",
+    "true_match_rate",
+    "false_match_rate",
+    "attribute_disclosures",
+    "table_deviation",
+    "pmse_ratio",
+)
 
 #: ``("risk", inherent_range)`` or ``("utility", None)``.
 FigureKind = tuple[Literal["risk", "utility"], float | None]
@@ -83,17 +98,28 @@ class ReleaseGatePolicy:
         Largest between-chain standard error of a risk figure, as a share of its inherent min-max range.
     utility_tolerance
         Largest between-chain standard error of a utility figure, as a share of its per-dataset sd.
+    measures
+        The measures judged (names of :func:`bayessdc.measures.registry`): every subset of each is one figure,
+        a risk figure when the measure is a risk measure, its range that of its references ``inherent_min``
+        and ``inherent_max``.
     """
 
     datasets_per_chain: int = 50
     risk_tolerance: float = 0.02
     utility_tolerance: float = 0.1
+    measures: tuple[str, ...] = GATED_MEASURES
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets_per_chain, bool) or not isinstance(self.datasets_per_chain, int | np.integer):
             raise ValueError(f"gate datasets per chain must be a whole number, got {self.datasets_per_chain!r}")
         if self.datasets_per_chain < 2:
             raise ValueError("the release gate needs at least 2 datasets per chain (--gate-datasets)")
+        from bayessdc.measures import registry
+
+        unknown = [name for name in self.measures if name not in registry()]
+        if unknown or not self.measures:
+            raise ValueError(f"the release gate judges measures {', '.join(registry())}; got {list(self.measures)!r}")
+        object.__setattr__(self, "measures", tuple(self.measures))
         for name in ("risk_tolerance", "utility_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -103,6 +129,7 @@ class ReleaseGatePolicy:
         """The policy in words and numbers (no estimate), for ``release/model.json``."""
         out = {
             "judged": "the release figures (risk and utility of synthetic datasets), pooled over chains",
+            "measures": list(self.measures),
             "chains": int(chains),
             "datasets_per_chain": int(self.datasets_per_chain),
             "standard_error": "between-chain: sqrt(B / C), B the variance of the C chain means of a figure",
@@ -117,7 +144,40 @@ class ReleaseGatePolicy:
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dictionary (part of a run's identity)."""
-        return asdict(self)
+        out = asdict(self)
+        out["measures"] = list(self.measures)
+        return out
+
+
+def measure_figures(results: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, FigureKind]]:
+    """The gate's figures read from measure results (:class:`bayessdc.measures.MeasureResult` by name).
+
+    Every subset of a measure is one figure, named ``measure[subset]`` (``measure`` alone for the subset
+    ``"all"``); a risk measure's figure is a risk figure whose inherent range is the distance between its
+    references ``inherent_max`` and ``inherent_min`` (NaN without them: judged by the utility tolerance).
+
+    Returns
+    -------
+    tuple
+        One row per dataset (column ``synthetic``, then one column per figure) and the figures' kinds for
+        :func:`judge_release`.
+    """
+    columns: dict[str, pd.Series] = {}
+    kinds: dict[str, FigureKind] = {}
+    for name, result in results.items():
+        values = result.values
+        for subset in result.subsets():
+            figure = name if subset == "all" else f"{name}[{subset}]"
+            rows = values[values["subset"].astype(str) == subset]
+            columns[figure] = pd.Series(rows["value"].to_numpy(float), index=rows["dataset"].to_numpy())
+            if result.kind == "risk":
+                low, high = result.reference(subset, "inherent_min"), result.reference(subset, "inherent_max")
+                kinds[figure] = ("risk", abs(high - low) if low is not None and high is not None else float("nan"))
+            else:
+                kinds[figure] = ("utility", None)
+    table = pd.DataFrame(columns)
+    table.index.name = "synthetic"
+    return table.reset_index(), kinds
 
 
 def between_chain_summary(values: np.ndarray, chain: np.ndarray) -> dict[str, float | int | None]:

@@ -142,8 +142,9 @@ class Recipe(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no single model object")
 
     def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The synthesizer's material for the run's report (:class:`bayessdc.report.ReportContent`): the data
-        to compare, its risk and utility figures with their reference points. By default none."""
+        """The synthesizer's material for the run's report (:class:`bayessdc.report.ReportContent`): what it
+        did, the data to compare and diagnostics only its model has. Risk and utility are not here: the report
+        lays them out from the release's measures. By default none."""
         from bayessdc.report import ReportContent
 
         return ReportContent()

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 
 from bayessdc.measures import MeasureInput
@@ -80,9 +79,6 @@ class CART(Recipe):
         or ``"A,B,C"`` strings (see :func:`parse_table`); default :func:`default_tables`.
     bootstrap
         Bootstrap replicates of the original per table (``--bootstrap``, default 1000).
-    report_repetitions
-        Repetitions of the inherent scenarios behind the identification risk of the categorical synthesized
-        columns that the run's report shows beside its bounds (0: the report shows no risk).
 
     Notes
     -----
@@ -97,7 +93,6 @@ class CART(Recipe):
     categorical: Sequence[str] = ()
     tables: Sequence[TableSpec | str] | None = None
     bootstrap: int = 1000
-    report_repetitions: int = 20
     name: ClassVar[str] = "cart"
 
     def _rules(self) -> list[Rule]:
@@ -157,9 +152,8 @@ class CART(Recipe):
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
 
     def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The report's material: the synthesized columns compared, the trees, identification risk of the
-        categorical columns beside its inherent bounds, tau of every table against the bootstrap."""
-        return cart_report_content(prepared, release, self.report_repetitions)
+        """The report's material: what was synthesized, the synthesized columns compared, the trees."""
+        return cart_report_content(prepared, release)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
         """Draw the m datasets, measure tau of every table against the bootstrap, describe the model."""
@@ -194,11 +188,16 @@ class CART(Recipe):
             risk_figures=None,
             utility_figures=utility,
             measures=measures,
-            measure_input=MeasureInput(
-                synthetic, released, released=[*synthesizer.keep, *synthesizer.synthesize], tables=list(tables),
-                bootstrap=self.bootstrap, seed=seed,
-            ),
+            measure_input=self._measure_input(measures, synthesizer),
         )
+
+    def _measure_input(self, measures: CartMeasures, synthesizer: CartSynthesizer) -> MeasureInput:
+        """What the release's measures read: records copied, replicated uniques and tau of the tables. A CART
+        release is judged as one of whole records (replicated uniques can be removed without a refit); the
+        identification risk of its categorical synthesized columns is ``release.risk(known=...)``."""
+        data = measures.measure_input(bootstrap=max(self.bootstrap, 1))
+        data.released, data.bootstrap = [*synthesizer.keep, *synthesizer.synthesize], self.bootstrap
+        return data
 
     def levers(self) -> list[Lever]:
         """What lowers the records a CART release copies, in words."""
@@ -469,11 +468,12 @@ class CartMeasures(Measures):
         return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)
 
 
-def cart_report_content(prepared: Prepared, release: Release, repetitions: int) -> Any:
-    """The report material of a CART release (see :class:`bayessdc.report.ReportContent`)."""
+def cart_report_content(prepared: Prepared, release: Release) -> Any:
+    """What sequential CART did, for its report (:class:`bayessdc.report.ReportContent`): its trees among the
+    diagnostics; risk and utility are laid out from the release's measures."""
     from functools import partial
 
-    from bayessdc.report import BoundsMeasure, Figure, ReportContent, RiskUtilityPanel, Table, Text, plots
+    from bayessdc.report import Figure, ReportContent, Table, Text, plots
 
     synthesizer: CartSynthesizer = prepared.extra["synthesizer"]
     released, kinds = prepared.data, synthesizer.describe()["trees"]
@@ -504,55 +504,4 @@ def cart_report_content(prepared: Prepared, release: Release, repetitions: int) 
         content.diagnostics.append(Table(shown[["leaves", "depth", "rules_enforced", "fallbacks"]],
                                          "The trees (fallbacks: draws that broke a rule and came from an ancestor)",
                                          index=True))
-    risk = None
-    categorical = [c for c, kind in kinds.items() if kind == "classification"]
-    if categorical and release.measures is not None and repetitions > 0:
-        risk = release.measures.risk(repetitions=repetitions)
-    if risk:
-        measures, rows = [], []
-        for entry in risk["identification"]:
-            known = "+".join(entry["known"])
-            for key in ("expected_match_risk", "true_match_rate"):
-                name = f"{key.replace('_', ' ')}\n[{known}]"
-                measures.append(BoundsMeasure(name, entry["per_dataset"][key],
-                                              [entry["inherent"]["min"][key]], [entry["inherent"]["max"][key]]))
-            rows += [{"measure": f"{key.replace('_', ' ')} [{known}]", "synthetic": entry[key],
-                      "inherent minimum": entry["inherent"]["min"][key],
-                      "inherent maximum": entry["inherent"]["max"][key]}
-                     for key in ("expected_match_risk", "true_match_rate", "false_match_rate")]
-        content.risk.append(Text(
-            f"Identification risk of the categorical synthesized column(s) {', '.join(categorical)}: the intruder "
-            f"knows every kept and categorical synthesized value of a target ({repetitions} repetitions of the "
-            "inherent scenarios; release.risk(known=...) recomputes it for other knowledge)."
-        ))
-        content.risk.append(Figure(
-            partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
-            "Each measure in the m synthetic datasets (blue) beside the mean of the inherent minimum (green: each "
-            "synthesized value drawn uniformly over all its levels) and maximum (red: the synthesized values "
-            "redrawn from each pattern's empirical distribution in the original data).",
-        ))
-        content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))
-    tables = (release.utility_figures or {}).get("tables", {})
-    if tables:
-        content.utility.append(Figure(
-            partial(plots.summary_boxes,
-                    {name: {"bootstrap": t["bootstrap"], "synthetic": t["synthetic"]} for name, t in tables.items()},
-                    "tau = 1 - L1 / (2n)", "tables: synthetic datasets against bootstrap replicates"),
-            "tau of each table in the synthetic datasets beside bootstrap replicates of the original (the "
-            "variability any sample would show): synthetic boxes overlapping the bootstrap's are as close to the "
-            "original as another sample would be.",
-        ))
-        content.utility.append(Table(pd.DataFrame(
-            [{"table": name, "by": t["by"], "where": t.get("where"), "bootstrap median": t["bootstrap"]["median"],
-              "synthetic median": t["synthetic"]["median"]} for name, t in tables.items()]), "tau by table"))
-        if risk:
-            entry = risk["identification"][0]
-            content.risk_utility.append(RiskUtilityPanel(
-                risk_measure=f"expected match risk [{'+'.join(entry['known'])}]",
-                utility_measure="mean tau of the tables",
-                points=[{"label": "cart release", "risk": entry["expected_match_risk"],
-                         "utility": float(np.mean([t["synthetic"]["median"] for t in tables.values()]))}],
-                risk_bounds={"inherent minimum": entry["inherent"]["min"]["expected_match_risk"],
-                             "inherent maximum": entry["inherent"]["max"]["expected_match_risk"]},
-            ))
     return content

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc import progress as _progress
-from bayessdc.measures import MeasureInput
+from bayessdc.measures import MeasureInput, RegressionInput
 from bayessdc.models.categorical import prepare_categorical
 from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
@@ -197,6 +197,7 @@ def ordered_logit_summary(
         "OrderedModel (first cut point, then log increments); combined with Reiter's (2003) partially synthetic rules",
         "mean_interval_overlap": _finite(overlap[chosen].mean()) if chosen.any() else None,
         "not_identified": [str(name) for name in table.index[~identified]],
+        "averaged": [str(name) for name in table.index[chosen]],
         "coefficients": coefficients,
     }
 
@@ -305,8 +306,7 @@ class _CategoricalRecipe(Recipe):
     counts_divergences: ClassVar[bool] = False
 
     def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The report's material: the synthesized columns compared, identification and attribute risk beside
-        their inherent bounds (Hu & Savitsky, Figure 4), table deviations, pMSE and within-pattern shares."""
+        """The report's material: what was synthesized and the synthesized columns compared."""
         return categorical_report_content(self.label, prepared, release)
 
     def levers(self) -> list[Lever]:
@@ -331,19 +331,23 @@ class _CategoricalRecipe(Recipe):
         divergences: int | None = None,
     ) -> ReleaseGateReport:
         """The release gate (:mod:`bayessdc.synthesis.release_gate`): ``gate.datasets_per_chain`` synthetic
-        datasets from draws spread over each chain, their release figures
-        (:class:`bayessdc.risk.release_figures.CategoricalReleaseFigures`), and the between-chain standard error
-        of every pooled figure against its tolerance."""
+        datasets from draws spread over each chain, measured by the release's own measure objects (the gate's
+        ``measures``, :func:`bayessdc.measures.compute_measures`, on integer keys), and the between-chain
+        standard error of every pooled figure against its tolerance."""
+        from bayessdc.measures import compute_measures
         from bayessdc.models.base import stack_draws
         from bayessdc.risk.identification import inherent_risk
+        from bayessdc.synthesis.release_gate import measure_figures
 
         x = prepared.extra
-        figures = CategoricalReleaseFigures(x["original"], x["synthesize"], x["keep"], x["known"], seed=seed)
+        columns = x["keep"] + x["synthesize"]
+        figures = CategoricalReleaseFigures(
+            x["original"], x["synthesize"], x["keep"], x["known"], ways=(1, 2, 3), pmse=True, seed=seed
+        )
         # the inherent scenarios, computed once for the gate's tolerances and the release's risk figures
         x["inherent"] = inherent_risk(
             x["original"], x["synthesize"], x["keep"], x["known"], repetitions=self.repetitions, seed=seed
         )
-        kinds = figures.kinds(self.repetitions, seed, inherent=x["inherent"])
         posterior = idata.posterior
         chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
         per_chain = self.gate.datasets_per_chain
@@ -351,7 +355,7 @@ class _CategoricalRecipe(Recipe):
         stacked = stack_draws(posterior)
         records = max(len(x["original"]), 1)
         batch = max(1, min(per_chain, 20_000_000 // records))  # bounds the memory of one batch of datasets
-        rows = []
+        frames, kinds = [], {}
         with _progress.bar(chains * per_chain, "release gate datasets") as bar:
             for chain in range(chains):
                 rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5, chain]))
@@ -361,10 +365,15 @@ class _CategoricalRecipe(Recipe):
                     values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
                     joint = values.rename(sample="synthetic").assign_coords(synthetic=np.arange(1, len(chosen) + 1))
                     frame = synthesizer.release_frame(prepared.data, joint)
-                    for _, dataset in frame.groupby("synthetic", sort=True):
-                        rows.append({"chain": chain, **figures.of_dataset(dataset.reset_index(drop=True))})
-                        bar.advance()
-        return judge_release(pd.DataFrame(rows), kinds, self.gate, divergences=divergences)
+                    data = MeasureInput(
+                        frame[["synthetic", *columns]], x["original"], released=columns, synthesized=x["synthesize"],
+                        kept=x["keep"], known_sets=x["known"], partially_synthetic=True, inherent=x["inherent"],
+                        repetitions=self.repetitions, seed=seed, cache={"release_figures": figures},
+                    )  # fmt: skip
+                    table, kinds = measure_figures(compute_measures(data, self.gate.measures))
+                    frames.append(table.drop(columns="synthetic").assign(chain=chain))
+                    bar.advance(len(chosen))
+        return judge_release(pd.concat(frames, ignore_index=True), kinds, self.gate, divergences=divergences)
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
@@ -456,8 +465,21 @@ class _CategoricalRecipe(Recipe):
                 synthetic, original, released=keep + synthesize, synthesized=synthesize, kept=keep,
                 known_sets=x["known"], partially_synthetic=True, inherent=x.get("inherent"),
                 repetitions=self.repetitions, seed=seed,
+                items=None if bayesian is None else bayesian[0].drop(columns="record").rename(
+                    columns={"relevant_khat": "khat"}),
+                regression=[_ordered_logit_input(original, synthetic, fit) for fit in utility.get("ordered_logit", [])],
             ),
         )
+
+
+def _ordered_logit_input(original: pd.DataFrame, synthetic: pd.DataFrame, fit: dict[str, Any]) -> RegressionInput:
+    """An ordered logit of the utility figures as the generic interval-overlap measure reads it: the slopes
+    averaged in its ``mean_interval_overlap`` (identified, thresholds left out), fitted once."""
+    table = pd.DataFrame.from_dict(fit["coefficients"], orient="index").loc[fit["averaged"]]
+    table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
+                                  "interval_overlap": "ci_overlap"}).astype(float)  # fmt: skip
+    return RegressionInput(original, synthetic, fit["response"], list(fit["predictors"]), model="ordered_logit",
+                           coefficients=table)  # fmt: skip
 
 
 def _occupied(values: np.ndarray) -> dict[str, Any]:
@@ -731,7 +753,9 @@ class DPMPM(_CategoricalRecipe):
             "knows every other value and the model; uniform prior over the labels (eq. 3-8 of the "
             "foundation's attribute-risk module)"
         )
-        return records[["record", "true_probability", "relevant_khat"]], {**summary, "intruder": intruder}
+        records = records.assign(chance=1.0 / len(synthesizer.candidates(data)))  # the intruder's uniform prior
+        return records[["record", "true_probability", "correct", "relevant_khat", "chance"]], {
+            **summary, "intruder": intruder}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -905,16 +929,12 @@ class DPAreal(_CategoricalRecipe):
 
 
 def categorical_report_content(label: str, prepared: Prepared, release: Release) -> Any:
-    """The report material of a DPMPM or DP-areal release (see :class:`bayessdc.report.ReportContent`)."""
-    from functools import partial
-
-    from bayessdc.report import BoundsMeasure, Figure, ReportContent, RiskUtilityPanel, Table, Text, plots
+    """What the DPMPM or DP-areal model did, for its report (:class:`bayessdc.report.ReportContent`): the
+    synthesized columns compared; risk and utility are laid out from the release's measures."""
+    from bayessdc.report import ReportContent
 
     x = prepared.extra
     synthesize, keep = x["synthesize"], x["keep"]
-    risk, utility = release.risk_figures or {}, release.utility_figures or {}
-    by_dataset = release.private_tables.get("risk_by_dataset.parquet")
-    inherent = release.private_tables.get("risk_inherent.parquet")
     description = release.description
     k = description.get("model", {}).get("K", description.get("K"))
     about = [
@@ -922,121 +942,4 @@ def categorical_report_content(label: str, prepared: Prepared, release: Release)
         f"Each of the m = {release.m} synthetic datasets replaces {', '.join(synthesize)} by a draw from the posterior "
         f"predictive given the kept column(s) {', '.join(keep)}, which are released unchanged.",
     ]
-    content = ReportContent(
-        original=x["original"], synthetic=release.synthetic, compared=list(synthesize), about=about
-    )
-
-    # risk: each measure of each knowledge set beside its inherent bounds
-    measures, rows = [], []
-    names = {"expected_match_risk": "expected match risk", "true_match_rate": "true match rate",
-             "false_match_rate": "false match rate"}
-    for entry in risk.get("identification", []):
-        known = "+".join(entry["known"])
-        for key, name in names.items():
-            rows.append({"measure": f"{name} [{known}]", "synthetic": entry.get(key),
-                         "inherent minimum": entry["inherent"]["min"].get(key),
-                         "inherent maximum": entry["inherent"]["max"].get(key)})
-            if by_dataset is not None and inherent is not None and key != "false_match_rate":
-                measures.append(BoundsMeasure(
-                    f"{name}\n[{known}]",
-                    by_dataset.loc[by_dataset["known"] == known, key].to_numpy(float),
-                    inherent.loc[(inherent["known"] == known) & (inherent["scenario"] == "min"), key].to_numpy(float),
-                    inherent.loc[(inherent["known"] == known) & (inherent["scenario"] == "max"), key].to_numpy(float),
-                ))
-    attribute = risk.get("attribute")
-    if attribute:
-        rows.append({"measure": "share of records exactly disclosed", "synthetic": attribute.get("share"),
-                     "inherent minimum": attribute["inherent"]["min"].get("share"),
-                     "inherent maximum": attribute["inherent"]["max"].get("share")})
-        if by_dataset is not None and inherent is not None:
-            first = by_dataset["known"].iloc[0]
-            measures.append(BoundsMeasure(
-                "share of records\nexactly disclosed",
-                by_dataset.loc[by_dataset["known"] == first, "share"].to_numpy(float),
-                inherent.loc[(inherent["known"] == first) & (inherent["scenario"] == "min"), "share"].to_numpy(float),
-                inherent.loc[(inherent["known"] == first) & (inherent["scenario"] == "max"), "share"].to_numpy(float),
-            ))
-    if measures:
-        content.risk.append(Figure(
-            partial(plots.bounds_panels, measures, "risk of the synthetic datasets against its inherent bounds"),
-            "Each measure in the m synthetic datasets (blue) beside the inherent minimum (green: every record's "
-            "synthesized value drawn uniformly over all its levels, a release carrying no information about it "
-            "beyond its levels) and maximum (red: the synthesized values redrawn from each pattern's empirical "
-            "distribution in the original data, a 'perfect' synthesizer), over the repetitions (Hu & Savitsky, "
-            "Figure 4). The intruder knows the columns named in brackets.",
-        ))
-    if rows:
-        content.risk.append(Table(pd.DataFrame(rows), "Mean risk: synthetic datasets and inherent bounds"))
-    bayesian = risk.get("bayesian_attribute") or risk.get("bayesian")
-    records = release.private_tables.get("risk_records.parquet")
-    if records is not None and "true_probability" in records and records["true_probability"].notna().any():
-        chosen = records[records["true_probability"].notna()]
-        content.risk.append(Figure(
-            partial(plots.histogram, chosen["true_probability"], "posterior probability of the true label",
-                    f"Bayesian attribute risk of {len(chosen)} records"),
-            "The intruder's posterior probability of each chosen record's true label, by importance sampling.",
-        ))
-        if np.isfinite(chosen["relevant_khat"].to_numpy(float)).any():
-            content.risk.append(Figure(
-                partial(plots.histogram, chosen["relevant_khat"], "Pareto k-hat", "importance-sampling reliability",
-                        {"0.7: unreliable beyond": 0.7}),
-                "Pareto k-hat of each record's importance weights: above 0.7 the estimate is unreliable.",
-            ))
-    if isinstance(bayesian, dict):
-        content.risk.append(Table({k: v for k, v in bayesian.items() if not isinstance(v, dict | list)},
-                                  "Bayesian attribute risk"))
-
-    # utility
-    deviations = utility.get("table_deviations", {})
-    if deviations:
-        per_table = {name: value for level in deviations.values() for name, value in level["tables"].items()}
-        frame = pd.DataFrame({"mean deviation": per_table})
-        content.utility.append(Figure(
-            partial(plots.bars, frame, "sum of |original - synthetic| cell counts", "table deviations",
-                    horizontal=True),
-            "Each table's total absolute deviation of the synthetic from the original counts, averaged over the "
-            "datasets (smaller is better).",
-        ))
-        content.utility.append(Table(
-            pd.DataFrame([{"tables": k, "mean": v["mean"], "per dataset": v["per_dataset"]}
-                          for k, v in deviations.items()]), "Table deviations by order"))
-    pmse = utility.get("pmse")
-    if pmse:
-        content.utility.append(Figure(
-            partial(plots.strips, {"pMSE ratio": pmse["per_dataset"]["ratio"]}, "pMSE / its null expectation",
-                    "propensity-score utility", 1.0, "1: indistinguishable"),
-            f"pMSE of each synthetic dataset over its expectation were it drawn from the original's distribution "
-            f"({pmse.get('model', 'logistic')}); near 1 is best.",
-        ))
-    within = release.private_tables.get("within_pattern.parquet")
-    if within is not None and len(within):
-        content.utility.append(Figure(
-            partial(plots.scatter_identity, within["original_share"], within["synthetic_share"],
-                    "share within its pattern, original", "share within its pattern, synthetic",
-                    "within-pattern distributions"),
-            "Each synthesized value's share among the records of its kept-column pattern.",
-        ))
-    for fit in utility.get("ordered_logit", []):
-        table = pd.DataFrame.from_dict(fit["coefficients"], orient="index")
-        table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper"}).dropna()
-        if len(table):
-            content.utility.append(Figure(
-                partial(plots.intervals, table, f"ordered logit of {fit['response']}"),
-                f"Mean interval overlap {fit.get('mean_interval_overlap')}; {fit['model']}.",
-            ))
-    if not content.utility:
-        content.utility.append(Text("No utility figures."))
-
-    # risk against utility: each knowledge set's expected match risk against the pMSE ratio
-    for entry in risk.get("identification", []):
-        if pmse is None:
-            break
-        content.risk_utility.append(RiskUtilityPanel(
-            risk_measure=f"expected match risk [{'+'.join(entry['known'])}]",
-            utility_measure="pMSE ratio",
-            points=[{"label": f"{label} release", "risk": entry.get("expected_match_risk"), "utility": pmse["ratio"]}],
-            risk_bounds={"inherent minimum": entry["inherent"]["min"].get("expected_match_risk"),
-                         "inherent maximum": entry["inherent"]["max"].get("expected_match_risk")},
-            utility_better="lower",
-        ))
-    return content
+    return ReportContent(original=x["original"], synthetic=release.synthetic, compared=list(synthesize), about=about)

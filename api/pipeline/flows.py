@@ -193,8 +193,7 @@ class Flows(Recipe):
         )
 
     def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The report's material: the sensitive counts compared, rho_t, k-hat and d_t (the intruder's
-        posterior and its reliability), tau of cells and margins per dataset."""
+        """The report's material: what was synthesized and the sensitive counts compared by origin."""
         return flows_report_content(self, prepared, release)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
@@ -285,9 +284,7 @@ class Flows(Recipe):
                 synthetic,
                 original=data,
                 count_column=columns.count,
-                items=risk_cells[["correct", "unique", "true_probability"]].assign(
-                    chance=1.0 / (self.upper - self.lower + 1)
-                ),
+                items=_intruder_items(risk_cells, self.lower, self.upper),
                 seed=seed,
             ),
         )
@@ -337,11 +334,29 @@ class Flows(Recipe):
         }
 
 
+def _intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataFrame:
+    """The sensitive cells as the generic intruder measures read them (:mod:`bayessdc.measures.importance`):
+    ``correct``, ``unique``, ``true_probability``, ``distance``, ``khat``, and what a uniform guess over
+    ``lower..upper`` would give: ``chance`` (``1 / N``) and ``chance_distance``
+    (``sum_u |u - t| / N = ((t - L)(t - L + 1) + (U - t)(U - t + 1)) / (2N)`` for the true count ``t``)."""
+    levels = upper - lower + 1
+    t = risk_cells["count"].to_numpy(dtype=float)
+    below, above = t - lower, upper - t
+    return pd.DataFrame({
+        "correct": risk_cells["correct"].to_numpy(bool), "unique": risk_cells["unique"].to_numpy(bool),
+        "true_probability": risk_cells["true_probability"].to_numpy(float),
+        "distance": risk_cells["distance"].to_numpy(float), "khat": risk_cells["relevant_khat"].to_numpy(float),
+        "chance": np.full(len(t), 1.0 / levels),
+        "chance_distance": (below * (below + 1) + above * (above + 1)) / (2 * levels),
+    })  # fmt: skip
+
+
 def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) -> Any:
-    """The report material of a flows release (see :class:`bayessdc.report.ReportContent`)."""
+    """What the flows synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): the sensitive
+    counts compared, by origin; risk and utility are laid out from the release's measures."""
     from functools import partial
 
-    from bayessdc.report import Figure, ReportContent, RiskUtilityPanel, Table, plots
+    from bayessdc.report import Figure, ReportContent, plots
 
     columns, data = recipe.columns, prepared.data
     rows = np.concatenate([g.rows for g in prepared.extra["groups"]]) if prepared.extra["groups"] else np.array([], int)
@@ -350,9 +365,6 @@ def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) ->
         [stacked[stacked["synthetic"] == k].iloc[rows] for k in range(1, release.m + 1)], ignore_index=True
     )
     original = data.iloc[rows].reset_index(drop=True)
-    risk, utility = release.risk_figures or {}, release.utility_figures or {}
-    cells = release.private_tables.get("risk_cells.parquet")
-    levels = recipe.upper - recipe.lower + 1
     content = ReportContent(
         original=original,
         synthetic=synthetic,
@@ -371,54 +383,5 @@ def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) ->
             partial(plots.scatter_identity, totals["original"], totals["synthetic"], "original",
                     "synthetic (mean of datasets)", f"sensitive counts by {columns.origin}"),
             f"Each {columns.origin}'s total over its sensitive cells.",
-        ))
-    if cells is not None and len(cells):
-        content.risk.append(Figure(
-            partial(plots.histogram, cells["true_probability"], "rho_t: posterior probability of the true count",
-                    "the intruder's posterior of each sensitive cell",
-                    {f"1/{levels}: guessing from the range": 1 / levels},
-                    {"guessed exactly": cells["correct"].to_numpy(bool),
-                     "guessed wrong": ~cells["correct"].to_numpy(bool)}),
-            "rho_t of every sensitive cell (eq. 3-8: the intruder knows every other sensitive count and the range), "
-            "split by whether the intruder's most probable count is the true one.",
-        ))
-        content.risk.append(Figure(
-            partial(plots.histogram, cells["relevant_khat"], "Pareto k-hat", "importance-sampling reliability",
-                    {"0.7: unreliable beyond": 0.7}),
-            "Pareto k-hat of the importance weights behind each cell's rho_t: above 0.7 the estimate is unreliable "
-            "(an exact refit checks the worst cells when exact_check is set).",
-        ))
-    d_t = risk.get("d_t", {}).get("counts")
-    if d_t:
-        content.risk.append(Figure(
-            partial(plots.bars, pd.DataFrame({"cells": {int(k): v for k, v in d_t.items()}}).sort_index(),
-                    "cells", "distance of the intruder's guess from the true count", "d_t"),
-            "d_t: how far the intruder's most probable count is from the true one (0: disclosed exactly).",
-        ))
-    content.risk.append(Table({k: v for k, v in risk.items() if not isinstance(v, dict | list)}, "Risk figures"))
-    margins = {"cells": "cells", "origin_totals": "origin totals", "destination_totals": "destination totals",
-               "group_pair_totals": "group-pair totals"}
-    per_dataset = {
-        label: (utility[key]["per_dataset"]["tau"] if isinstance(utility[key]["per_dataset"], dict)
-                else utility[key]["per_dataset"])
-        for key, label in margins.items() if key in utility
-    }
-    if per_dataset:
-        content.utility.append(Figure(
-            partial(plots.strips, per_dataset, "tau = 1 - L1 / (2 total)", "utility of each synthetic dataset",
-                    1.0, "1: identical"),
-            "tau of each synthetic dataset (points; the bar is their mean) for the cells and the totals.",
-        ))
-        content.utility.append(Table(pd.DataFrame(
-            [{"what": label, "tau": utility[key].get("tau"),
-              "total absolute deviation": utility[key].get("total_absolute_deviation")}
-             for key, label in {**margins, "sensitive_cells": "sensitive cells"}.items() if key in utility]),
-            "Utility (means over the datasets)"))
-    if "R_all" in risk and "sensitive_cells" in utility:
-        content.risk_utility.append(RiskUtilityPanel(
-            risk_measure="R_all: share of sensitive cells guessed exactly",
-            utility_measure="tau of the sensitive cells",
-            points=[{"label": "flows release", "risk": risk["R_all"], "utility": utility["sensitive_cells"]["tau"]}],
-            risk_bounds={"guessing from the range": 1 / levels, "original released": 1.0},
         ))
     return content

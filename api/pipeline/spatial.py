@@ -267,8 +267,8 @@ class Spatial(Recipe):
     # -- release ------------------------------------------------------------------------------------
 
     def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The report's material: the response compared, a map of the locations with the outliers marked,
-        proximity shares before and after smoothing, the analyst's regression against the original."""
+        """The report's material: what was synthesized, the response compared and a map of the locations
+        with the outliers marked."""
         return spatial_report_content(prepared, release)
 
     def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
@@ -505,15 +505,16 @@ class SpatialMeasures(Measures):
 
 
 def spatial_report_content(prepared: Prepared, release: Release) -> Any:
-    """The report material of a spatial release (see :class:`bayessdc.report.ReportContent`)."""
+    """What the spatial synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): a map of the
+    locations with the outliers it smooths; risk and utility are laid out from the release's measures."""
     from functools import partial
 
-    from bayessdc.report import Figure, ReportContent, RiskUtilityPanel, Table, plots
+    from bayessdc.report import Figure, ReportContent, plots
 
     extra = prepared.extra
     response, coords = extra["response"], list(extra["coords"])
     original = extra["frame"].reset_index(drop=True)
-    risk, utility = release.risk_figures or {}, release.utility_figures or {}
+    risk = release.risk_figures or {}
     at_risk = np.zeros(len(original), bool)
     at_risk[risk.get("outliers", [])] = True
     content = ReportContent(
@@ -537,51 +538,4 @@ def spatial_report_content(prepared: Prepared, release: Release) -> Any:
             f"The locations coloured by {response}, original and in the first synthetic dataset; the outliers that "
             "differential smoothing protects are circled in red.",
         ))
-    rows = {}
-    for column, what in (("within_band", f"within {risk.get('bands', {}).get('relative', 0):.0%} of the truth"),
-                         ("within_absolute", f"within {risk.get('bands', {}).get('absolute', 0):.3g} of the truth")):
-        for group, label in (("at_risk", "outliers"), ("other", "other records")):
-            stages = risk.get(column, {})
-            if stages:
-                rows[f"{label}, {what}"] = {"before smoothing (stage 1)": stages["unrestricted"][group],
-                                            "released (stage 2)": stages["restricted"][group]}
-    if rows:
-        frame = pd.DataFrame(rows).T
-        content.risk.append(Figure(
-            partial(plots.bars, frame, "share of synthetic values", "proximity of synthetic to true values",
-                    horizontal=True),
-            "The share of synthetic values close to the true value (an intruder's best guess), for the outliers and "
-            "the other records, before and after differential smoothing.",
-        ))
-        content.risk.append(Table(frame, "Proximity shares", index=True))
-    intervals = {}
-    for key, label in (("regression", "released (stage 2)"), ("regression_unrestricted", "stage 1")):
-        if key in utility:
-            intervals[label] = pd.DataFrame(utility[key]).set_index("coefficient")
-    if intervals:
-        released = intervals["released (stage 2)"]
-        table = released[["original", "original_lower", "original_upper"]].copy()
-        stages = {}
-        for k, (label, frame) in enumerate(intervals.items()):
-            table[[f"e{k}", f"l{k}", f"u{k}"]] = frame[["estimate", "ci_lower", "ci_upper"]].to_numpy()
-            stages[label] = (f"e{k}", f"l{k}", f"u{k}")
-        content.utility.append(Figure(
-            partial(plots.intervals, table, utility.get("analysis", "regression"), stages),
-            "The analyst's coefficients and 95% intervals on the original data and combined over the synthetic "
-            f"datasets ({utility.get('combining_rules', '')}).",
-        ))
-        content.utility.append(Table(
-            released[["original", "estimate", "ci_lower", "ci_upper", "ci_overlap"]], "Released stage: coefficients",
-            index=True))
-        overlap = {label: float(frame["ci_overlap"].mean()) for label, frame in intervals.items()}
-        within = risk.get("within_band", {})
-        if within:
-            content.risk_utility.append(RiskUtilityPanel(
-                risk_measure="outliers' synthetic values within the relative band",
-                utility_measure="mean confidence-interval overlap",
-                points=[{"label": "spatial release (stage 2)", "risk": within["restricted"]["at_risk"],
-                         "utility": overlap["released (stage 2)"]},
-                        {"label": "before smoothing (stage 1)", "risk": within["unrestricted"]["at_risk"],
-                         "utility": overlap.get("stage 1")}],
-            ))
     return content

@@ -139,9 +139,10 @@ def toy_measure():
     @register
     class RowsReleased(Measure):
         name = "rows_released"
-        kind = "utility"
-        better = "higher"
+        kind = "risk"
+        better = "lower"
         title = "rows released"
+        description = "rows of each synthetic dataset"
         references = {"original_rows": "the rows of the original"}
 
         def applies(self, data):
@@ -164,7 +165,30 @@ def test_a_new_measure_is_one_class_and_one_registration(toy_measure):
     synthetic = pd.DataFrame({"synthetic": [1, 1, 1, 2, 2], "x": ["A", "B", "C", "A", "B"]})
     measured = compute_measures(MeasureInput(synthetic, original, released=["x"]))
     row = measured.summary().set_index("measure").loc["rows_released"]
-    assert row["pooled"] == 2.5 and row["worst"] == 2.0 and row["original_rows"] == 3.0
+    assert row["pooled"] == 2.5 and row["worst"] == 3.0 and row["original_rows"] == 3.0  # worst: the largest
+
+
+def test_a_new_measure_is_in_risk_the_report_and_a_policy_criterion(toy_measure, tmp_path):
+    """One class and one registration: every release then has the measure in risk(), its report lays it out
+    beside its reference, and a policy can judge it by name (and refuse a release on it)."""
+    import bayessdc as bsd
+    from bayessdc.models.cart import simulate_acs_persons
+
+    persons = simulate_acs_persons(200, seed=1)
+    within = bsd.Policy(name="toy within", criteria=(bsd.Criterion("rows_released", at_most="original_rows"),))
+    release = bsd.synthesize(persons, bsd.CART(bootstrap=10), synthesize="education", keep="age,sex", m=2, seed=0,
+                             policy=within, out=tmp_path / "out", progress=False)  # fmt: skip
+    row = release.risk().set_index("measure").loc["rows_released"]
+    assert row["pooled"] == len(persons) == row["original_rows"]
+    (judgement,) = release.policy.judgements
+    assert judgement.criterion.measure == "rows_released" and judgement.passed and judgement.threshold == len(persons)
+    report = (tmp_path / "out" / "private" / "report.html").read_text()
+    assert "rows released" in report and "rows of each synthetic dataset" in report and "original rows" in report
+    fewer = bsd.Policy(name="toy fewer", criteria=(bsd.Criterion("rows_released", statistic="worst", at_most=100),))
+    with pytest.raises(bsd.DisclosureRefused, match="rows_released"):
+        bsd.synthesize(persons, bsd.CART(bootstrap=10), synthesize="education", keep="age,sex", m=2, seed=0,
+                       policy=fewer, out=tmp_path / "refused", progress=False)  # fmt: skip
+    assert not (tmp_path / "refused" / "release").exists()
 
 
 def test_a_name_is_registered_once():

@@ -128,8 +128,17 @@ def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory
         assert set(entry["inherent"][scenario]) == {"expected_match_risk", "true_match_rate", "false_match_rate"}
     # nothing stored changed
     assert [e["known"] for e in release.risk_figures["identification"]] == stored_sets
-    subsets = {"+".join(k) for k in KNOWN} | {"all", "unique in both", "original uniques reappearing"}
+    # the Bayesian attribute risk of the chosen records (importance sampling) is read by the generic intruder
+    # measures: each record's probability of its true label beside the uniform prior over the county's levels
+    subsets = {"+".join(k) for k in KNOWN} | {"all", "unique in both", "original uniques reappearing", "all items"}
     assert set(release.risk()["subset"]) == subsets
+    records = release.private_tables["risk_records.parquet"].dropna(subset=["true_probability"])
+    probability = release.risk().set_index("measure").loc["true_value_probability"]
+    assert probability["pooled"] == pytest.approx(records["true_probability"].mean(), rel=1e-12)
+    assert probability["worst"] == pytest.approx(records["true_probability"].max(), rel=1e-12)
+    assert probability["chance"] == pytest.approx(1 / table["county"].nunique())
+    assert release.risk().set_index("measure").loc["intruder_correct", "pooled"] == pytest.approx(
+        records["correct"].mean())
 
 
 def test_unknown_options_are_refused_naming_the_accepted_ones(runs):
@@ -191,7 +200,12 @@ def test_chains_that_disagree_beyond_tolerance_refuse_the_release_naming_figure_
     gate = diagnostics["release_gate"]
     assert diagnostics["passed"] is False is gate["passed"] and diagnostics["allow_unconverged"] is False
     assert gate["chains"] == 8 and gate["datasets_per_chain"] == 10
-    assert "table_deviation[one-way]" in gate["failed"] and "pmse" in gate["failed"]
+    assert "table_deviation[one-way]" in gate["failed"] and "pmse_ratio" in gate["failed"]
+    # the gate reads the measure objects: one figure per subset of each gated measure, named after it
+    identification = ("expected_match_risk", "true_match_rate", "false_match_rate")
+    expected = {f"{name}[{'+'.join(k)}]" for name in identification for k in KNOWN}
+    expected |= {f"table_deviation[{w}]" for w in ("one-way", "two-way", "three-way")}
+    assert set(gate["figures"]) == expected | {"attribute_disclosures", "pmse_ratio"}
     figure = gate["figures"]["table_deviation[one-way]"]
     assert figure["between_chain_se"] > figure["tolerance"] == pytest.approx(0.01 * figure["per_dataset_sd"])
     needed = max(f["chains_needed"] for f in gate["figures"].values() if f["passed"] is False)
