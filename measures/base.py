@@ -95,6 +95,9 @@ class MeasureInput:
         the original that set their reference range.
     count_column
         The column of counts of a released table of counts (an origin-destination table).
+    count_margins
+        Margins of that table whose totals are compared too, each a list of columns (the origin, the
+        destination, the pair of groups).
     regression
         The analyst's regression (:class:`bayessdc.measures.regression.RegressionInput`).
     seed
@@ -117,6 +120,7 @@ class MeasureInput:
     tables: list[Any] = field(default_factory=list)
     bootstrap: int = 0
     count_column: str | None = None
+    count_margins: list[list[str]] = field(default_factory=list)
     regression: Any = None
     seed: int = 0
     #: Figures shared between measures of this input (computed once).

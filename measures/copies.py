@@ -22,6 +22,7 @@ class CopiedRecords(Measure):
     """Share of each dataset's rows equal to some original record on all released columns."""
 
     name = "copied_records"
+    headline = True
     kind = "risk"
     better = "lower"
     title = "records copied from the original"

@@ -4,7 +4,7 @@
   table's name), per dataset; reference ``bootstrap``, the mean and 2.5-97.5% range of tau of bootstrap
   replicates of the original: how far the original's own sampling variability moves the table.
 * :class:`CountTau` (Hawala, Reiter & Wang's check on totals): tau of all the cells of a table of counts
-  (an origin-destination table), per dataset.
+  (an origin-destination table) and of the totals of its margins, per dataset.
 
 Both are 1 when the synthetic table equals the original and 0 when they share no mass.
 """
@@ -59,12 +59,13 @@ class CountTau(Measure):
     """tau of every cell of a table of counts, per dataset."""
 
     name = "count_tau"
-    headline = True
+    headline = "all cells"
     kind = "utility"
     better = "higher"
     title = "tau of the cell counts"
     unit = "tau = 1 - L1/(2n)"
-    description = "1 - L1/(2n) of the synthetic cell counts against the original's"
+    description = "1 - L1/(2n) of the synthetic cell counts (and of the margins' totals) against the original's"
+    subsets = "'all cells' or 'totals by <columns>' of a margin"
 
     def applies(self, data: MeasureInput) -> bool:
         return data.original is not None and data.count_column is not None
@@ -72,10 +73,16 @@ class CountTau(Measure):
     def compute(self, data: MeasureInput) -> MeasureResult:
         from bayessdc.synthesis.utility import proportion_of_total_variation
 
-        original = data.original[data.count_column].to_numpy(float)
-        values = [
-            {"subset": "all cells", "dataset": int(number),
-             "value": proportion_of_total_variation(original, frame[data.count_column].to_numpy(float))}
-            for number, frame in data.synthetic.groupby("synthetic", sort=True)
-        ]  # fmt: skip
+        count = data.count_column
+        original = data.original[count].to_numpy(float)
+        values = []
+        for number, frame in data.synthetic.groupby("synthetic", sort=True):
+            values.append({"subset": "all cells", "dataset": int(number),
+                           "value": proportion_of_total_variation(original, frame[count].to_numpy(float))})
+            for margin in data.count_margins:
+                totals = data.original.groupby(margin)[count].sum()
+                synthetic = frame.groupby(margin)[count].sum().reindex(totals.index, fill_value=0)
+                values.append({"subset": f"totals by {'+'.join(margin)}", "dataset": int(number),
+                               "value": proportion_of_total_variation(totals.to_numpy(float),
+                                                                      synthetic.to_numpy(float))})
         return self.result(values)

@@ -153,6 +153,8 @@ def risk_utility_panels(release: Any) -> list[plots.RiskUtilityPanel]:
         return []
     utility = utilities[0]
     summary = utility.summary()
+    if isinstance(utility.headline, str):
+        summary = summary[summary["subset"] == utility.headline]
     utility_value = float(summary["pooled"].mean())
     utility_name = utility.title + (f" [{summary['subset'].iloc[0]}]" if len(summary) == 1 else " (mean over subsets)")
     panels = []

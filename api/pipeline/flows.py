@@ -284,6 +284,8 @@ class Flows(Recipe):
                 synthetic,
                 original=data,
                 count_column=columns.count,
+                count_margins=[[columns.origin], [columns.destination],
+                               [columns.origin_group, columns.destination_group]],
                 items=_intruder_items(risk_cells, self.lower, self.upper),
                 seed=seed,
             ),

@@ -217,7 +217,7 @@ def test_chains_that_disagree_beyond_tolerance_exit_3_naming_the_figure_and_the_
     assert main([*argv, "--out", str(tmp_path / "o"), *FAST]) == 3
     err = capsys.readouterr().err
     gate = json.loads((tmp_path / "o" / "private" / "diagnostics.json").read_text())["release_gate"]
-    assert "failed the release gate" in err and "pmse: between-chain SE" in err
+    assert "failed the release gate" in err and "pmse_ratio: between-chain SE" in err
     assert f"--chains {gate['chains_needed']}" in err and gate["chains_needed"] > 4
     assert not (tmp_path / "o" / "release").exists() or not any((tmp_path / "o" / "release").iterdir())
     # --allow-unconverged is the only way past it, and the release says so

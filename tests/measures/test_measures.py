@@ -233,6 +233,12 @@ def test_count_tau_by_hand():
     synthetic = pd.DataFrame({"synthetic": [1, 1, 1], "count": [2, 1, 6]})
     result = compute_measures(MeasureInput(synthetic, original, count_column="count"), ["count_tau"])["count_tau"]
     assert result.values["value"].item() == pytest.approx(1 - 3 / 16)  # L1 = 1 + 0 + 2, n = 8
+    # the totals of a margin: moving counts within an origin leaves its total, and its tau, whole
+    original = pd.DataFrame({"origin": ["a", "a", "b"], "count": [3, 1, 4]})
+    synthetic = pd.DataFrame({"synthetic": [1, 1, 1], "origin": ["a", "a", "b"], "count": [4, 0, 4]})
+    data = MeasureInput(synthetic, original, count_column="count", count_margins=[["origin"]])
+    values = compute_measures(data, ["count_tau"])["count_tau"].values.set_index("subset")["value"]
+    assert values["all cells"] == pytest.approx(1 - 2 / 16) and values["totals by origin"] == pytest.approx(1.0)
 
 
 def test_interval_overlap_of_a_copy_is_one():
