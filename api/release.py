@@ -92,7 +92,7 @@ class Diagnostics:
         if self.passed:
             return "passed"
         if self.allow_unconverged:
-            return "FAILED (released because --allow-unconverged / allow_unconverged=True was given)"
+            return "FAILED (released because allow_unconverged=True was given)"
         return "FAILED"
 
     def __getitem__(self, key: str) -> Any:

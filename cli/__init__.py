@@ -131,7 +131,9 @@ def _no_arviz_announcement() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bayessdc`` command; returns the exit status.
 
-    Configures logging for the run (:func:`bayessdc.progress.cli_logging`: INFO messages of the ``bayessdc``
+    The library's messages name parameters (``chains=17``); here they name the flags (``--chains 17``), through
+    the one table of :mod:`bayessdc.cli.flags`. Configures logging for the run
+    (:func:`bayessdc.progress.cli_logging`: INFO messages of the ``bayessdc``
     logger on standard error as ``bayessdc COMMAND: message``, WARNING and above with ``--quiet``, DEBUG with
     ``--verbose``; progress bars on a terminal unless ``--quiet``) and restores the previous configuration when
     the command ends.
@@ -139,7 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
-    with cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), _no_arviz_announcement():
+    from .flags import flags_on_stderr
+
+    with flags_on_stderr(), cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), \
+            _no_arviz_announcement():  # fmt: skip
         try:
             return int(args.func(args) or 0)
         except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:

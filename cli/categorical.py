@@ -94,7 +94,7 @@ def shared_recipe_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def refusal(command: str, err: Exception, out: Path) -> int:
     """Print a refusal of the gate and return exit status 3."""
-    message = str(err).replace("(--draws, --tune)", "(--draws, --burn)") if command == "dpmpm" else str(err)
+    message = str(err).replace("(draws=, tune=)", "(draws=, burn=)") if command == "dpmpm" else str(err)
     print(f"bayessdc {command}: {message}\nDiagnostics: {out / 'private' / 'diagnostics.json'}", file=sys.stderr)
     return 3
 

@@ -562,7 +562,7 @@ def adjust_table(
         if status == "no_solution" or y_up.value is None:
             raise ValueError(
                 f"the solver found no feasible adjustment (status {status}) within the limits; "
-                "raise --time-limit or use the heuristic method"
+                "raise time_limit= or use the heuristic method"
             )
         objective_value = float(problem.value)
         up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
@@ -665,7 +665,7 @@ def _cover_matrix(additivity: sp.spmatrix, cells: np.ndarray) -> sp.csr_matrix:
 def _statistical_names(preserve_mean: bool, mean_subsets: Sequence, zero_l: bool) -> list[str]:
     names = []
     if preserve_mean:
-        names.append("mean preservation over the sensitive cells (--preserve-mean)")
+        names.append("mean preservation over the sensitive cells (preserve_mean=)")
     if mean_subsets:
         names.append(f"mean preservation over {len(mean_subsets)} given subset(s)")
     if zero_l:

@@ -25,10 +25,11 @@ class IntruderCorrect(Measure):
     headline = "all items"
     kind = "risk"
     better = "lower"
-    title = "intruder's correct guesses (R_all, R_unq)"
+    title = "intruder's correct guesses"
     unit = "share of items"
     description = (
-        "share of sensitive items whose true value is the intruder's most probable one, reading all m datasets"
+        "share of sensitive items whose true value is the intruder's most probable one, reading all m datasets "
+        "(R_all over all items, R_unq over the unique ones; eq. 9-10)"
     )
     subsets = "'all items' (R_all) or 'unique items' (R_unq)"
     references = {"chance": "the share a uniform guess over the sensitive range gets right"}

@@ -202,14 +202,14 @@ def prepare_categorical(
     """
     synthesize, keep = list(synthesize), list(keep)
     if not synthesize:
-        raise CategoricalDataError("no column to synthesize: give at least one with --synthesize")
+        raise CategoricalDataError("no column to synthesize: give at least one with synthesize=")
     both = sorted(set(synthesize) & set(keep))
     if both:
         raise CategoricalDataError(
             f"column(s) {', '.join(map(repr, both))} are both synthesized and kept: a column is either replaced "
-            "by synthetic values (--synthesize) or released unchanged (--keep), not both"
+            "by synthetic values (synthesize=) or released unchanged (keep=), not both"
         )
-    for name, cols in (("--synthesize", synthesize), ("--keep", keep)):
+    for name, cols in (("synthesize=", synthesize), ("keep=", keep)):
         twice = sorted({c for c in cols if cols.count(c) > 1})
         if twice:
             raise CategoricalDataError(f"column(s) {', '.join(map(repr, twice))} named twice in {name}")
@@ -233,7 +233,7 @@ def prepare_categorical(
             if missing == "refuse":
                 raise CategoricalDataError(
                     f"column {col!r} has {int(is_missing.sum())} missing value(s) at {name_rows(is_missing)}; "
-                    "remove or impute them, or treat missing as a level of its own (--missing level)"
+                    "remove or impute them, or treat missing as a level of its own (missing=level)"
                 )
             values = values.astype(object).where(~is_missing, MISSING_LEVEL)
         if pd.api.types.is_float_dtype(values.dtype):
@@ -250,7 +250,7 @@ def prepare_categorical(
             kind = "numeric" if pd.api.types.is_numeric_dtype(values.dtype) else "categorical"
             raise CategoricalDataError(
                 f"column {col!r} ({kind}) has {len(uniques)} distinct values, more than {max_levels}: "
-                "bin it into fewer categories first (or raise --max-levels if it really is a label)"
+                "bin it into fewer categories first (or raise max_levels= if it really is a label)"
             )
         try:
             ordered = np.sort(np.asarray(uniques))

@@ -220,10 +220,10 @@ class ConvergenceError(RuntimeError):
         self, report: Any, what: str = "posterior", hint: str = "", failure: str = "did not converge", advice: str = ""
     ) -> None:
         self.report = report
-        advice = advice or "Sample longer (--draws, --tune)"
+        advice = advice or "Sample longer (draws=, tune=)"
         super().__init__(
             f"{what} {failure}: {'; '.join(report.problems())}. {advice} "
-            "or pass --allow-unconverged to write outputs anyway (recorded in the outputs)."
+            "or pass allow_unconverged=True to write outputs anyway (recorded in the outputs)."
             + (f" {hint}" if hint else "")
         )
 

@@ -532,9 +532,13 @@ def measure_panels(result: Any) -> Figure:
     values, references = result.values, result.references
     for ax, (_, row) in zip(axes, summary.iterrows(), strict=False):
         subset = row["subset"]
-        v = values.loc[values["subset"].astype(str) == subset, "value"].to_numpy(float)
+        rows = values.loc[values["subset"].astype(str) == subset]
+        v = rows["value"].to_numpy(float)
+        joint = bool((rows["dataset"] == 0).all())
+        label = ("items (all m datasets read jointly)" if len(v) > 1 else "the m datasets jointly") if joint else (
+            "synthetic datasets")  # fmt: skip
         jitter = np.linspace(-0.15, 0.15, len(v)) if len(v) > 1 else np.zeros(len(v))
-        ax.scatter(v, 1 + jitter, s=14, color=SYNTHETIC, alpha=0.7, label="synthetic datasets", zorder=3)
+        ax.scatter(v, 1 + jitter, s=14, color=SYNTHETIC, alpha=0.7, label=label, zorder=3)
         ax.errorbar([row["pooled"]], [1], xerr=[[row["pooled"] - row["lower"]], [row["upper"] - row["pooled"]]],
                     fmt="D", color="black", capsize=4, label="pooled, 95% MC interval", zorder=4)  # fmt: skip
         refs = references.loc[references["subset"].astype(str) == subset]

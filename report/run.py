@@ -117,9 +117,11 @@ def _measure_section(doc: Document, release: Any, kind: str, title: str) -> None
         doc.paragraph(f"This release has no {kind} measures.")
         return
     table = release.measure_table(kind)
-    doc.table(table, caption=f"Every {kind} measure: pooled over the m datasets (a figure of all m jointly, or of "
-              "every item, has no Monte Carlo error between datasets) with its Monte Carlo standard error and 95% "
-              "interval, the worst dataset or item, and the references it is read against")  # fmt: skip
+    doc.table(_summary_for_reading(table), caption=(
+        f"Every {kind} measure: pooled over the m datasets with its 95% Monte Carlo interval (n/a for a figure of "
+        "all m datasets jointly, or of every item, which has no Monte Carlo error between datasets), the worst "
+        "dataset or item, and the references it is read against"
+    ))  # fmt: skip
     if kind == "risk" and "inherent_min" in table:
         lower_is_better = [name for name, result in measured.items() if result.better == "lower"]
         below = table[table["measure"].isin(lower_is_better) & (table["pooled"] < table["inherent_min"])]
@@ -140,6 +142,20 @@ def _measure_section(doc: Document, release: Any, kind: str, title: str) -> None
         if result.details is not None and len(result.details):
             doc.table(result.details, caption=f"{result.title}: the figures behind it (click to show)", index=True,
                       folded=True)  # fmt: skip
+
+
+def _summary_for_reading(table: pd.DataFrame) -> pd.DataFrame:
+    """A measure summary narrow enough to read: the kind left out (the section says it), the Monte Carlo
+    interval as one column ("n/a" for a figure without Monte Carlo error between datasets)."""
+    from .html import format_value
+
+    shown = table.drop(columns=["kind", "lower", "upper", "mc_se"])
+    interval = [
+        f"{format_value(lo)} to {format_value(hi)}" if np.isfinite(se) else "n/a"
+        for lo, hi, se in zip(table["lower"], table["upper"], table["mc_se"], strict=True)
+    ]
+    shown.insert(shown.columns.get_loc("pooled") + 1, "95% MC interval", interval)
+    return shown.rename(columns={c: c.replace("_", " ") for c in shown.columns})
 
 
 def risk_utility_panels(release: Any) -> list[plots.RiskUtilityPanel]:
@@ -223,7 +239,7 @@ def gate_verdict(summary: Mapping[str, Any], allow_unconverged: bool = False) ->
         text = "No posterior to gate: this synthesizer draws from fitted models without MCMC; released."
     if not passed:
         text += (
-            " Released only because allow_unconverged / --allow-unconverged was given."
+            " Released only because allow_unconverged=True was given."
             if allow_unconverged
             else " Nothing was released."
         )

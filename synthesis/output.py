@@ -201,10 +201,10 @@ class OutputFolder:
                 )
                 raise RunMismatchError(
                     f"{self.root} holds a different run (differs in: {', '.join(changed)}); "
-                    "choose another --out folder or delete this one"
+                    "choose another out= folder or delete this one"
                 )
         elif self.root.exists() and any(p for p in self.root.iterdir() if not p.name.startswith(".")):
-            raise RunMismatchError(f"{self.root} is not empty and holds no bayessdc run; choose another --out folder")
+            raise RunMismatchError(f"{self.root} is not empty and holds no bayessdc run; choose another out= folder")
         self.private.mkdir(parents=True, exist_ok=True)
         self._acquire_lock()
         self.remove_temporaries()
@@ -220,7 +220,7 @@ class OutputFolder:
         except BlockingIOError:
             os.close(fd)
             raise RunMismatchError(
-                f"{self.root} is in use by another bayessdc run; wait for it to finish or choose another --out folder"
+                f"{self.root} is in use by another bayessdc run; wait for it to finish or choose another out= folder"
             ) from None
         self._lock = fd
 

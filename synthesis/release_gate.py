@@ -113,7 +113,7 @@ class ReleaseGatePolicy:
         if isinstance(self.datasets_per_chain, bool) or not isinstance(self.datasets_per_chain, int | np.integer):
             raise ValueError(f"gate datasets per chain must be a whole number, got {self.datasets_per_chain!r}")
         if self.datasets_per_chain < 2:
-            raise ValueError("the release gate needs at least 2 datasets per chain (--gate-datasets)")
+            raise ValueError("the release gate needs at least 2 datasets per chain (datasets_per_chain=)")
         from bayessdc.measures import registry
 
         unknown = [name for name in self.measures if name not in registry()]
@@ -258,7 +258,7 @@ class ReleaseGateReport:
         """Why the gate failed, one sentence each (empty when it passed)."""
         out = []
         if self.chains < MIN_CHAINS:
-            out.append(f"{self.chains} chain(s): the release gate needs at least {MIN_CHAINS} (--chains)")
+            out.append(f"{self.chains} chain(s): the release gate needs at least {MIN_CHAINS} (chains=)")
         for name in self.failed():
             f = self.figures[name]
             se, tolerance, need = f["between_chain_se"], f["tolerance"], f.get("chains_needed")

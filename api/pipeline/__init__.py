@@ -261,7 +261,7 @@ def synthesize(
             f"got {type(synthesizer).__name__}"
         )
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise InputError(f"m must be a whole number of at least 1 (--m), got {m!r}")
+        raise InputError(f"m= must be a whole number of at least 1, got {m!r}")
     start = time.perf_counter()
     disclosure_policy = load_policy(policy)
     try:

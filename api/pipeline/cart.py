@@ -105,7 +105,7 @@ class CART(Recipe):
     ) -> Prepared:
         """Check the columns, the tables and the rules against the data (errors name the column, rule or rows)."""
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
-            raise InputError(f"bootstrap must be at least 1 (--bootstrap), got {self.bootstrap!r}")
+            raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
         synthesize, keep = list(synthesize or []), list(keep or [])
         synthesizer = CartSynthesizer(
             synthesize,
@@ -236,7 +236,7 @@ def parse_table(text: str, data: pd.DataFrame, name: str | None = None) -> Table
     columns = _columns(text)
     unknown = [c for c in columns if c not in data.columns]
     if unknown:
-        raise InputError(f"--table {text!r}: unknown column(s) {', '.join(unknown)}")
+        raise InputError(f"tables={text!r}: unknown column(s) {', '.join(unknown)}")
     bins = {}
     for column in columns:
         values = data[column]
@@ -463,7 +463,7 @@ class CartMeasures(Measures):
     def utility(self, tables: Sequence[TableSpec | str] | None = None, bootstrap: int = 1000) -> dict[str, Any]:
         """``tau`` of other tables (default those of :func:`default_tables`) with ``bootstrap`` replicates."""
         if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
-            raise InputError(f"bootstrap must be at least 1 (--bootstrap), got {bootstrap!r}")
+            raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
         specs = _table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
         return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)
 

@@ -91,14 +91,14 @@ def check_known_sets(known: KnownSets, synthesize: Sequence[str], keep: Sequence
     for entry in known or []:
         columns = [c.strip() for c in entry.split(",") if c.strip()] if isinstance(entry, str) else list(entry)
         if not columns:
-            raise InputError("--known: an empty knowledge set; give the columns an intruder knows")
+            raise InputError("known=: an empty knowledge set; give the columns an intruder knows")
         sets.append(columns)
     sets = sets or [variables]
     for columns in sets:
         unknown = [c for c in columns if c not in variables]
         if unknown:
             raise InputError(
-                f"--known column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
+                f"known= column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
                 f"(the release holds {', '.join(map(str, variables))})"
             )
     return sets
@@ -121,7 +121,7 @@ def check_ordered_logits(
     variables = list(keep) + list(synthesize)
     checked = [(str(r), [str(c) for c in preds]) for r, preds in (ordered_logits or [])]
     for response, predictors in checked:
-        name = f"--ordered-logit {response}:{','.join(predictors)}"
+        name = f"ordered_logits= ({response!r}, {predictors!r})"
         unknown = [c for c in [response, *predictors] if c not in variables]
         if unknown:
             raise InputError(
@@ -319,7 +319,7 @@ class _CategoricalRecipe(Recipe):
 
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:
-            raise InputError("--repetitions must be at least 1")
+            raise InputError("repetitions= must be at least 1")
 
     def _release_gate(
         self,
@@ -388,12 +388,12 @@ class _CategoricalRecipe(Recipe):
             advice = []
             if gate.failed() or gate.chains < MIN_CHAINS:
                 advice.append(
-                    f"Run more chains (--chains {needed}: the between-chain standard error falls as 1/sqrt(chains))"
+                    f"Run more chains (chains={needed}: the between-chain standard error falls as 1/sqrt(chains))"
                     if needed is not None
-                    else "No number of chains meets a zero tolerance; sample longer (--draws)"
+                    else "No number of chains meets a zero tolerance; sample longer (draws=)"
                 )
             if gate.divergences:
-                advice.append("remove the divergences (raise --target-accept and --tune)")
+                advice.append("remove the divergences (raise target_accept= and tune=)")
             fitted.failure = "failed the release gate"
             fitted.advice = " and ".join(advice)
             fitted.advice = fitted.advice[0].upper() + fitted.advice[1:]
@@ -561,7 +561,7 @@ class DPMPM(_CategoricalRecipe):
     def check_m(self, m: int) -> None:
         """Refuse more datasets than stored draws."""
         if m > self.settings.chains * self.settings.stored:
-            raise InputError(f"--m {m} needs at least {m} stored draws; raise --draws or lower --thin")
+            raise InputError(f"m={m} needs at least {m} stored draws; raise draws= or lower thin=")
 
     def synthesizer(self) -> DPMPMSynthesizer:
         """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""
@@ -575,7 +575,7 @@ class DPMPM(_CategoricalRecipe):
         synthesize, keep = list(synthesize or []), list(keep or [])
         data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing)
         if not keep:
-            raise InputError("the DPMPM needs at least one kept column (--keep): the patterns the risk is measured in")
+            raise InputError("the DPMPM needs at least one kept column (keep=): the patterns the risk is measured in")
         ordered_logits = check_ordered_logits(self.ordered_logits, data.levels, keep, synthesize)
         original = data.frame()
         known = check_known_sets(self.known, synthesize, keep)
@@ -815,7 +815,7 @@ class DPAreal(_CategoricalRecipe):
     def check_m(self, m: int) -> None:
         """Refuse more datasets than posterior draws."""
         if m > self.settings.chains * self.settings.draws:
-            raise InputError(f"--m {m} needs at least {m} posterior draws; raise --draws")
+            raise InputError(f"m={m} needs at least {m} posterior draws; raise draws=")
 
     def synthesizer(self) -> DPArealSynthesizer:
         """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""

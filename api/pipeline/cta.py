@@ -343,10 +343,10 @@ def adjust(
     disclosure_policy = load_policy(policy)
     data = table if isinstance(table, pd.DataFrame) else read_table(table)
     if rule is not None and protection is not None:
-        raise InputError("give the protection levels (--protection COL) or sensitivity rules (--rule RULE), not both")
+        raise InputError("give the protection levels (protection=COLUMN) or sensitivity rules (rule=RULE), not both")
     if contributor is not None:
         if protection is not None:
-            raise InputError("--protection applies to long-form tables; with --contributor use --rule")
+            raise InputError("protection= applies to long-form tables; with contributor= use rule=")
         built = cta.table_from_microdata(data, dims, value, contributor, total_label=total_label, kind=kind)
     else:
         built = cta.table_from_long(
@@ -359,11 +359,11 @@ def adjust(
     elif protection is not None:
         levels = cta.protection_from_table(built)
     else:
-        raise InputError("say which cells are sensitive: --protection COL or --rule RULE")
+        raise InputError("say which cells are sensitive: protection=COLUMN or rule=RULE")
     if cost is not None and "cost" not in built.cells:
-        raise InputError("--cost applies to long-form tables")
+        raise InputError("cost= applies to long-form tables")
     if capacity_column is not None and "capacity" not in built.cells:
-        raise InputError("--capacity-column applies to long-form tables")
+        raise InputError("capacity_column= applies to long-form tables")
     solution = cta.adjust_table(
         built, levels, objective=objective, method=method, capacity=capacity, widen=widen,
         preserve_mean=preserve_mean, zero_l=zero_l, integer=integer, solver=solver, time_limit=time_limit,

@@ -187,7 +187,7 @@ class Flows(Recipe):
             what=f"{len(unconverged)} group(s) ({', '.join(unconverged[:5])})",
             hint="Groups with few origins or destinations and mostly minimum counts have a nearly improper "
             "posterior under the paper's Gamma(0.01, 0.01) precision priors; the default weakly informative "
-            "prior (--phi-prior weakly-informative, Gamma(1, 1)) makes them proper (recorded in model.json).",
+            "prior (phi_prior=weakly-informative, Gamma(1, 1)) makes them proper (recorded in model.json).",
             state={"results": results},
             reports={r.name: r.convergence for r in results},
         )

@@ -128,7 +128,7 @@ class Spatial(Recipe):
     def check_m(self, m: int) -> None:
         """The combining rules need two synthetic datasets."""
         if m < 2:
-            raise InputError("--m must be at least 2 (the combining rules need two synthetic datasets)")
+            raise InputError("m= must be at least 2 (the combining rules need two synthetic datasets)")
 
     # -- prepare ------------------------------------------------------------------------------------
 
@@ -139,30 +139,30 @@ class Spatial(Recipe):
         response, covariates = self._roles(synthesize, keep)
         coords = _names(self.coords)
         if len(coords) != 2:
-            raise InputError(f"coords takes two columns XCOL,YCOL (--coords), got {self.coords!r}")
+            raise InputError(f"coords= takes two columns XCOL,YCOL, got {self.coords!r}")
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, numbers.Real) or not self.gamma >= 0:
-            raise InputError(f"gamma must be non-negative (or inf) (--gamma), got {self.gamma!r}")
+            raise InputError(f"gamma= must be non-negative (or inf), got {self.gamma!r}")
         if self.risk_weights not in ("binary", "continuous"):
-            raise InputError(f"risk_weights takes binary or continuous (--risk-weights), got {self.risk_weights!r}")
+            raise InputError(f"risk_weights= takes binary or continuous, got {self.risk_weights!r}")
         if not 0 < self.band:
-            raise InputError("--band must be positive")
+            raise InputError("band= must be positive")
         if self.approximation not in ("auto", "exact", "nngp"):
-            raise InputError(f"--approximation takes auto, exact or nngp, got {self.approximation!r}")
+            raise InputError(f"approximation= takes auto, exact or nngp, got {self.approximation!r}")
         if self.neighbours < 1:
-            raise InputError(f"--neighbours must be at least 1, got {self.neighbours}")
+            raise InputError(f"neighbours= must be at least 1, got {self.neighbours}")
         data = self._data(frame, response, coords, covariates, seed=seed)
         try:
             method = resolve_approximation(self.approximation, data.n, self.neighbours)
         except ValueError as err:
-            raise InputError(f"{err} (--approximation, --neighbours)") from err
+            raise InputError(f"{err} (approximation=, neighbours=)") from err
         predictors = _names(self.analysis_predictors) or (covariates or list(coords))
         missing = [c for c in predictors if c not in frame.columns]
         if missing:
             raise InputError(f"analysis predictor(s) {missing} are not columns of the table")
         if math.isinf(self.gamma) and self.risk_weights == "continuous" and self.alpha is None:
             raise InputError(
-                "continuous risk weights are positive for every record, so --gamma inf would remove every spatial "
-                "effect; give a finite --gamma or a smoothing level --alpha"
+                "continuous risk weights are positive for every record, so gamma=inf would remove every spatial "
+                "effect; give a finite gamma= or a smoothing level alpha="
             )
         identity: dict[str, Any] = {
             "synthesizer": "spatial",
@@ -453,7 +453,7 @@ class SpatialMeasures(Measures):
         """Proximity risk of both stages with another relative ``band`` and/or ``absolute_band``."""
         band = self.band if band is None else band
         if not 0 < band:
-            raise InputError("--band must be positive")
+            raise InputError("band= must be positive")
         return self.proximity(band, self.absolute_band if absolute_band is None else absolute_band)[0]
 
     def measure_input(

@@ -169,7 +169,7 @@ def prepare_areal(
             "combine several columns into one label first, or use the DPMPM, which synthesizes several at once"
         )
     if not list(keep):
-        raise CategoricalDataError("the DP-areal model needs at least one kept column (--keep) to form patterns")
+        raise CategoricalDataError("the DP-areal model needs at least one kept column (keep=) to form patterns")
     notices = notices if notices is not None else []
     for col in [*synthesize, *keep]:
         if col in frame.columns and isinstance(frame[col].dtype, pd.CategoricalDtype):
@@ -189,6 +189,6 @@ def prepare_areal(
             f"{n_patterns * n_labels:,} cells, more than {max_cells:,}: the areal model holds a rate for every "
             "cell and synthesis draws them all for every dataset; with this many cells the counts are almost all "
             "zero and the model adds little. Use the DPMPM (bayessdc dpmpm), whose cost grows with the occupied "
-            "cells only, or coarsen the kept columns (or raise --max-cells)"
+            "cells only, or coarsen the kept columns (or raise max_cells=)"
         )
     return _areal_from_records(records)

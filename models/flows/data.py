@@ -64,7 +64,7 @@ def validate_flows(data: pd.DataFrame, columns: FlowColumns = FlowColumns()) -> 
     if missing:
         raise FlowDataError(
             f"missing column(s) {', '.join(repr(c) for c in missing)}; the table has "
-            f"{', '.join(repr(str(c)) for c in data.columns)} (rename with --origin, --count, ...)"
+            f"{', '.join(repr(str(c)) for c in data.columns)} (rename them, or name them in columns=)"
         )
     if len(data) == 0:
         raise FlowDataError("the table has no rows: there is no flow to synthesize")

@@ -138,7 +138,7 @@ def prepare_spatial_data(
         if non_positive.any():
             raise SpatialDataError(
                 f"response column {response!r} has non-positive values at {name_rows(non_positive)}, so it has no "
-                "log; drop --log-response or remove those records"
+                "log; drop log_response= or remove those records"
             )
         y = np.log(y)
     n_jittered = 0
@@ -149,7 +149,7 @@ def prepare_spatial_data(
                 f"{int(duplicated.sum())} records share a location ({coords[0]!r}, {coords[1]!r}) with another "
                 f"record ({name_rows(duplicated)}): their nearest-neighbour distance is 0, so none of them can be "
                 "flagged as a spatial outlier, "
-                "and their spatial effects cannot be told apart. Aggregate them, or pass --jitter DIST to move "
+                "and their spatial effects cannot be told apart. Aggregate them, or pass jitter=DIST to move "
                 "each of them by a random offset of at most DIST (in coordinate units; seeded, recorded)"
             )
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 7]))

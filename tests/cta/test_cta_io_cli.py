@@ -130,7 +130,7 @@ def test_cli_needs_protection_and_names_missing_columns(tmp_path, cta_main, caps
     cox_4x9_frame().to_csv(path, index=False)
     base = ["cta", "--table", str(path), "--dims", "row,column", "--out", str(tmp_path / "o")]
     assert cta_main(base + ["--value", "value"]) == 2
-    assert "--protection COL or --rule RULE" in capsys.readouterr().err
+    assert "--protection COLUMN or --rule RULE" in capsys.readouterr().err
     assert cta_main(base + ["--value", "amount", "--protection", "protection"]) == 2
     assert "column(s) not in the data: amount" in capsys.readouterr().err
 

@@ -195,7 +195,7 @@ def test_bad_input_is_refused_with_the_rows():
         prepare_spatial_data(bad, "response", ("x", "y"), log_response=True)
     dup = frame.copy()
     dup.loc[7, ["x", "y"]] = dup.loc[2, ["x", "y"]].to_numpy()
-    with pytest.raises(SpatialDataError, match="--jitter"):
+    with pytest.raises(SpatialDataError, match="jitter=DIST"):
         prepare_spatial_data(dup, "response", ("x", "y"))
     jittered = prepare_spatial_data(dup, "response", ("x", "y"), jitter=0.001, seed=3)
     assert jittered.n_jittered == 2 and len(np.unique(jittered.coords, axis=0)) == 40

@@ -71,7 +71,7 @@ def test_adjust_equals_the_cli(cox, tmp_path):
 
 def test_input_errors_are_named(cox):
     frame, _ = cox
-    with pytest.raises(bsd.InputError, match="--protection COL or --rule RULE"):
+    with pytest.raises(bsd.InputError, match="protection=COLUMN or rule=RULE"):
         bsd.adjust(frame, "row,column", "value")
     with pytest.raises(bsd.InputError, match="not both"):
         bsd.adjust(frame, "row,column", "value", protection="protection", rule="p%=15")

@@ -129,10 +129,10 @@ def test_column_roles_from_synthesize_and_keep(runs):
     ("changes", "m", "message"),
     [
         ({"coords": ("x",)}, 3, "XCOL,YCOL"),
-        ({"gamma": -1.0}, 3, "gamma must be non-negative"),
-        ({"risk_weights": "continuous"}, 3, "finite --gamma"),
+        ({"gamma": -1.0}, 3, "gamma= must be non-negative"),
+        ({"risk_weights": "continuous"}, 3, "finite gamma="),
         ({"analysis_predictors": ["nope"]}, 3, "not columns"),
-        ({"neighbours": 0}, 3, "--neighbours"),
+        ({"neighbours": 0}, 3, "neighbours="),
         ({}, 1, "at least 2"),
         ({"response": "nope"}, 3, "'nope' is not in the table"),
     ],
