@@ -113,6 +113,14 @@ class Criterion:
         words = "at most" if self.direction == "at_most" else "at least"
         return f"{self.measure}[{self.subset}] {self.statistic} {words} {self.threshold}"
 
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> Criterion:
+        """The rule of :meth:`to_dict` (as ``release/model.json`` states it)."""
+        fields = {k: v for k, v in payload.items() if k in cls.__dataclass_fields__}
+        if "applies_to" in fields:
+            fields["applies_to"] = tuple(fields["applies_to"])
+        return cls(**fields)
+
     def to_dict(self) -> dict[str, Any]:
         """The rule as written in a policy file (JSON-ready)."""
         out: dict[str, Any] = {"measure": self.measure, "subset": self.subset, "statistic": self.statistic}

@@ -164,6 +164,8 @@ class Release:
         (``private/policy.json``; the policy's name, digest and criteria are in ``release/model.json``).
     policy_tried
         The verdicts of every setting the pipeline drew the release under, in order (the last is :attr:`policy`).
+    loaded_from
+        The run folder :func:`bayessdc.load` read this release from (``None``: made in this session).
     """
 
     synthesizer: str
@@ -186,6 +188,7 @@ class Release:
     measured: Any = field(default=None, repr=False)
     policy: Any = field(default=None, repr=False)
     policy_tried: list[Any] = field(default_factory=list, repr=False)
+    loaded_from: Path | None = None
 
     # -- the verbs ----------------------------------------------------------------------------------
 
@@ -222,6 +225,12 @@ class Release:
     def _table(self, kind: str, options: dict[str, Any]) -> pd.DataFrame:
         if not options:
             return self.measure_table(kind)
+        if self.loaded_from is not None:
+            raise NotApplicableError(
+                f"this release was loaded from {self.loaded_from}, which holds no confidential records: {kind}() "
+                "with options recomputes from them, in the session that made the release. The saved figures are "
+                f"{kind}() without arguments."
+            )
         allowed = getattr(self.measures, f"{kind}_options", ()) if self.measures is not None else ()
         unknown = sorted(set(options) - set(allowed))
         if unknown:
@@ -334,6 +343,10 @@ class Release:
             if posteriors.folder.resolve() != target.resolve():
                 shutil.copytree(posteriors.folder, target, dirs_exist_ok=True)
         folder.write_private_json("diagnostics.json", self.diagnostics.summary)
+        folder.write_private_json("release.json", {
+            "synthesizer": self.synthesizer, "m": self.m, "seed": self.seed, "seconds": float(self.seconds),
+            "facts": self.facts,
+        })  # what bsd.load reads back besides the files of its own  # fmt: skip
         for name, write in self.private_files.items():
             if name not in skip:
                 folder.write_private_file(name, write)

@@ -232,6 +232,20 @@ class MeasureResult:
 
         return measure_panels(self)
 
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> MeasureResult:
+        """The result :meth:`to_dict` wrote (``private/measures.json``)."""
+        values = pd.DataFrame(payload["values"], columns=list(VALUE_COLUMNS))
+        values["value"] = values["value"].astype(float)
+        references = pd.DataFrame(payload["references"], columns=list(REFERENCE_COLUMNS))
+        for column in ("value", "lower", "upper"):
+            references[column] = references[column].astype(float)
+        return cls(
+            payload["measure"], payload["kind"], payload["better"], values, references, payload.get("title", ""),
+            payload.get("unit", ""), payload.get("description", ""), dict(payload.get("reference_notes", {})),
+            headline=payload.get("headline", False),
+        )  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the summary rows, the values and the references."""
         return {
@@ -242,6 +256,7 @@ class MeasureResult:
             "unit": self.unit,
             "description": self.description,
             "reference_notes": self.reference_notes,
+            "headline": self.headline,
             "summary": _records(self.summary()),
             "values": _records(self.values),
             "references": _records(self.references),

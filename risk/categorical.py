@@ -177,6 +177,8 @@ def categorical_risk(
     }
     if bayesian is not None:
         records = records.merge(bayesian[0], on="record", how="left")
+        for column in [c for c in bayesian[0].columns if pd.api.types.is_bool_dtype(bayesian[0][c])]:
+            records[column] = records[column].astype("boolean")  # missing for the records not assessed
         attribute["bayesian"] = bayesian[1]
 
     # risk.json holds exactly the figures of the layout; everything else goes to risk_details.json.

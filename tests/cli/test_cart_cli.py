@@ -57,8 +57,8 @@ def test_outputs_and_utility(run):
     out = folder / "out"
     assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
     assert sorted(p.name for p in (out / "private").iterdir()) == [
-        "diagnostics.json", "measures.json", "policy.json", "report.html", "risk_utility.json", "run.json",
-        "utility.json"
+        "diagnostics.json", "measures.json", "policy.json", "release.json", "report.html", "risk_utility.json",
+        "run.json", "utility.json"
     ]
     utility = json.loads((out / "private" / "utility.json").read_text())
     assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}

@@ -167,8 +167,35 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
     assert private == {
         "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
         "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
-        "report.html", "risk_utility.json", "measures.json", "policy.json",
+        "report.html", "risk_utility.json", "measures.json", "policy.json", "release.json",
     }  # fmt: skip
+
+
+def test_load_gives_back_the_release_the_run_saved(runs, tmp_path):
+    """bsd.load: the synthetic datasets, the description, the diagnostics with the posterior, the measures and
+    the policy's verdict equal the release held in memory."""
+    _, _, release, _ = runs
+    release.save(tmp_path / "out")
+    loaded = bsd.load(tmp_path / "out")
+    pd.testing.assert_frame_equal(loaded.synthetic, release.synthetic)
+    assert loaded.description == json.loads(json.dumps(to_jsonable(release.description)))
+    assert (loaded.synthesizer, loaded.m, loaded.seed) == (release.synthesizer, release.m, release.seed)
+    assert loaded.facts == to_jsonable(release.facts) and loaded.seconds == pytest.approx(release.seconds)
+    assert loaded.diagnostics.summary == to_jsonable(release.diagnostics.summary)
+    assert loaded.diagnostics.passed == release.diagnostics.passed
+    saved = loaded.diagnostics.posteriors["all"].posterior  # the quantities the run saved (alpha, pi, ...)
+    assert {"alpha", "pi", "occupied", "marginal_county"} <= set(saved.data_vars)
+    for name in saved.data_vars:
+        np.testing.assert_array_equal(saved[name], release.diagnostics.posteriors["all"].posterior[name])
+    pd.testing.assert_frame_equal(loaded.measure_table(), release.measure_table())
+    pd.testing.assert_frame_equal(loaded.risk(), release.risk())
+    assert loaded.policy.to_dict() == release.policy.to_dict()
+    assert loaded.judge().to_dict() == release.judge().to_dict()
+    assert loaded.risk_figures == to_jsonable(release.risk_figures)
+    pd.testing.assert_frame_equal(loaded.private_tables["risk_records.parquet"],
+                                  release.private_tables["risk_records.parquet"])  # fmt: skip
+    with pytest.raises(bsd.InputError, match="holds no release"):
+        bsd.load(tmp_path / "nothing")
 
 
 def test_bad_input_and_options_are_refused_before_sampling(tmp_path):
