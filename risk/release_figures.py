@@ -217,7 +217,7 @@ class CategoricalReleaseFigures:
         knowledge set), columns ``by``, ``known``, the three measures, ``unique_matches``, ``disclosures``
         and ``share``."""
         rows = []
-        for _, wide in self.by_dataset(synthetic, by).iterrows():
+        for wide in self.by_dataset(synthetic, by).to_dict(orient="records"):  # each column keeps its type
             for name in self.known_keys:
                 rows.append({
                     by: wide[by], "known": name, **{m: float(wide[f"{m}[{name}]"]) for m in IDENTIFICATION_MEASURES},

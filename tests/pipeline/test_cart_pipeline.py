@@ -202,6 +202,6 @@ def test_bad_input_is_refused_before_anything_is_written(persons, tmp_path):
         bsd.synthesize(data, bsd.CART(rules=violated), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
     with pytest.raises(bsd.InputError, match="neither kept nor synthesized"):
         bsd.synthesize(data, bsd.CART(tables=["grade"]), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
-    with pytest.raises(bsd.InputError, match="bootstrap must be at least 1"):
+    with pytest.raises(bsd.InputError, match="bootstrap= must be at least 1"):
         bsd.synthesize(data, bsd.CART(bootstrap=0), synthesize=SYNTHESIZE, keep=KEEP, out=out, progress=False)
     assert not out.exists()
