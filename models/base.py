@@ -23,7 +23,8 @@ stacked, :func:`stack_draws`); sensitive values as :class:`xarray.DataArray` obj
 ``item`` (one sensitive value of the data), ``sample``/``synthetic`` and ``candidate``.
 
 ``idata.attrs`` of every fit follow one schema (:data:`FIT_ATTRS`): the ``sampler_backend`` (a NUTS
-backend or the name of an exact sampler), the ``sampler_settings``, the ``sampler_seed`` and the
+backend or the name of an exact sampler), the ``sampler_settings`` (a JSON object: netCDF attributes are
+text), the ``sampler_seed`` and the
 ``sampling_seconds``; a synthesizer may add its own keys beside them.
 """
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import logging
 import os
 import threading
@@ -415,7 +416,7 @@ def sample_model(
     idata.attrs.update(
         {
             "sampler_backend": backend,
-            "sampler_settings": str(settings.to_dict()),
+            "sampler_settings": json.dumps(settings.to_dict()),
             "sampler_seed": int(seed),
             "sampling_seconds": float(seconds),
         }

@@ -16,6 +16,7 @@ chains are very long. The real VLSS 1997 individuals (commune synthesized) show 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ class DPMPMSynthesizer:
                 "sampler_backend": "gibbs",
                 "sampler": "blocked Gibbs (numba) on cell counts",
                 "sampler_decision": SAMPLER_DECISION,
-                "sampler_settings": str(self.settings.to_dict()),
+                "sampler_settings": json.dumps(self.settings.to_dict()),
                 "sampler_seed": int(seed),
                 "sampling_seconds": float(seconds),
                 "iterations_per_chain": int(self.settings.burn + self.settings.draws),

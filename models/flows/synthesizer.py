@@ -8,6 +8,7 @@ synthetic dataset.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -167,7 +168,7 @@ class FlowSynthesizer:
         idata.attrs.update(
             {
                 "sampler_backend": "bayessdc.models.nuts (compiled, Stan's diagonal-metric NUTS)",
-                "sampler_settings": str(settings.to_dict()),
+                "sampler_settings": json.dumps(settings.to_dict()),
                 "sampler_seed": int(seed),
                 "sampling_seconds": float(seconds),
             }
@@ -203,7 +204,7 @@ class FlowSynthesizer:
         joined.attrs.update(idata.attrs)
         joined.attrs.update(
             {
-                "sampler_settings": str(replace(settings, draws=total).to_dict()),
+                "sampler_settings": json.dumps(replace(settings, draws=total).to_dict()),
                 "sampling_seconds": float(idata.attrs["sampling_seconds"]) + float(more.attrs["sampling_seconds"]),
                 "continued": f"{int(draws)} draws per chain added to {posterior.sizes['draw']} (seed {int(seed)})",
             }

@@ -14,6 +14,7 @@ isolated outlier is ``x'beta + alpha (Y - x'beta)`` (eq. 5).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -214,7 +215,7 @@ class SpatialSynthesizer:
         idata.attrs.update(
             {
                 "sampler": "independent draws from the NNGP grid posterior (no MCMC)",
-                "sampler_settings": str({"draws": n_draws, "chains": chains, "neighbours": self.neighbours}),
+                "sampler_settings": json.dumps({"draws": n_draws, "chains": chains, "neighbours": self.neighbours}),
                 "sampler_seed": int(seed),
                 "sampling_seconds": float(posterior_grid.seconds),
                 "grid_phi_values": int(len(posterior_grid.phi)),

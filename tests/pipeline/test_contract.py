@@ -135,6 +135,7 @@ def test_posterior_synthesizers_honour_the_contract(run):
         assert {"chain", "draw"} <= set(idata.posterior.dims)
         missing = [k for k in FIT_ATTRS if k not in idata.attrs]
         assert not missing, f"{name}: idata.attrs lacks {missing}"
+        assert isinstance(json.loads(idata.attrs["sampler_settings"]), dict)  # JSON, read back by any tool
 
 
 def test_the_gate_quantities_have_one_type(run):
