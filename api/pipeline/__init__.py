@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -120,6 +120,8 @@ class Recipe(ABC):
 
     #: Short name used in outputs and the command line.
     name: str = ""
+    #: Synthetic datasets drawn when ``bsd.synthesize`` (and the command's ``--m``) is given none.
+    default_m: ClassVar[int] = 5
 
     @abstractmethod
     def prepare(
@@ -197,7 +199,7 @@ def synthesize(
     *,
     synthesize: Sequence[str] | str | None = None,
     keep: Sequence[str] | str | None = None,
-    m: int = 5,
+    m: int | None = None,
     seed: int = 0,
     out: str | os.PathLike[str] | None = None,
     allow_unconverged: bool = False,
@@ -217,7 +219,8 @@ def synthesize(
         The columns replaced by synthetic values, and the columns released unchanged and used by the model
         (a comma-separated string or a list). Flows take their columns from ``bsd.Flows(columns=...)``.
     m
-        Number of synthetic datasets.
+        Number of synthetic datasets (default the synthesizer's ``default_m``: 20 for the DPMPM and the
+        DP-areal model, as Hu & Savitsky release, 5 for the others).
     seed
         Seed of the whole run: the same seed gives the same release.
     out
@@ -260,6 +263,7 @@ def synthesize(
             f"synthesizer must be one of bsd.Flows, bsd.Spatial, bsd.DPMPM, bsd.DPAreal, bsd.CART; "
             f"got {type(synthesizer).__name__}"
         )
+    m = synthesizer.default_m if m is None else m
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise InputError(f"m= must be a whole number of at least 1, got {m!r}")
     start = time.perf_counter()

@@ -298,6 +298,8 @@ class _CategoricalRecipe(Recipe):
 
     #: Prefix of progress lines.
     label: ClassVar[str] = ""
+    #: Hu & Savitsky release m = 20 synthetic datasets.
+    default_m: ClassVar[int] = 20
     known: KnownSets
     repetitions: int
 

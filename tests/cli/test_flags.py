@@ -65,3 +65,20 @@ def test_every_flag_of_the_table_is_an_option_of_a_command():
 )
 def test_parameters_become_flags_worked_by_hand(library, command_line):
     assert as_flags(library) == command_line
+
+
+@pytest.mark.parametrize(
+    ("command", "recipe"),
+    [("dpmpm", "DPMPM"), ("dp-areal", "DPAreal"), ("flows", "Flows"), ("spatial", "Spatial"), ("cart", "CART")],
+)
+def test_the_number_of_datasets_defaults_to_the_recipes_own(command, recipe):
+    """One value per default: ``--m`` is left to ``bsd.synthesize``, which takes the recipe's ``default_m``;
+    the help states that value."""
+    import bayessdc as bsd
+
+    parser = build_parser()
+    (sub,) = [a.choices[command] for a in parser._subparsers._group_actions]
+    (m,) = [a for a in sub._actions if "--m" in a.option_strings]
+    default = getattr(bsd, recipe).default_m
+    assert m.default is None and f"default {default}:" in m.help
+    assert default == (20 if recipe in ("DPMPM", "DPAreal") else 5)
