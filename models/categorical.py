@@ -1,9 +1,8 @@
 """Categorical records coded as integers, with the cells (distinct value combinations) they occupy.
 
-The input of the two categorical synthesizers of Hu & Savitsky (``../shared/papers/003_f28306c144335c50.txt``
-in the development tree): the DPMPM (:mod:`bayessdc.models.dpmpm`, Section 2.1) models the records through
-their cells, the DP-areal model (:mod:`bayessdc.models.dp_areal`, Section 2.2) through the label counts of
-every pattern of the kept variables. :func:`prepare_categorical` checks a table and codes it, refusing bad
+The input of the two categorical synthesizers of Hu & Savitsky: the DPMPM (:mod:`bayessdc.models.dpmpm`,
+Section 2.1) models the records through their cells, the DP-areal model (:mod:`bayessdc.models.dp_areal`,
+Section 2.2) through the label counts of every pattern of the kept variables. :func:`prepare_categorical` checks a table and codes it, refusing bad
 input before any sampling with a message that names the column at fault and what to do.
 """
 

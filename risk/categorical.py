@@ -1,6 +1,6 @@
 """Identification and attribute risk of m partially synthetic categorical datasets, beside the inherent bounds.
 
-Hu & Savitsky, Section 4 (``../shared/papers/003_f28306c144335c50.txt``), gathered into the figures every
+Hu & Savitsky, Section 4, gathered into the figures every
 synthesizer of categorical labels reports (the DPMPM and the DP-areal model), so that their outputs compare
 file by file: per knowledge set the expected match risk, true and false match rates (eq. 15-17) of the m
 datasets, and the exact attribute disclosures (eq. 18), each beside the inherent minimum and maximum

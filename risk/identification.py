@@ -1,6 +1,6 @@
 """Identification and attribute disclosure risk for synthesized categorical variables, and inherent bounds.
 
-Hu & Savitsky, Section 4 (``../shared/papers/003_f28306c144335c50.txt``). Generic: nothing here knows the
+Hu & Savitsky, Section 4. Generic: nothing here knows the
 synthesizer. The confidential records and every synthetic dataset are tables with the same rows in the same
 order (partially synthetic data: the kept columns are identical, the synthesized ones replaced).
 

@@ -1,6 +1,6 @@
 """Utility of partially synthetic categorical data, knowing nothing of any model.
 
-Hu & Savitsky, Section 3 (``../shared/papers/003_f28306c144335c50.txt``): sums of absolute deviations of the
+Hu & Savitsky, Section 3: sums of absolute deviations of the
 one-, two- and three-way tables that involve the synthesized variables (Table 2), within-pattern
 distributions of the synthesized variables (Section 3.3), the pMSE of a logistic propensity model
 (Woo et al. 2009; Snoke et al. 2018), and the analyst's model fitted per synthetic dataset and combined

@@ -1,7 +1,6 @@
 """Sequential CART synthesis with a Bayesian bootstrap in the leaves (Rodriguez, Freiman, Reiter & Lauger).
 
-*Preserving privacy in person-level data for the ACS* (``../shared/papers/001_29e5fdf8954ff727.txt`` in the
-development tree).
+*Preserving privacy in person-level data for the ACS*.
 Column-partially synthetic data (Section 5): the kept variables are released unchanged and predict, with
 the variables synthesized before it, each synthesized variable through one CART (Section 2); synthetic
 values are drawn sequentially from a Bayesian bootstrap of the leaves' observed values (Section 4; Reiter

@@ -1,7 +1,7 @@
 """DP-areal synthesizer: Poisson-lognormal county-by-pattern counts with Dirichlet-process random effects.
 
 Hu & Savitsky, *Bayesian Data Synthesis and Disclosure Risk Quantification: An Application to the Consumer
-Expenditure Surveys* (``../shared/papers/003_f28306c144335c50.txt`` in the development tree), Section 2.2
+Expenditure Surveys*, Section 2.2
 (eq. 7-14) with the settings of Section 2.3. A *pattern* ``b`` is a combination of the kept (non-geographic)
 variables; ``c_i^(b)`` counts the records of pattern ``b`` with label ``i`` (the county), zeros included. The
 counts are Poisson with lognormal rates (eq. 7-8) whose means come from a truncated Dirichlet-process mixture

@@ -1,7 +1,7 @@
 """The DP-areal model of Hu & Savitsky, Section 2.2, declared in PyMC as the paper writes it.
 
 Hu & Savitsky, *Bayesian Data Synthesis and Disclosure Risk Quantification: An Application to the Consumer
-Expenditure Surveys* (``../shared/papers/003_f28306c144335c50.txt`` in the development tree), Section 2.2
+Expenditure Surveys*, Section 2.2
 (eq. 7-12) with the settings of Section 2.3.
 
 This declaration has a label and a log rate for every pattern x label cell, which NUTS cannot sample (the

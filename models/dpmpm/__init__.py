@@ -1,7 +1,7 @@
 """DPMPM synthesizer: Dirichlet-process mixture of products of multinomials for categorical data.
 
 Hu & Savitsky, *Bayesian Data Synthesis and Disclosure Risk Quantification: An Application to the Consumer
-Expenditure Surveys* (``../shared/papers/003_f28306c144335c50.txt`` in the development tree), Section 2.1
+Expenditure Surveys*, Section 2.1
 and 2.3, following Si & Reiter (2013) and Hu et al. (2014). Every record ``X_i = (X_i1, ..., X_ip)`` of ``p``
 categorical variables belongs to one of ``K`` latent classes (eq. 1-2); the class weights come from a
 truncated stick breaking (eq. 3-5) and every class has its own level probabilities for every variable (eq. 6).

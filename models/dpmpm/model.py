@@ -1,7 +1,7 @@
 """The DPMPM of Hu & Savitsky, Section 2.1, declared in PyMC as the paper writes it.
 
 Hu & Savitsky, *Bayesian Data Synthesis and Disclosure Risk Quantification: An Application to the Consumer
-Expenditure Surveys* (``../shared/papers/003_f28306c144335c50.txt`` in the development tree), Section 2.1
+Expenditure Surveys*, Section 2.1
 (eq. 1-6) with the settings of Section 2.3, following Si & Reiter (2013) and Hu et al. (2014).
 
 The blocked Gibbs sampler (:mod:`bayessdc.models.dpmpm.gibbs`) samples the equivalent form with the latent

@@ -1,7 +1,7 @@
 """Truncated-Poisson synthesizer for small origin-destination counts.
 
 Hawala, Reiter & Wang, *Synthesizing truncated count data for confidentiality* (the paper behind this
-package; ``../shared/papers/000_a0ee0433da4e693a.txt`` in the development tree).
+package).
 
 Cells of a county-to-county flow table whose count ``n`` lies in ``lower..upper`` (1..9 in the paper) are
 sensitive. Their shifted counts ``y = n - lower`` (0..8) are modelled, one model per (origin group,

@@ -1,7 +1,7 @@
 """Spatial Gaussian-process synthesizer with differential smoothing of spatial outliers.
 
 Quick, Holan & Wikle, *Generating partially synthetic geocoded public use data with decreased disclosure
-risk using differential smoothing* (``../shared/papers/002_5418d1e134491608.txt`` in the development tree).
+risk using differential smoothing*.
 
 The model (eq. 1 and Section 2; Section 3.1)::
 
