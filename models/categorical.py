@@ -2,8 +2,9 @@
 
 The input of the two categorical synthesizers of Hu & Savitsky: the DPMPM (:mod:`bayessdc.models.dpmpm`,
 Section 2.1) models the records through their cells, the DP-areal model (:mod:`bayessdc.models.dp_areal`,
-Section 2.2) through the label counts of every pattern of the kept variables. :func:`prepare_categorical` checks a table and codes it, refusing bad
-input before any sampling with a message that names the column at fault and what to do.
+Section 2.2) through the label counts of every pattern of the kept variables. :func:`prepare_categorical`
+checks a table and codes it, refusing bad input before any sampling with a message that names the column at
+fault and what to do.
 """
 
 from __future__ import annotations
