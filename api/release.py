@@ -212,8 +212,12 @@ class Release:
         ...                          synthesize="education", keep="age,sex", m=2, progress=False)
         >>> list(release.risk()["measure"].unique())
         ['copied_records', 'replicated_uniques']
-        >>> list(release.risk(known=[["age", "sex", "education"]])["subset"].unique())[:2]
-        ['age+sex+education', 'age+sex+education']
+        >>> risk = release.risk(known=[["age", "sex", "education"]])  # recomputed for an intruder knowing these
+        >>> list(risk["measure"].unique())[:4]
+        ['expected_match_risk', 'true_match_rate', 'false_match_rate', 'attribute_disclosures']
+        >>> row = risk.set_index(["measure", "subset"]).loc[("expected_match_risk", "age+sex+education")]
+        >>> bool(row["inherent_min"] < row["pooled"] < row["inherent_max"])  # between Hu & Savitsky's bounds
+        True
         """
         return self._table("risk", options)
 
@@ -271,7 +275,19 @@ class Release:
 
     def judge(self, policy: Any = None) -> Any:
         """This release's measures judged by another ``policy`` (a file, a :class:`bayessdc.Policy`, or ``None``
-        for the default), without changing what was released: a :class:`bayessdc.policy.Verdict`."""
+        for the default), without changing what was released: a :class:`bayessdc.policy.Verdict`.
+
+        Examples
+        --------
+        >>> import bayessdc as bsd
+        >>> release = bsd.synthesize(bsd.examples.acs_persons(300, seed=1), bsd.CART(bootstrap=10),
+        ...                          synthesize="education", keep="age,sex", m=2, progress=False)
+        >>> none_copied = bsd.Policy(name="no copies", criteria=(
+        ...     bsd.Criterion("copied_records", statistic="worst", at_most=0),))
+        >>> verdict = release.judge(none_copied)
+        >>> verdict.passed, verdict.failed()[0].criterion.measure
+        (False, 'copied_records')
+        """
         from bayessdc.measures import MeasureSet
         from bayessdc.policy import judge, load_policy
 

@@ -257,6 +257,19 @@ def synthesize(
         The release fails the disclosure policy under every setting tried (``out/private/policy.json`` and
         the report are written, nothing to ``release/``); the message names each failing criterion, its
         figure with its interval, the threshold and the synthesizer's levers.
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> persons = bsd.examples.acs_persons(300, seed=1)
+    >>> release = bsd.synthesize(persons, bsd.CART(bootstrap=10), synthesize="education", keep="age,sex", m=2,
+    ...                          seed=0, progress=False)
+    >>> release.m, release.synthetic["synthetic"].nunique(), release.policy.passed
+    (2, 2, True)
+    >>> again = bsd.synthesize(persons, bsd.CART(bootstrap=10), synthesize="education", keep="age,sex", m=2,
+    ...                        seed=0, progress=False)
+    >>> again.synthetic.equals(release.synthetic)  # the same seed gives the same release
+    True
     """
     if not isinstance(synthesizer, Recipe):
         raise InputError(

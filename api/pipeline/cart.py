@@ -84,6 +84,13 @@ class CART(Recipe):
     -----
     Columns of the input that are neither kept nor synthesized are not released. See the module docstring
     for what the diagnostics and the risk of a CART release hold.
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.CART(min_leaf=10)
+    >>> recipe.min_leaf, recipe.default_m, recipe.bootstrap
+    (10, 5, 1000)
     """
 
     rules: Sequence[Rule | Mapping[str, Any]] | Mapping[str, Any] | str | os.PathLike[str] = ()

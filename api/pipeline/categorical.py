@@ -540,6 +540,15 @@ class DPMPM(_CategoricalRecipe):
         many threads, or the address of a running dask scheduler (``tcp://host:8786``); finished chains are
         then kept under ``private/chains/`` of the output folder, and a rerun into it loads them. The
         posterior is the same on every path.
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.DPMPM(K=20, conditioning="pattern")
+    >>> recipe.K, recipe.conditioning, recipe.default_m, recipe.settings.chains
+    (20, 'pattern', 20, 8)
+    >>> [(lever.parameter, lever.refit) for lever in recipe.levers()][0]  # lowered without a refit
+    ('conditioning', False)
     """
 
     K: int = 40
@@ -796,6 +805,13 @@ class DPAreal(_CategoricalRecipe):
         As for :class:`DPMPM`.
     max_cells
         Most label x pattern cells (beyond: the DPMPM).
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.DPAreal()
+    >>> recipe.K, recipe.default_m
+    (50, 20)
     """
 
     K: int = 50

@@ -339,6 +339,13 @@ def adjust(
         No adjustment meets the protections; the message names the cells and what to relax.
     ValueError
         Bad data or totals (the message names the cell).
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", integer=True)
+    >>> result.policy.passed  # every sensitive cell moved by at least its protection level
+    True
     """
     disclosure_policy = load_policy(policy)
     data = table if isinstance(table, pd.DataFrame) else read_table(table)

@@ -70,6 +70,13 @@ class Flows(Recipe):
     exact_check
         Refit the model for this many cells with the largest k-hat, once per candidate count, to measure
         the importance-sampling approximation (``private/exact_check.json``).
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.Flows()
+    >>> recipe.lower, recipe.upper, recipe.default_m  # counts 1..9 are sensitive, as in the paper
+    (1, 9, 5)
     """
 
     priors: FlowPriors = WEAKLY_INFORMATIVE_PRIORS

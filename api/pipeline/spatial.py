@@ -105,6 +105,13 @@ class Spatial(Recipe):
     -----
     ``release.risk(band=..., absolute_band=...)`` and ``release.utility(predictors=[...])`` recompute the
     proximity risk and the regression utility with other options (see :class:`SpatialMeasures`).
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.Spatial(response="price", coords=("x", "y"))
+    >>> recipe.gamma, recipe.default_m
+    (inf, 5)
     """
 
     coords: Sequence[str] | str

@@ -1,0 +1,29 @@
+"""The Examples of the public verbs and recipes run as written (doctests), so that they cannot go stale."""
+
+import doctest
+import importlib
+
+import pytest
+
+#: Modules whose docstrings hold Examples: the verbs (synthesize, adjust, load, the release's methods), the
+#: recipes, the measures and the generic risk functions.
+MODULES = (
+    "bayessdc.pipeline",
+    "bayessdc.pipeline.categorical",
+    "bayessdc.pipeline.cart",
+    "bayessdc.pipeline.flows",
+    "bayessdc.pipeline.spatial",
+    "bayessdc.pipeline.cta",
+    "bayessdc.release",
+    "bayessdc.loading",
+    "bayessdc.measures",
+    "bayessdc.risk.copies",
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_run_as_written(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0, f"{name} has no Examples"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed (see the output above)"
