@@ -32,9 +32,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--keep", default="", help="comma-separated columns kept as observed predictors")
     p.add_argument("--rules", type=Path, default=None, help="logical rules, JSON or YAML (bayessdc.models.cart.rules)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument(
-        "--m", type=int, default=None, help="number of synthetic datasets (default 5: the recipe's default_m)"
-    )
+    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--min-leaf", type=int, default=5, help="smallest number of records in a leaf (default 5)")
     p.add_argument("--ccp-alpha", type=float, default=0.0, help="cost-complexity pruning parameter (default 0)")

@@ -33,9 +33,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged; they form the patterns")
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--K", type=int, default=50, help="number of mixture components (default 50)")
-    p.add_argument(
-        "--m", type=int, default=None, help="number of synthetic datasets (default 20: the recipe's default_m)"
-    )
+    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=1000, help="NUTS draws kept per chain (default 1000)")
     p.add_argument("--tune", type=int, default=1000, help="NUTS warm-up iterations per chain (default 1000)")

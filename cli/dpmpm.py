@@ -35,9 +35,7 @@ def add_parser(subparsers: Any) -> None:
         help="latent class for synthesis drawn given all of the record's values (full, default), "
         "the kept values only (pattern) or pi alone (prior)",
     )  # fmt: skip
-    p.add_argument(
-        "--m", type=int, default=None, help="number of synthetic datasets (default 20: the recipe's default_m)"
-    )
+    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=4000, help="Gibbs iterations kept per chain (default 4000)")
     p.add_argument("--burn", type=int, default=1000, help="burn-in iterations per chain (default 1000)")

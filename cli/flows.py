@@ -23,9 +23,7 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path, help="output folder (resumed if it holds the same run)")
-    p.add_argument(
-        "--m", type=int, default=None, help="number of synthetic datasets (default 5: the recipe's default_m)"
-    )
+    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
     p.add_argument("--tune", type=int, default=500, help="warm-up iterations per chain (default 500)")

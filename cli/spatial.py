@@ -65,9 +65,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--neighbours", type=int, default=15, help="neighbours per record under --approximation nngp (default 15)"
     )
-    p.add_argument(
-        "--m", type=int, default=None, help="number of synthetic datasets (default 5: the recipe's default_m)"
-    )
+    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     p.add_argument("--draws", type=int, default=2000, help="kept draws per chain (default 2000)")
     p.add_argument("--tune", type=int, default=1000, help="warm-up iterations per chain (default 1000)")
