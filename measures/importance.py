@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Measure, MeasureInput, MeasureResult, register
+from .intruder import item_subsets
 
 __all__ = ["GuessDistance", "TrueValueProbability"]
 
@@ -30,11 +31,8 @@ def _per_item(data: MeasureInput, column: str, reference: str | None) -> tuple[l
     mean of the ``reference`` column per subset as the reference ``chance``."""
     items = data.items
     value = items[column].to_numpy(dtype=float)
-    subsets = [("all items", np.ones(len(items), dtype=bool))]
-    if "unique" in items:
-        subsets.append(("unique items", items["unique"].to_numpy(dtype=bool)))
     values, references = [], []
-    for subset, mask in subsets:
+    for subset, mask in item_subsets(items):
         mask = mask & np.isfinite(value)
         if not mask.any():
             continue

@@ -11,10 +11,20 @@ share an intruder guessing uniformly over the sensitive range gets right.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .base import Measure, MeasureInput, MeasureResult, register
 
-__all__ = ["IntruderCorrect"]
+__all__ = ["IntruderCorrect", "item_subsets"]
+
+
+def item_subsets(items: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
+    """The subsets of the sensitive items every intruder measure reports: ``all items`` and, when the items
+    say which are unique (``unique``, the paper's ``a_t``), ``unique items``; each with its mask."""
+    subsets = [("all items", np.ones(len(items), dtype=bool))]
+    if "unique" in items:
+        subsets.append(("unique items", items["unique"].to_numpy(dtype=bool)))
+    return subsets
 
 
 @register
@@ -41,11 +51,8 @@ class IntruderCorrect(Measure):
         items = data.items
         correct = items["correct"].to_numpy(dtype=bool)
         chance = items["chance"].to_numpy(dtype=float) if "chance" in items else None
-        subsets = [("all items", np.ones(len(items), dtype=bool))]
-        if "unique" in items:
-            subsets.append(("unique items", items["unique"].to_numpy(dtype=bool)))
         values, references = [], []
-        for subset, mask in subsets:
+        for subset, mask in item_subsets(items):
             if not mask.any():
                 continue
             values.append({"subset": subset, "dataset": 0, "value": float(correct[mask].mean())})
