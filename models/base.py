@@ -7,14 +7,20 @@ protocols, so that no generic module needs to know any one model:
     ``name``, ``fit(data, seed) -> InferenceData``, ``convergence_quantities(idata, data)`` (what the
     parameter gate monitors, one return type: ``dict[str, xarray.DataArray]`` with ``chain`` and ``draw``
     dimensions), ``observed(data)``, ``posterior_predictive(posterior, data, rng)`` and ``describe()``.
+:class:`SupportsReleaseFrame` (optional: whole frames released by the pipeline's default draw step)
+    ``release_frame(data, values)``, the m datasets as one frame with a first column ``synthetic``.
 :class:`SupportsCandidateRisk` (optional: per-item importance-sampling attribute risk)
     ``candidates(data)`` and ``candidate_log_prob(posterior, data)``, the log probability under each draw
-    that a sensitive item takes each candidate value; ``replace_value(data, item, value)`` for the refit
-    check of the importance-sampling approximation. A synthesizer whose items have no finite candidate set
+    that a sensitive item takes each candidate value. A synthesizer whose items have no finite candidate set
     (a continuous response) does not offer it.
+:class:`SupportsRefitCheck` (optional: the refit check of the importance-sampling approximation)
+    ``replace_value(data, item, value)``, the data with one confidential value replaced.
 :class:`SupportsReleaseRisk` (optional: attribute risk that also conditions on the released datasets)
     ``release_log_prob(posterior, data, synthetic)``, and ``data.take(rows)`` on its data object to assess
     a chunk of records.
+:class:`SupportsSamplerSettings` (optional: the group runner's longer refits and its share of the cores)
+    a dataclass with a ``settings`` dataclass (``draws``, ``target_accept``, ``cores``) that the runner
+    replaces with :func:`dataclasses.replace`.
 :class:`SupportsContinuation` (optional: the group runner's first extension of a fit that missed r_hat or ESS)
     ``continue_fit(idata, data, draws, seed)``, the chains continued from their adapted state.
 
@@ -34,13 +40,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 __all__ = [
     "FIT_ATTRS",
     "SupportsCandidateRisk",
     "SupportsContinuation",
+    "SupportsRefitCheck",
+    "SupportsReleaseFrame",
     "SupportsReleaseRisk",
+    "SupportsSamplerSettings",
     "Synthesizer",
     "sample_candidates",
     "stack_draws",
@@ -79,6 +89,17 @@ class Synthesizer(Protocol):
 
 
 @runtime_checkable
+class SupportsReleaseFrame(Protocol):
+    """Optional: a synthesizer whose synthetic values make whole frames (the pipeline's default draw step)."""
+
+    def release_frame(self, data: Any, values: xr.DataArray) -> pd.DataFrame:
+        """The datasets as one frame: a first column ``synthetic`` (the coordinate of ``values``), then the
+        released columns of every record with the sensitive items replaced by ``values`` (dimensions
+        ``(synthetic, item)``); given the observed values (:meth:`Synthesizer.observed` with a ``synthetic``
+        dimension of one), the confidential frame."""
+
+
+@runtime_checkable
 class SupportsCandidateRisk(Protocol):
     """Optional: per-item attribute risk by importance sampling over a finite set of candidate values."""
 
@@ -89,6 +110,25 @@ class SupportsCandidateRisk(Protocol):
         """log p(item = candidate | draw): dimensions ``sample``, ``item`` and ``candidate``, in any order
         (consumers select them by name; ``(item, candidate, sample)`` is the order the risk step reads without
         a copy)."""
+
+
+@runtime_checkable
+class SupportsRefitCheck(Protocol):
+    """Optional: the exact check of the importance-sampling risk by refits
+    (:func:`bayessdc.risk.attribute.refit_attribute_risk`)."""
+
+    def replace_value(self, data: Any, item: int, value: Any) -> Any:
+        """``data`` with the confidential value of ``item`` replaced by ``value``."""
+
+
+@runtime_checkable
+class SupportsSamplerSettings(Protocol):
+    """Optional: sampler settings the group runner may replace (longer refits, a share of the cores).
+
+    The synthesizer is a dataclass and ``settings`` a dataclass with ``draws``, ``target_accept`` and ``cores``
+    (:class:`bayessdc.models.sampling.SamplerSettings`)."""
+
+    settings: Any
 
 
 @runtime_checkable

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc import progress as _progress
+from bayessdc.models.base import SupportsContinuation, SupportsSamplerSettings
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
 from .datasets import draw_synthetic, group_seed
@@ -151,9 +152,9 @@ class GroupTask:
     def share_cores(self, workers: int) -> GroupTask:
         """This task with its sampler given an equal share of the cores, when ``workers`` groups run at once."""
         synthesizer = self.synthesizer
-        settings = getattr(synthesizer, "settings", None)
-        if settings is None or not dataclasses.is_dataclass(synthesizer):
+        if not isinstance(synthesizer, SupportsSamplerSettings) or not dataclasses.is_dataclass(synthesizer):
             return self
+        settings = synthesizer.settings
         cores = max(1, (os.cpu_count() or 1) // workers)
         shared = dataclasses.replace(synthesizer, settings=dataclasses.replace(settings, cores=cores))
         return dataclasses.replace(self, synthesizer=shared)
@@ -195,17 +196,16 @@ class GroupTask:
             sampling_seconds += check_start - fit_start
             check_seconds += time.perf_counter() - check_start
             attempts.append(report.to_dict())
-            settings = getattr(synthesizer, "settings", None)
+            settings = synthesizer.settings if isinstance(synthesizer, SupportsSamplerSettings) else None
             if report.passed or attempt == self.max_extensions or settings is None:
                 break
             continued = None
             # continue only where a refit with fresh starts remains possible afterwards (a chain stuck in one
             # mode keeps its mode when continued)
             if attempt == 0 and self.max_extensions >= 2 and report.divergences <= report.criteria.max_divergences:
-                continue_fit = getattr(synthesizer, "continue_fit", None)
                 start_more = time.perf_counter()
-                if continue_fit is not None:
-                    continued = continue_fit(idata, data, settings.draws, int(fit_seeds[attempt + 1]))
+                if isinstance(synthesizer, SupportsContinuation):
+                    continued = synthesizer.continue_fit(idata, data, settings.draws, int(fit_seeds[attempt + 1]))
                 sampling_seconds += time.perf_counter() - start_more
             if continued is not None:
                 _log.info("group %s: continuing its chains by %d draws each (%s)", name, settings.draws,

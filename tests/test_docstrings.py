@@ -9,7 +9,8 @@ import pytest
 #: recipes, the measures and the generic risk functions.
 MODULES = (
     "bayessdc.pipeline",
-    "bayessdc.pipeline.categorical",
+    "bayessdc.pipeline.dpmpm",
+    "bayessdc.pipeline.dp_areal",
     "bayessdc.pipeline.cart",
     "bayessdc.pipeline.flows",
     "bayessdc.pipeline.spatial",

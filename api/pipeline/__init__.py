@@ -1,27 +1,17 @@
-"""One release pipeline for every synthesizer: prepare, fit, gate, draw m, release frame, risk, utility, write.
+"""One release pipeline for every synthesizer: prepare, fit, gate, draw m, measure, judge, write.
 
-:func:`synthesize` runs the steps in that order for any :class:`Recipe`. A recipe (``bsd.Flows``,
-``bsd.Spatial``, ``bsd.DPMPM``, ``bsd.DPAreal``, ``bsd.CART``) holds a synthesizer's priors and settings and
-supplies the steps that differ between papers:
+:func:`synthesize` runs the steps in that order for any :class:`Recipe` (the contract is
+:mod:`bayessdc.pipeline.recipe`): the recipe prepares its typed input, fits and describes itself, and draws
+the m datasets with what the measures read (:class:`Drawn`); everything else is done here once, the same way
+for every synthesizer.
 
-``prepare(frame, synthesize, keep, seed)``
-    validated model input; bad input raises :class:`bayessdc.InputError` (or a model's ``...DataError``)
-    naming the column, row or constraint, before any sampling;
-``fit(prepared, m, seed, workdir, progress)``
-    the posterior of every independent part (fanned out through the group runner where there are several)
-    and the gate's figures, as :class:`Fitted` (a part's synthetic values may be drawn with its fit, so
-    that a finished part is stored whole and a rerun resumes it);
-``release(prepared, fitted, m, seed, progress)``
-    the m synthetic datasets as one frame, the model's public description, risk and utility, as a
-    :class:`bayessdc.Release` whose ``measure_input`` says what the generic measures read.
-
-The pipeline applies the gate the same way for all: the diagnostics are written (when an output folder is
-given) whatever the verdict, and a failed gate raises :class:`bayessdc.ConvergenceError` unless
-``allow_unconverged`` is true, which the release records. It then computes every measure that applies
-(:mod:`bayessdc.measures`) and judges them by the disclosure policy (:mod:`bayessdc.policy`), the same code
-for every synthesizer: a release that fails is tried again under the synthesizer's levers that need no refit
-(:meth:`Recipe.no_refit_settings`; for a release of whole records, the removal of replicated uniques when a
-criterion on them fails), and refused (:class:`bayessdc.DisclosureRefused`) when none meets the policy.
+The gate: the diagnostics are written (when an output folder is given) whatever the verdict, and a failed gate
+raises :class:`bayessdc.ConvergenceError` unless ``allow_unconverged`` is true, which the release records. The
+:class:`bayessdc.Release` is then built here from the recipe's draw and description, every measure that applies
+is computed (:mod:`bayessdc.measures`) and judged by the disclosure policy (:mod:`bayessdc.policy`): a release
+that fails is drawn again under the synthesizer's settings that need no refit (:meth:`Recipe.no_refit_settings`
+and :meth:`Recipe.under`; for a release of whole records, the removal of replicated uniques when a criterion on
+them fails), and refused (:class:`bayessdc.DisclosureRefused`) when none meets the policy.
 """
 
 from __future__ import annotations
@@ -29,168 +19,26 @@ from __future__ import annotations
 import logging
 import os
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import Any, ClassVar
+from dataclasses import asdict, replace
+from typing import Any
 
 import pandas as pd
 
 from bayessdc import progress as _progress
-from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError, ConvergenceReport
+from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
 from bayessdc.synthesis.output import OutputFolder
 
 from ..errors import InputError
 from ..policy import DisclosureRefused, Policy, Verdict, judge, load_policy
-from ..release import Diagnostics, Release
+from ..release import Release
+from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
 
-__all__ = ["Fitted", "Lever", "Prepared", "Recipe", "column_list", "decide", "synthesize"]
+__all__ = [
+    "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass
-class Prepared:
-    """A recipe's validated input.
-
-    Attributes
-    ----------
-    data
-        The model input (recipe-specific).
-    identity
-        What defines the run besides m and seed (input fingerprint, columns, priors, settings).
-    notices
-        Messages for the user (dropped columns, groups released unchanged).
-    extra
-        Anything else the recipe's later steps need.
-    """
-
-    data: Any
-    identity: dict[str, Any]
-    notices: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Fitted:
-    """The posterior of every part and the gate's figures.
-
-    Attributes
-    ----------
-    diagnostics
-        The posterior per fit and the summary written to ``private/diagnostics.json``.
-    report
-        The worst part's convergence report (what a refusal prints).
-    what
-        What did not converge, in words (``"the DPMPM posterior"``, ``"3 group(s) (A, B, C)"``).
-    hint
-        Advice printed with a refusal.
-    state
-        Anything the recipe's release step needs (fitted parts, results of the group runner).
-    reports
-        The parameter gate's figures of every fit, by fit name (``report.to_dict()`` form); written to
-        ``private/diagnostics.json`` under ``parameter_gate``, the one part of it every synthesizer shares.
-    private_files
-        Private files written whatever the verdict (for example a posterior summary).
-    release_gate
-        The release gate's figures (``private/diagnostics.json`` under ``release_gate``) when it, not the
-        parameter gate, decides the release (the Dirichlet-process synthesizers).
-    parameter_passed
-        The parameter gate's verdict when the release gate decides (then only a diagnostic).
-    failure, advice
-        How a refusal words the failure and what to do (default: did not converge; sample longer).
-    """
-
-    diagnostics: Diagnostics
-    report: ConvergenceReport | None
-    what: str = "the posterior"
-    hint: str = ""
-    state: Any = None
-    private_files: dict[str, Any] = field(default_factory=dict)
-    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
-    release_gate: dict[str, Any] | None = None
-    parameter_passed: bool | None = None
-    failure: str = "did not converge"
-    advice: str = ""
-
-
-class Recipe(ABC):
-    """A synthesizer's part of the pipeline (see the module docstring)."""
-
-    #: Short name used in outputs and the command line.
-    name: str = ""
-    #: Synthetic datasets drawn when ``bsd.synthesize`` (and the command's ``--m``) is given none.
-    default_m: ClassVar[int] = 5
-
-    @abstractmethod
-    def prepare(
-        self, frame: pd.DataFrame, synthesize: Sequence[str] | None, keep: Sequence[str] | None, seed: int = 0
-    ) -> Prepared:
-        """Validate ``frame`` and the column roles; nothing is sampled. ``seed`` is the run's seed, for any
-        random step of the preparation (such as jittering shared locations)."""
-
-    @abstractmethod
-    def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
-        """Fit every part; ``workdir`` (when given) stores finished parts so that a rerun resumes."""
-
-    @abstractmethod
-    def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
-        """Draw the m synthetic datasets and measure their risk and utility."""
-
-    def synthesizer(self) -> Any:
-        """The model object this recipe fits (the contract of ``bayessdc.models.base``), built from its
-        priors and settings."""
-        raise NotImplementedError(f"{type(self).__name__} has no single model object")
-
-    def report_content(self, prepared: Prepared, release: Release) -> Any:
-        """The synthesizer's material for the run's report (:class:`bayessdc.report.ReportContent`): what it
-        did, the data to compare and diagnostics only its model has. Risk and utility are not here: the report
-        lays them out from the release's measures. By default none."""
-        from bayessdc.report import ReportContent
-
-        return ReportContent()
-
-    def check_m(self, m: int) -> None:  # noqa: B027 - optional hook, nothing to check by default
-        """Refuse an ``m`` the recipe cannot deliver (before sampling)."""
-
-    def levers(self) -> list[Lever]:
-        """The synthesizer's privacy levers, in the order to try them (by default none)."""
-        return []
-
-    def no_refit_settings(self) -> list[dict[str, Any]]:
-        """Other settings the release can be drawn under from the same posterior, in the order the pipeline
-        tries them when the release fails its disclosure policy (by default none)."""
-        return []
-
-    def release_under(
-        self, setting: dict[str, Any], prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool
-    ) -> Release:
-        """The release drawn under ``setting`` (one of :meth:`no_refit_settings`) from the same posterior."""
-        raise NotImplementedError(f"{type(self).__name__} has no setting to draw under without a refit")
-
-
-@dataclass(frozen=True)
-class Lever:
-    """A way to lower a synthesizer's disclosure risk, named in a refusal.
-
-    Attributes
-    ----------
-    parameter
-        The recipe's parameter (``conditioning``, ``gamma``, ``min_leaf``).
-    advice
-        What to do, in words.
-    refit
-        Whether it needs the model fitted again.
-    """
-
-    parameter: str
-    advice: str
-    refit: bool = True
-
-    def sentence(self) -> str:
-        """The lever in one phrase, for a refusal."""
-        return f"{self.parameter}: {self.advice}" + ("" if self.refit else " (no refit: the same posterior)")
 
 
 def synthesize(
@@ -345,15 +193,12 @@ def _run(
             _write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal
     release_start = time.perf_counter()
-    release = synthesizer.release(prepared, fitted, m, seed, progress)
-    _log.debug("%s: %d datasets, risk and utility in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
+    release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress)
+    _log.debug("%s: %d datasets drawn in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
     release.policy_tried = tried
-    release.identity = identity
-    # What every release/model.json states, written here once for all synthesizers.
-    release.description.update({"m": m, "seed": seed, "allow_unconverged": allow_unconverged})
+    release.description["allow_unconverged"] = allow_unconverged
     release.description["disclosure_policy"] = {**policy.describe(), "released_under": release.policy.setting}
-    release.private_files = {**fitted.private_files, **release.private_files}
     release.report_content = synthesizer.report_content(prepared, release)
     release.seconds = time.perf_counter() - start
     if not release.policy.passed:
@@ -368,6 +213,32 @@ def _run(
     if folder is not None:
         release.write_to(folder, written=set(fitted.private_files))
     return release
+
+
+def build_release(
+    recipe: Recipe, prepared: Prepared, fitted: Fitted, identity: dict[str, Any], m: int, seed: int, progress: bool
+) -> Release:
+    """The :class:`bayessdc.Release` of the recipe's draw and description (not yet measured nor judged): built
+    here, once, for every synthesizer. ``release/model.json`` states the model's description with m and seed."""
+    drawn: Drawn = recipe.draw(prepared, fitted, m, seed, progress)
+    description = {**recipe.describe(prepared, fitted), "m": m, "seed": seed}
+    return Release(
+        synthesizer=recipe.name,
+        synthetic=drawn.synthetic,
+        description=description,
+        diagnostics=fitted.diagnostics,
+        identity=identity,
+        m=m,
+        seed=seed,
+        facts=drawn.facts,
+        risk_figures=drawn.risk_figures,
+        utility_figures=drawn.utility_figures,
+        private_json=drawn.private_json,
+        private_tables=drawn.private_tables,
+        private_files=dict(fitted.private_files),
+        measures=drawn.measures,
+        measure_input=drawn.measure_input,
+    )
 
 
 def decide(
@@ -395,7 +266,8 @@ def decide(
             "%s: the release fails the disclosure policy under %s; drawing it under %s from the same posterior",
             synthesizer.name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
         )  # fmt: skip
-        candidate = synthesizer.release_under(setting, prepared, fitted, m, seed, progress)
+        recipe, under = synthesizer.under(setting, fitted)
+        candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress)
         verdict = _measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
         tried.append(verdict)
         release = candidate
@@ -452,16 +324,3 @@ def _write_refusal_report(
         seconds=seconds,
     )
     folder.write_private_file("report.html", html_writer(lambda: render_run_report(refused)))
-
-
-def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
-    """Columns given as a list, or as one comma-separated string (``None`` stays ``None``)."""
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        columns = [columns]
-    out: list[str] = []
-    for value in columns:
-        out.extend(c.strip() for c in str(value).split(",") if c.strip())
-    return out
-

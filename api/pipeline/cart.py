@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,12 +49,38 @@ from bayessdc.synthesis.tables import (
 
 from ..errors import InputError, NotApplicableError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Lever, Prepared, Recipe, column_list
+from .recipe import Drawn, Fitted, Lever, Prepared, Recipe, column_list
 
 __all__ = ["CART", "default_tables", "identification_figures", "parse_table", "table_utility"]
 
 #: Numeric columns with more distinct values than this are cut into deciles in the default tables.
 MAX_TABLE_LEVELS = 20
+
+
+@dataclass(kw_only=True)
+class CartPrepared(Prepared):
+    """CART's validated input: ``data`` holds the released columns of the confidential table.
+
+    Attributes
+    ----------
+    frame
+        The table as given (the trees read the kept columns from it).
+    synthesize, keep
+        The synthesized columns in synthesis order, and the kept ones.
+    rules
+        The logical rules, checked against the data.
+    tables
+        The utility tables.
+    dropped
+        Input columns neither kept nor synthesized (not released).
+    """
+
+    frame: pd.DataFrame
+    synthesize: list[str]
+    keep: list[str]
+    rules: list[Rule]
+    tables: list[TableSpec]
+    dropped: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -107,22 +133,25 @@ class CART(Recipe):
             return load_rules(self.rules)
         return parse_rules(self.rules if isinstance(self.rules, Mapping) else list(self.rules or []))
 
-    def prepare(
-        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
-    ) -> Prepared:
-        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows)."""
-        if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
-            raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
-        synthesize, keep = list(synthesize or []), list(keep or [])
-        synthesizer = CartSynthesizer(
+    def _synthesizer(self, synthesize: list[str], keep: list[str], rules: list[Rule]) -> CartSynthesizer:
+        return CartSynthesizer(
             synthesize,
             keep,
-            self._rules(),
+            rules,
             min_samples_leaf=self.min_leaf,
             ccp_alpha=self.ccp_alpha,
             max_depth=self.max_depth,
             categorical=list(self.categorical),
         )
+
+    def prepare(
+        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
+    ) -> CartPrepared:
+        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows)."""
+        if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
+            raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
+        synthesize, keep = list(synthesize or []), list(keep or [])
+        synthesizer = self._synthesizer(synthesize, keep, self._rules())
         released = synthesizer.validate(frame)
         tables = _table_specs(self.tables, frame, released, synthesize, keep)
         _check_rules(synthesizer, released)
@@ -142,30 +171,40 @@ class CART(Recipe):
             "bootstrap": self.bootstrap,
         }
         dropped = [c for c in frame.columns if c not in released.columns]
-        extra = {"synthesizer": synthesizer, "tables": tables, "input": frame, "dropped": dropped}
-        return Prepared(released, identity, [], extra)
+        return CartPrepared(
+            released, identity, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
+            tables=tables, dropped=dropped,
+        )  # fmt: skip
 
-    def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
-        """Fit one tree per synthesized column, in order; there is no posterior to gate (it passes)."""
-        synthesizer: CartSynthesizer = prepared.extra["synthesizer"]
-        synthesizer.fit(prepared.extra["input"], seed)
+    def fit(self, prepared: CartPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """Fit one tree per synthesized column, in order (state: the fitted :class:`CartSynthesizer`).
+
+        CART's path through the pipeline is explicit: it draws no posterior, so there is nothing for a
+        convergence gate to judge and the gate passes by construction; the m datasets come from the trees'
+        leaves with Bayesian bootstrap weights (:meth:`draw`)."""
+        synthesizer = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
+        synthesizer.fit(prepared.frame, seed)
         summary = {
             "trees": synthesizer.tree_summary(),
             "fit_seconds": synthesizer.fit_seconds,
             "synthesis_seconds": None,
             "n_records": len(prepared.data),
-            "dropped_columns": prepared.extra["dropped"],
+            "dropped_columns": prepared.dropped,
         }
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
 
-    def report_content(self, prepared: Prepared, release: Release) -> Any:
+    def describe(self, prepared: CartPrepared, fitted: Fitted) -> dict[str, Any]:
+        """The trees' settings, rules and column kinds (no split or leaf value), and the number of records."""
+        return {**fitted.state.describe(), "n_records": len(prepared.data)}
+
+    def report_content(self, prepared: CartPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the synthesized columns compared, the trees."""
         return cart_report_content(prepared, release)
 
-    def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
-        """Draw the m datasets, measure tau of every table against the bootstrap, describe the model."""
+    def draw(self, prepared: CartPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
+        """Draw the m datasets from the trees and measure tau of every table against the bootstrap."""
         synthesizer: CartSynthesizer = fitted.state
-        released, tables = prepared.data, prepared.extra["tables"]
+        released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
         synthetic = synthesizer.synthesize_datasets(m)
         synthesis_seconds = time.perf_counter() - start
@@ -174,25 +213,16 @@ class CART(Recipe):
         trees = synthesizer.tree_summary()
         summary = fitted.diagnostics.summary
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
-        description = synthesizer.describe()
-        description["n_records"] = len(released)
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed)
         measures.tables = list(tables)
-        return Release(
-            synthesizer=self.name,
-            synthetic=synthetic,
-            description=description,
-            diagnostics=fitted.diagnostics,
-            identity={},
-            m=m,
-            seed=seed,
+        return Drawn(
+            synthetic,
             facts={
                 "records": len(released),
                 "fit_seconds": float(synthesizer.fit_seconds or 0.0),
                 "synthesis_seconds": synthesis_seconds,
                 "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
             },
-            risk_figures=None,
             utility_figures=utility,
             measures=measures,
             measure_input=self._measure_input(measures, synthesizer),
@@ -475,16 +505,14 @@ class CartMeasures(Measures):
         return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)
 
 
-def cart_report_content(prepared: Prepared, release: Release) -> Any:
+def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
     """What sequential CART did, for its report (:class:`bayessdc.report.ReportContent`): its trees among the
     diagnostics; risk and utility are laid out from the release's measures."""
     from functools import partial
 
     from bayessdc.report import Figure, ReportContent, Table, Text, plots
 
-    synthesizer: CartSynthesizer = prepared.extra["synthesizer"]
-    released, kinds = prepared.data, synthesizer.describe()["trees"]
-    synthesize = list(kinds)
+    released, synthesize, keep = prepared.data, prepared.synthesize, prepared.keep
     content = ReportContent(
         original=released,
         synthetic=release.synthetic,
@@ -492,7 +520,7 @@ def cart_report_content(prepared: Prepared, release: Release) -> Any:
         about=[
             f"Sequential CART (Rodriguez, Freiman, Reiter & Lauger): {', '.join(synthesize)} of {len(released):,} "
             f"records are synthesized one after another, each from a tree grown on the kept column(s) "
-            f"{', '.join(synthesizer.keep)} and the columns before it, with values drawn from a Bayesian bootstrap of "
+            f"{', '.join(keep)} and the columns before it, with values drawn from a Bayesian bootstrap of "
             f"its leaf, in each of the m = {release.m} datasets.",
         ],
     )

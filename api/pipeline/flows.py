@@ -35,11 +35,30 @@ from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_var
 
 from ..errors import InputError
 from ..release import Diagnostics, PosteriorFiles, Release
-from . import Fitted, Lever, Prepared, Recipe
+from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
 
 __all__ = ["Flows"]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class FlowsPrepared(Prepared):
+    """The flows' validated input: ``data`` holds the whole checked table.
+
+    Attributes
+    ----------
+    groups
+        The (origin group, destination group) pairs with sensitive cells, each fitted on its own.
+    skipped
+        The pairs without sensitive cells (released unchanged).
+    at_lower_bound
+        The pairs whose every sensitive count is at the lower bound.
+    """
+
+    groups: list[Any]
+    skipped: list[tuple[Any, Any]] = field(default_factory=list)
+    at_lower_bound: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,7 +112,7 @@ class Flows(Recipe):
 
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
-    ) -> Prepared:
+    ) -> FlowsPrepared:
         """Check the table (errors name the rows) and split it into group pairs."""
         if synthesize not in (None, [self.columns.count]) or keep is not None:
             raise InputError(
@@ -134,17 +153,19 @@ class Flows(Recipe):
                 "flat as a rate goes to 0), so how small is set by the prior; their synthetic counts will be "
                 f"mostly {self.lower}, and their risk figures measure what the prior and the range allow, not the data"
             )
-        extra = {"groups": groups, "skipped": skipped, "at_lower_bound": [list(g.key) for g in floor]}
-        return Prepared(data, identity, notices, extra)
+        return FlowsPrepared(
+            data, identity, notices, groups=groups, skipped=skipped, at_lower_bound=[list(g.key) for g in floor]
+        )
 
     def synthesizer(self) -> FlowSynthesizer:
         """The model this recipe fits to each group pair (the contract object of ``bayessdc.models.base``)."""
         return FlowSynthesizer(priors=self.priors, settings=self.settings, lower=self.lower, upper=self.upper)
 
-    def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+    def fit(self, prepared: FlowsPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """Fit every group pair through the group runner (each pair's synthetic counts and per-cell risk are
-        drawn in the same task, so that a finished pair is stored whole); the gate applies to each pair."""
-        groups = prepared.extra["groups"]
+        drawn in the same task, so that a finished pair is stored whole); the gate applies to each pair.
+        State: the group runner's results, in the order of the groups."""
+        groups = prepared.groups
         if progress:
             _log.info("fitting %d group pair(s) ...", len(groups))
         scratch = None
@@ -195,18 +216,28 @@ class Flows(Recipe):
             hint="Groups with few origins or destinations and mostly minimum counts have a nearly improper "
             "posterior under the paper's Gamma(0.01, 0.01) precision priors; the default weakly informative "
             "prior (phi_prior=weakly-informative, Gamma(1, 1)) makes them proper (recorded in model.json).",
-            state={"results": results},
+            state=results,
             reports={r.name: r.convergence for r in results},
         )
 
-    def report_content(self, prepared: Prepared, release: Release) -> Any:
+    def report_content(self, prepared: FlowsPrepared, release: Release) -> Any:
         """The report's material: what was synthesized and the sensitive counts compared by origin."""
         return flows_report_content(self, prepared, release)
 
-    def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
-        """The synthetic tables, per-cell attribute risk (R_all, R_unq, d_t) and utility (tau, margins)."""
-        data, groups, columns, lower = prepared.data, prepared.extra["groups"], self.columns, self.lower
-        results = fitted.state["results"]
+    def describe(self, prepared: FlowsPrepared, fitted: Fitted) -> dict[str, Any]:
+        """The model per group pair (priors, sampler), the sensitive bounds, the number of pairs, the columns."""
+        description = self.synthesizer().describe()
+        description.update(
+            {"sensitive_bounds": [self.lower, self.upper], "groups_fitted": len(prepared.groups),
+             "columns": asdict(self.columns)}
+        )  # fmt: skip
+        return description
+
+    def draw(self, prepared: FlowsPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
+        """The synthetic tables (drawn with each pair's fit), per-cell attribute risk (R_all, R_unq, d_t) and
+        utility (tau, margins)."""
+        data, groups, columns, lower = prepared.data, prepared.groups, self.columns, self.lower
+        results = fitted.state
         sensitive_rows = np.concatenate([g.rows for g in groups])
         synthetic_values = np.concatenate([r.synthetic_values() for r in results], axis=1) + lower
         cells = pd.concat([r.items for r in results], ignore_index=True)
@@ -261,27 +292,13 @@ class Flows(Recipe):
         if self.exact_check > 0:
             risk["exact_check"] = self._exact_check(groups, results, risk_cells, seed)
             private_json["exact_check.json"] = risk["exact_check"]
-        description = self.synthesizer().describe()
-        description.update(
-            {
-                "sensitive_bounds": [self.lower, self.upper],
-                "groups_fitted": len(groups),
-                "columns": asdict(columns),
-            }
-        )
-        return Release(
-            synthesizer=self.name,
-            synthetic=synthetic,
-            description=description,
-            diagnostics=fitted.diagnostics,
-            identity={},
-            m=m,
-            seed=seed,
+        return Drawn(
+            synthetic,
             facts={
                 "groups": len(groups),
                 "sensitive_cells": len(sensitive_rows),
-                "groups_released_unchanged": [list(k) for k in prepared.extra["skipped"]],
-                "groups_all_at_lower_bound": prepared.extra.get("at_lower_bound", []),
+                "groups_released_unchanged": [list(k) for k in prepared.skipped],
+                "groups_all_at_lower_bound": prepared.at_lower_bound,
             },
             risk_figures=risk,
             utility_figures=utility,
@@ -360,7 +377,7 @@ def _intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.Data
     })  # fmt: skip
 
 
-def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) -> Any:
+def flows_report_content(recipe: Flows, prepared: FlowsPrepared, release: Release) -> Any:
     """What the flows synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): the sensitive
     counts compared, by origin; risk and utility are laid out from the release's measures."""
     from functools import partial
@@ -368,7 +385,7 @@ def flows_report_content(recipe: Flows, prepared: Prepared, release: Release) ->
     from bayessdc.report import Figure, ReportContent, plots
 
     columns, data = recipe.columns, prepared.data
-    rows = np.concatenate([g.rows for g in prepared.extra["groups"]]) if prepared.extra["groups"] else np.array([], int)
+    rows = np.concatenate([g.rows for g in prepared.groups]) if prepared.groups else np.array([], int)
     stacked = release.synthetic
     synthetic = pd.concat(
         [stacked[stacked["synthetic"] == k].iloc[rows] for k in range(1, release.m + 1)], ignore_index=True

@@ -37,7 +37,7 @@ from bayessdc.synthesis.regression import regression_utility
 
 from ..errors import InputError
 from ..release import Diagnostics, Measures, Release
-from . import Fitted, Lever, Prepared, Recipe, column_list
+from .recipe import Drawn, Fitted, Lever, Prepared, Recipe, column_list
 
 __all__ = ["Spatial", "SpatialMeasures"]
 
@@ -50,6 +50,28 @@ STAGES: tuple[str, str] = ("unrestricted", "restricted")
 def _names(columns: Sequence[str] | str | None) -> list[str]:
     """Column names given as a list, or as one comma-separated string."""
     return column_list(columns) or []
+
+
+@dataclass(kw_only=True)
+class SpatialPrepared(Prepared):
+    """The spatial synthesizer's validated input: ``data`` is the model's :class:`SpatialData`.
+
+    Attributes
+    ----------
+    frame
+        The table as given (rows in order; released with the response replaced).
+    method
+        The Gaussian-process approximation resolved for this many records (``"exact"`` or ``"nngp"``).
+    response, coords, covariates, predictors
+        The response, the two coordinate columns, the model's covariates and the analyst's predictors.
+    """
+
+    frame: pd.DataFrame
+    method: str
+    response: str
+    coords: list[str]
+    covariates: list[str]
+    predictors: list[str]
 
 
 @dataclass(kw_only=True)
@@ -141,7 +163,7 @@ class Spatial(Recipe):
 
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
-    ) -> Prepared:
+    ) -> SpatialPrepared:
         """Check the options and the table (errors name the column or rows), before any sampling."""
         response, covariates = self._roles(synthesize, keep)
         coords = _names(self.coords)
@@ -189,8 +211,10 @@ class Spatial(Recipe):
         }
         if self.priors is not None:
             identity["priors"] = asdict(self.priors)
-        roles = {"response": response, "coords": coords, "covariates": covariates, "predictors": predictors}
-        return Prepared(data, identity, extra={"frame": frame, "method": method, **roles})
+        return SpatialPrepared(
+            data, identity, frame=frame, method=method, response=response, coords=coords, covariates=covariates,
+            predictors=predictors,
+        )  # fmt: skip
 
     def _roles(self, synthesize: list[str] | None, keep: list[str] | None) -> tuple[str, list[str]]:
         """The response and the covariates from this recipe's arguments or ``synthesize=``/``keep=``."""
@@ -227,10 +251,10 @@ class Spatial(Recipe):
 
     # -- fit and gate -------------------------------------------------------------------------------
 
-    def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
-        """Fit the unrestricted and the restricted model; the parameter gate applies to both."""
-        extra, data = prepared.extra, prepared.data
-        method = extra["method"]
+    def fit(self, prepared: SpatialPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """Fit the unrestricted and the restricted model; the parameter gate applies to both (state: the
+        two-stage fit)."""
+        data, method = prepared.data, prepared.method
         if progress:
             how = "exact GP" if method == "exact" else f"nearest-neighbour GP, {self.neighbours} neighbours"
             _log.info("%d records (%s); fitting the unrestricted and the restricted model ...", data.n, how)
@@ -273,22 +297,43 @@ class Spatial(Recipe):
 
     # -- release ------------------------------------------------------------------------------------
 
-    def report_content(self, prepared: Prepared, release: Release) -> Any:
+    def report_content(self, prepared: SpatialPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the response compared and a map of the locations
         with the outliers marked."""
         return spatial_report_content(prepared, release)
 
-    def release(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Release:
+    def describe(self, prepared: SpatialPrepared, fitted: Fitted) -> dict[str, Any]:
+        """The restricted model (released), the columns' roles and how differential smoothing was set."""
+        fit = fitted.state
+        model = fit.restricted.describe()
+        model.update(
+            {
+                "response": prepared.response,
+                "response_scale": "log" if self.log_response else "original",
+                "coords": prepared.coords,
+                "covariates": prepared.covariates,
+                "differential_smoothing": {
+                    "risk_weights": self.risk_weights,
+                    "correlation": self.correlation,
+                    "gamma": "inf" if math.isinf(fit.restriction.gamma) else "finite",
+                    "from_alpha": self.alpha is not None,
+                },
+                "jittered_duplicate_locations": fit.data.n_jittered > 0,
+            }
+        )
+        return model
+
+    def draw(self, prepared: SpatialPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
         """m synthetic datasets from each stage (the restricted ones released), proximity risk, utility."""
-        extra, fit = prepared.extra, fitted.state
-        data, response = fit.data, extra["response"]
+        fit = fitted.state
+        data, response = fit.data, prepared.response
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
         drawn = {
             "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng),
             "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng),
         }
         values = {name: stage.to_numpy() for name, stage in drawn.items()}
-        original = extra["frame"].reset_index(drop=True)
+        original = prepared.frame.reset_index(drop=True)
         measures = SpatialMeasures(
             data=data,
             restriction=fit.restriction,
@@ -297,35 +342,13 @@ class Spatial(Recipe):
             response=response,
             band=self.band,
             absolute_band=self.absolute_band,
-            predictors=extra["predictors"],
+            predictors=prepared.predictors,
         )
         risk, records = measures.proximity(self.band, measures.absolute_band)
         utility = measures.utility()
-        model = fit.restricted.describe()
-        model.update(
-            {
-                "response": response,
-                "response_scale": "log" if self.log_response else "original",
-                "coords": extra["coords"],
-                "covariates": extra["covariates"],
-                "differential_smoothing": {
-                    "risk_weights": self.risk_weights,
-                    "correlation": self.correlation,
-                    "gamma": "inf" if math.isinf(fit.restriction.gamma) else "finite",
-                    "from_alpha": self.alpha is not None,
-                },
-                "jittered_duplicate_locations": data.n_jittered > 0,
-            }
-        )
         overlap = float(np.mean([row["ci_overlap"] for row in utility["regression"]]))
-        return Release(
-            synthesizer=self.name,
-            synthetic=measures.datasets["restricted"],
-            description=model,
-            diagnostics=fitted.diagnostics,
-            identity={},
-            m=m,
-            seed=seed,
+        return Drawn(
+            measures.datasets["restricted"],
             facts={"records": data.n, "at_risk_records": len(risk["outliers"]), "mean_ci_overlap": overlap},
             risk_figures=risk,
             utility_figures=utility,
@@ -511,16 +534,15 @@ class SpatialMeasures(Measures):
         return utility
 
 
-def spatial_report_content(prepared: Prepared, release: Release) -> Any:
+def spatial_report_content(prepared: SpatialPrepared, release: Release) -> Any:
     """What the spatial synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): a map of the
     locations with the outliers it smooths; risk and utility are laid out from the release's measures."""
     from functools import partial
 
     from bayessdc.report import Figure, ReportContent, plots
 
-    extra = prepared.extra
-    response, coords = extra["response"], list(extra["coords"])
-    original = extra["frame"].reset_index(drop=True)
+    response, coords = prepared.response, list(prepared.coords)
+    original = prepared.frame.reset_index(drop=True)
     risk = release.risk_figures or {}
     at_risk = np.zeros(len(original), bool)
     at_risk[risk.get("outliers", [])] = True

@@ -29,7 +29,8 @@ import pytest
 import bayessdc.cta
 from bayessdc.cli import main
 from bayessdc.pipeline.cart import CART
-from bayessdc.pipeline.categorical import DPMPM, DPAreal
+from bayessdc.pipeline.dp_areal import DPAreal
+from bayessdc.pipeline.dpmpm import DPMPM
 from bayessdc.pipeline.flows import Flows
 from bayessdc.pipeline.spatial import Spatial
 

@@ -148,7 +148,7 @@ def test_the_gate_quantities_have_one_type(run):
     else:
         synthesizer = recipe.synthesizer()
     assert isinstance(synthesizer, Synthesizer)
-    data = prepared.extra["groups"][0] if name == "flows" else prepared.data
+    data = prepared.groups[0] if name == "flows" else prepared.data
     idata = next(iter(release.diagnostics.posteriors.values()))
     quantities = synthesizer.convergence_quantities(idata, data)
     assert isinstance(quantities, dict) and quantities

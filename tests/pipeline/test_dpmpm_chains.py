@@ -19,7 +19,7 @@ def prepared():
 
 
 def _posterior(recipe, prepared, workdir=None):
-    return recipe.fit(prepared, 3, 7, workdir, progress=False).state["idata"]
+    return recipe.fit(prepared, 3, 7, workdir, progress=False).state.idata
 
 
 def _bitwise_equal(a, b) -> None:

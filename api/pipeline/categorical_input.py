@@ -1,0 +1,136 @@
+"""The checks of a categorical release's input before any sampling, and its typed prepared input.
+
+Shared by the DPMPM and the DP-areal model (Hu & Savitsky): the intruder's knowledge sets, the analyst's
+ordered logistic regressions, and notices on dropped columns and patterns of a single record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputError
+from .recipe import Prepared
+
+__all__ = ["CategoricalPrepared", "KnownSets", "OrderedLogits", "check_known_sets", "check_ordered_logits"]
+
+#: An intruder's knowledge sets: each a list of columns or one comma-separated string.
+KnownSets = Sequence[Sequence[str] | str] | None
+#: The analyst's ordered logistic regressions as ``(response, predictors)``.
+OrderedLogits = Sequence[tuple[str, Sequence[str]]]
+
+
+@dataclass(kw_only=True)
+class CategoricalPrepared(Prepared):
+    """A categorical synthesizer's validated input: ``data`` is the model's coded table.
+
+    Attributes
+    ----------
+    original
+        The released columns of the confidential records, as labels.
+    synthesize, keep
+        The synthesized and the kept columns.
+    known
+        The intruder's knowledge sets, checked.
+    singles
+        Records alone in their pattern of kept values.
+    ordered_logits
+        The analyst's ordered logistic regressions, checked.
+    """
+
+    original: pd.DataFrame
+    synthesize: list[str]
+    keep: list[str]
+    known: list[list[str]]
+    singles: int
+    ordered_logits: list[tuple[str, list[str]]]
+
+
+def check_known_sets(known: KnownSets, synthesize: Sequence[str], keep: Sequence[str]) -> list[list[str]]:
+    """The intruder's knowledge sets as lists of columns (default: every kept and synthesized column).
+
+    Parameters
+    ----------
+    known
+        Knowledge sets, each a list of columns or one comma-separated string (``"gender,county"``).
+    synthesize, keep
+        The released columns.
+
+    Raises
+    ------
+    bayessdc.InputError
+        A column that is neither kept nor synthesized, or an empty knowledge set.
+    """
+    variables = list(keep) + list(synthesize)
+    if isinstance(known, str):
+        known = [known]
+    sets = []
+    for entry in known or []:
+        columns = [c.strip() for c in entry.split(",") if c.strip()] if isinstance(entry, str) else list(entry)
+        if not columns:
+            raise InputError("known=: an empty knowledge set; give the columns an intruder knows")
+        sets.append(columns)
+    sets = sets or [variables]
+    for columns in sets:
+        unknown = [c for c in columns if c not in variables]
+        if unknown:
+            raise InputError(
+                f"known= column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
+                f"(the release holds {', '.join(map(str, variables))})"
+            )
+    return sets
+
+
+def check_ordered_logits(
+    ordered_logits: OrderedLogits | None,
+    levels: dict[str, Any],
+    keep: Sequence[str],
+    synthesize: Sequence[str],
+) -> list[tuple[str, list[str]]]:
+    """Check the analyst's ordered logistic regressions ``(response, predictors)`` before any sampling.
+
+    Raises
+    ------
+    bayessdc.InputError
+        A column neither kept nor synthesized, a column named twice, no synthesized column involved, or a
+        response with a single level.
+    """
+    variables = list(keep) + list(synthesize)
+    checked = [(str(r), [str(c) for c in preds]) for r, preds in (ordered_logits or [])]
+    for response, predictors in checked:
+        name = f"ordered_logits= ({response!r}, {predictors!r})"
+        unknown = [c for c in [response, *predictors] if c not in variables]
+        if unknown:
+            raise InputError(
+                f"{name}: column(s) {', '.join(map(repr, unknown))} are neither kept nor synthesized "
+                f"(the release holds {', '.join(variables)})"
+            )
+        if response in predictors or len(set(predictors)) < len(predictors):
+            raise InputError(f"{name}: a column appears twice (response and predictors must be distinct)")
+        if not {response, *predictors} & set(synthesize):
+            raise InputError(
+                f"{name}: involves no synthesized column, so its estimates are the same on every synthetic "
+                f"dataset; include one of {', '.join(synthesize)}"
+            )
+        if len(levels[response]) < 2:
+            raise InputError(f"{name}: the response {response!r} has a single level")
+    return checked
+
+
+def release_notices(
+    frame: pd.DataFrame, original: pd.DataFrame, synthesize: list[str], keep: list[str]
+) -> tuple[list[str], int]:
+    """Notices on dropped columns and single-record patterns, and the number of records alone in their pattern."""
+    variables = keep + synthesize
+    notices = []
+    dropped = [c for c in frame.columns if c not in variables]
+    if dropped:
+        notices.append(f"column(s) {', '.join(map(str, dropped))} are neither kept nor synthesized: not released")
+    pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
+    singles = int((pattern_size == 1).sum())
+    if singles:
+        notices.append(f"{singles} pattern(s) of the kept columns hold a single record; their risk is reported")
+    return notices, singles

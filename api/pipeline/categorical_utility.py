@@ -1,0 +1,158 @@
+"""The utility of a categorical release (Hu & Savitsky, Section 3) and its measures with other options.
+
+Table deviations, pMSE, within-pattern distributions and the analyst's ordered logistic regressions combined
+over the m datasets; :class:`CategoricalMeasures` recomputes the risk for other knowledge sets from the records
+held in memory (never written to ``release/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayessdc.measures import MeasureInput, RegressionInput
+from bayessdc.risk.categorical import categorical_risk
+
+from ..release import Measures
+from .categorical_input import KnownSets, OrderedLogits, check_known_sets
+
+__all__ = ["CategoricalMeasures", "categorical_utility", "ordered_logit_input", "ordered_logit_summary"]
+
+
+def _finite(value: Any) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def ordered_logit_summary(
+    original: pd.DataFrame, synthetic: pd.DataFrame, response: str, predictors: list[str]
+) -> dict[str, Any]:
+    """One ordered logit, original vs combined over the synthetic datasets, as JSON-ready figures.
+
+    The coefficients of :func:`bayessdc.synthesis.categorical.ordered_logit_combined` and the mean interval
+    overlap of the identified slopes (a level seen with one response value only has no finite estimate: it
+    is listed in ``not_identified``, not averaged).
+    """
+    from bayessdc.synthesis.categorical import ordered_logit_combined
+
+    table = ordered_logit_combined(original, synthetic, response, predictors)
+    columns = ["original", "original_lower", "original_upper", "q_bar", "T_p", "df", "lower", "upper"]
+    coefficients = {
+        str(name): {**{c: _finite(row[c]) for c in columns}, "interval_overlap": _finite(row["interval_overlap"])}
+        for name, row in table.iterrows()
+    }
+    overlap = table["interval_overlap"].to_numpy(dtype=float)
+    thresholds = original[response].nunique() - 1  # the last rows of the table
+    slopes = np.arange(len(table)) < len(table) - thresholds
+    # A level seen with one response value only (separation) has no finite estimate: its fitted coefficient
+    # drifts with a standard error in the hundreds or more. Such coefficients are listed, not averaged.
+    width = (table["original_upper"] - table["original_lower"]).to_numpy(dtype=float)
+    identified = np.isfinite(width) & (width < 2 * 1.96 * 10)
+    chosen = slopes & identified & np.isfinite(overlap)
+    return {
+        "response": response,
+        "predictors": predictors,
+        "model": "cumulative logit, one-hot predictors (first level the reference); thresholds as statsmodels' "
+        "OrderedModel (first cut point, then log increments); combined with Reiter's (2003) partially synthetic rules",
+        "mean_interval_overlap": _finite(overlap[chosen].mean()) if chosen.any() else None,
+        "not_identified": [str(name) for name in table.index[~identified]],
+        "averaged": [str(name) for name in table.index[chosen]],
+        "coefficients": coefficients,
+    }
+
+
+def categorical_utility(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    synthesize: list[str],
+    keep: list[str],
+    *,
+    seed: int,
+    ordered_logits: OrderedLogits = (),
+    say: Callable[[str], None] = lambda msg: None,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Utility of m partially synthetic categorical datasets (Hu & Savitsky, Section 3).
+
+    Returns
+    -------
+    utility, within_pattern
+        ``private/utility.json`` (``table_deviations``, ``pmse``, ``within_pattern`` and, when asked,
+        ``ordered_logit``) and the within-pattern distributions per cell (``private/within_pattern.parquet``).
+    """
+    from bayessdc.synthesis.categorical import pmse, table_deviations, within_pattern_distributions
+
+    deviations = table_deviations(original, synthetic, synthesize, keep)
+    cells, patterns = within_pattern_distributions(original, synthetic, synthesize, keep)
+    utility: dict[str, Any] = {
+        "table_deviations": deviations,
+        "pmse": pmse(original, synthetic, keep + synthesize, synthesize, seed=seed),
+        "within_pattern": {
+            "mean_total_variation": float(patterns["total_variation"].mean()),
+            "weighted_total_variation": float(np.average(patterns["total_variation"], weights=patterns["records"])),
+            "patterns": len(patterns),
+        },
+    }
+    if ordered_logits:
+        m = synthetic["synthetic"].nunique()
+        say(f"{len(ordered_logits)} ordered logistic regression(s), original and {m} synthetic datasets ...")
+        utility["ordered_logit"] = [
+            ordered_logit_summary(original, synthetic, response, list(predictors))
+            for response, predictors in ordered_logits
+        ]
+    return utility, cells.astype({c: str for c in keep + synthesize})
+
+
+@dataclass
+class CategoricalMeasures(Measures):
+    """Risk of a categorical release recomputed for other knowledge sets, from the records held in memory.
+
+    ``release.risk(known=[["gender", "county"]])`` gives the identification and attribute figures of
+    ``private/risk.json`` for those knowledge sets, with the run's inherent scenarios (same repetitions and
+    seed: a knowledge set of the run gives exactly its stored figures). The confidential records stay here,
+    never in ``release/``.
+    """
+
+    original: pd.DataFrame = field(repr=False)
+    synthetic: pd.DataFrame = field(repr=False)
+    synthesize: list[str]
+    keep: list[str]
+    repetitions: int
+    seed: int
+
+    risk_options = ("known",)
+
+    def measure_input(self, known: KnownSets = None) -> MeasureInput:
+        """What the measures read, with the knowledge sets ``known`` (the run's inherent scenarios: same
+        repetitions and seed)."""
+        return MeasureInput(
+            self.synthetic, self.original, released=self.keep + self.synthesize, synthesized=self.synthesize,
+            kept=self.keep, known_sets=check_known_sets(known, self.synthesize, self.keep), partially_synthetic=True,
+            repetitions=self.repetitions, seed=self.seed,
+        )  # fmt: skip
+
+    def risk(self, known: KnownSets = None) -> dict[str, Any]:
+        """``identification`` per knowledge set and ``attribute``, as :meth:`bayessdc.Release.risk` stores them."""
+        known_sets = check_known_sets(known, self.synthesize, self.keep)
+        return categorical_risk(
+            self.original,
+            self.synthetic,
+            self.synthesize,
+            self.keep,
+            known_sets,
+            repetitions=self.repetitions,
+            seed=self.seed,
+        ).figures
+
+
+def ordered_logit_input(original: pd.DataFrame, synthetic: pd.DataFrame, fit: dict[str, Any]) -> RegressionInput:
+    """An ordered logit of the utility figures as the generic interval-overlap measure reads it: the slopes
+    averaged in its ``mean_interval_overlap`` (identified, thresholds left out), fitted once."""
+    table = pd.DataFrame.from_dict(fit["coefficients"], orient="index").loc[fit["averaged"]]
+    table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
+                                  "interval_overlap": "ci_overlap"}).astype(float)  # fmt: skip
+    return RegressionInput(original, synthetic, fit["response"], list(fit["predictors"]), model="ordered_logit",
+                           coefficients=table)  # fmt: skip

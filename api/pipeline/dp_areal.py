@@ -1,0 +1,178 @@
+"""The DP-areal model in the pipeline: Poisson-lognormal label counts per pattern with Dirichlet-process random
+effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
+(:class:`bayessdc.pipeline.categorical.CategoricalRecipe`) and counts divergences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
+from bayessdc.models.sampling import SamplerSettings
+from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.release_gate import ReleaseGatePolicy
+
+from ..errors import InputError
+from ..release import Diagnostics
+from .categorical import CategoricalFit, CategoricalRecipe, _occupied, _say
+from .categorical_input import (
+    CategoricalPrepared,
+    KnownSets,
+    OrderedLogits,
+    check_known_sets,
+    check_ordered_logits,
+    release_notices,
+)
+from .recipe import Fitted
+
+__all__ = ["DPAreal"]
+
+
+@dataclass
+class DPAreal(CategoricalRecipe):
+    """Poisson-lognormal label counts per pattern with Dirichlet-process random effects (Hu & Savitsky,
+    Section 2.2), fitted by NUTS.
+
+    Parameters
+    ----------
+    K
+        Truncation level (number of mixture components).
+    priors
+        Hyperparameters of eq. (9)-(12).
+    settings
+        NUTS settings.
+    parameterization
+        How the cluster effects are sampled (``"identified"``, ``"identified_centred"``, ``"noncentred"``,
+        ``"centred"``).
+    known, repetitions, missing, max_levels, ordered_logits
+        As for :class:`DPMPM`.
+    max_cells
+        Most label x pattern cells (beyond: the DPMPM).
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.DPAreal()
+    >>> recipe.K, recipe.default_m
+    (50, 20)
+    """
+
+    K: int = 50
+    priors: DPArealPriors = field(default_factory=DPArealPriors)
+    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4))
+    parameterization: str = "identified"
+    known: KnownSets = None
+    repetitions: int = 100
+    gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=200))
+    missing: str = "refuse"
+    max_levels: int = 500
+    max_cells: int = 300_000
+    ordered_logits: OrderedLogits = ()
+
+    name: ClassVar[str] = "dp_areal"
+    label: ClassVar[str] = "dp-areal"
+    counts_divergences: ClassVar[bool] = True
+
+    def check_m(self, m: int) -> None:
+        """Refuse more datasets than posterior draws."""
+        if m > self.settings.chains * self.settings.draws:
+            raise InputError(f"m={m} needs at least {m} posterior draws; raise draws=")
+
+    def synthesizer(self) -> DPArealSynthesizer:
+        """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""
+        return DPArealSynthesizer(
+            K=self.K, priors=self.priors, settings=self.settings, parameterization=self.parameterization
+        )
+
+    def prepare(
+        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
+    ) -> CategoricalPrepared:
+        """Code the table and count the labels of every pattern (errors name the column or the limit)."""
+        self._check_repetitions()
+        synthesize, keep = list(synthesize or []), list(keep or [])
+        model_notices: list[str] = []
+        data = prepare_areal(
+            frame,
+            synthesize,
+            keep,
+            max_levels=self.max_levels,
+            max_cells=self.max_cells,
+            missing=self.missing,
+            notices=model_notices,
+        )
+        original = data.records.frame()
+        known = check_known_sets(self.known, synthesize, keep)
+        notices, singles = release_notices(frame, original, synthesize, keep)
+        ordered_logits = check_ordered_logits(self.ordered_logits, data.records.levels, keep, synthesize)
+        identity = {
+            "synthesizer": "dp-areal",
+            "input": fingerprint_frame(original),
+            "synthesize": synthesize,
+            "keep": keep,
+            "K": self.K,
+            "priors": asdict(self.priors),
+            "sampler": self.settings.to_dict(),
+            "parameterization": self.parameterization,
+            "release_gate": self.gate.to_dict(),
+            "known": known,
+            "repetitions": self.repetitions,
+            "missing": self.missing,
+            "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
+        }
+        notices = [n.removeprefix("notice: ") for n in model_notices] + notices
+        return CategoricalPrepared(
+            data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
+            singles=singles, ordered_logits=ordered_logits,
+        )  # fmt: skip
+
+    def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """NUTS on the model with the labels summed out; the gate monitors label-invariant quantities."""
+        data, synthesizer = prepared.data, self.synthesizer()
+        say = _say(self.label, progress)
+        say(
+            f"fitting K = {self.K} to {data.n_patterns} patterns x {data.n_labels} labels "
+            f"({data.n_distinct} distinct pattern/count pairs) ..."
+        )
+        idata = synthesizer.fit(data, seed)
+        report = synthesizer.check(idata, data)
+        occupied = idata.posterior["occupied"].to_numpy().ravel()
+        summary = {
+            **report.to_dict(),
+            "monitored": list(synthesizer.convergence_quantities(idata, data)),
+            "occupied_components": {
+                **_occupied(occupied),
+                "max": float(occupied.max()),
+                "K": self.K,
+                "K_large_enough": bool(occupied.max() < self.K - 1),
+                "meaning": "expected number of components holding at least one pattern x label cell, per draw",
+            },
+            "alpha_mean": float(idata.posterior["alpha"].mean()),
+            "tau_lambda_mean": float(idata.posterior["tau_lambda"].mean()),
+            "n_records": data.records.n_records,
+            "n_patterns": data.n_patterns,
+            "n_labels": data.n_labels,
+            "n_distinct_pairs": data.n_distinct,
+            "single_record_patterns": prepared.singles,
+            "sampler": idata.attrs.get("sampler_backend"),
+            "parameterization": self.parameterization,
+            "divergences": report.divergences,
+        }
+        posterior = idata.posterior[["alpha", "rho", "tau_lambda", "occupied", "location", "expected_log_rate"]]
+        fitted = Fitted(
+            Diagnostics({"all": idata}, summary, passed=report.passed),
+            report,
+            what="the DP-areal model",
+            state=CategoricalFit(idata, synthesizer),
+            private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
+            reports={"all": report.to_dict()},
+        )
+        gate = self._release_gate(prepared, fitted.state, seed, say, divergences=int(report.divergences))
+        return self._gated(fitted, gate, report.passed)
+
+    def _facts(self, prepared: CategoricalPrepared) -> dict[str, Any]:
+        data = prepared.data
+        return {"records": data.records.n_records, "patterns": data.n_patterns, "labels": data.n_labels}

@@ -1,0 +1,301 @@
+"""The DPMPM in the pipeline: a Dirichlet-process mixture of products of multinomials fitted by blocked Gibbs
+(Hu & Savitsky, Section 2.1).
+
+The gate monitors label-invariant quantities, including the synthesized levels' probabilities given a pattern;
+the release gate decides (:class:`bayessdc.pipeline.categorical.CategoricalRecipe`), and the per-record
+Bayesian attribute risk is measured by importance sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from bayessdc.models.categorical import prepare_categorical
+from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
+from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.release_gate import ReleaseGatePolicy
+from bayessdc.synthesis.runner import InferenceDataStore, run_parts
+
+from ..errors import InputError
+from ..release import Diagnostics
+from .categorical import CategoricalFit, CategoricalRecipe, _occupied, _say
+from .categorical_input import (
+    CategoricalPrepared,
+    KnownSets,
+    OrderedLogits,
+    check_known_sets,
+    check_ordered_logits,
+    release_notices,
+)
+from .recipe import Fitted, Lever
+
+__all__ = ["DPMPM"]
+
+
+@dataclass
+class DPMPM(CategoricalRecipe):
+    """Dirichlet-process mixture of products of multinomials (Hu & Savitsky, Section 2.1), blocked Gibbs.
+
+    Parameters
+    ----------
+    K
+        Truncation level (number of mixture components).
+    conditioning
+        The latent class for synthesis drawn given all of the record's values (``"full"``), the kept values
+        only (``"pattern"``) or ``pi`` alone (``"prior"``).
+    priors
+        Hyperparameters of eq. (5)-(6).
+    settings
+        Blocked Gibbs settings (draws, burn-in, chains, thinning).
+    known
+        The intruder's knowledge sets, each a list of columns or a comma-separated string (default: every
+        kept and synthesized column).
+    repetitions
+        Repetitions S of the inherent risk scenarios.
+    risk_records
+        Records whose Bayesian attribute risk is computed by importance sampling (0: none).
+    risk_draws
+        Posterior draws used as importance-sampling proposals.
+    missing
+        Missing values: ``"refuse"`` or ``"level"`` (a level of their own).
+    max_levels
+        Most distinct values a column may have.
+    ordered_logits
+        The analyst's ordered logistic regressions ``(response, predictors)``, fitted to the original and
+        every synthetic dataset and combined with the partially synthetic rules (``utility()["ordered_logit"]``).
+    scheduler, workers
+        Where the chains run. Both ``None`` (the default): at once in threads of this process. Otherwise
+        each chain is a part of :func:`bayessdc.synthesis.runner.run_parts`: ``scheduler="synchronous"``
+        one after another in this thread, ``scheduler=None`` with ``workers`` on a local dask cluster of that
+        many threads, or the address of a running dask scheduler (``tcp://host:8786``); finished chains are
+        then kept under ``private/chains/`` of the output folder, and a rerun into it loads them. The
+        posterior is the same on every path.
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> recipe = bsd.DPMPM(K=20, conditioning="pattern")
+    >>> recipe.K, recipe.conditioning, recipe.default_m, recipe.settings.chains
+    (20, 'pattern', 20, 8)
+    >>> [(lever.parameter, lever.refit) for lever in recipe.levers()][0]  # lowered without a refit
+    ('conditioning', False)
+    """
+
+    K: int = 40
+    conditioning: str = "full"
+    priors: DPMPMPriors = field(default_factory=DPMPMPriors)
+    settings: GibbsSettings = field(default_factory=lambda: GibbsSettings(chains=8))
+    known: KnownSets = None
+    repetitions: int = 100
+    gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=50))
+    risk_records: int = 500
+    risk_draws: int = 200
+    missing: str = "refuse"
+    max_levels: int = 500
+    ordered_logits: OrderedLogits = ()
+    scheduler: str | None = None
+    workers: int | None = None
+
+    name: ClassVar[str] = "dpmpm"
+    label: ClassVar[str] = "dpmpm"
+
+    def check_m(self, m: int) -> None:
+        """Refuse more datasets than stored draws."""
+        if m > self.settings.chains * self.settings.stored:
+            raise InputError(f"m={m} needs at least {m} stored draws; raise draws= or lower thin=")
+
+    def synthesizer(self) -> DPMPMSynthesizer:
+        """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""
+        return DPMPMSynthesizer(K=self.K, priors=self.priors, settings=self.settings, conditioning=self.conditioning)
+
+    def prepare(
+        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
+    ) -> CategoricalPrepared:
+        """Code the table (errors name the column), check the knowledge sets and the ordered logits."""
+        self._check_repetitions()
+        synthesize, keep = list(synthesize or []), list(keep or [])
+        data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing)
+        if not keep:
+            raise InputError("the DPMPM needs at least one kept column (keep=): the patterns the risk is measured in")
+        ordered_logits = check_ordered_logits(self.ordered_logits, data.levels, keep, synthesize)
+        original = data.frame()
+        known = check_known_sets(self.known, synthesize, keep)
+        notices, singles = release_notices(frame, original, synthesize, keep)
+        identity = {
+            "synthesizer": "dpmpm",
+            "input": fingerprint_frame(original),
+            "synthesize": synthesize,
+            "keep": keep,
+            "K": self.K,
+            "conditioning": self.conditioning,
+            "priors": asdict(self.priors),
+            "sampler": self.settings.to_dict(),
+            "known": known,
+            "repetitions": self.repetitions,
+            "risk_records": self.risk_records,
+            "risk_draws": self.risk_draws,
+            "release_gate": self.gate.to_dict(),
+            "missing": self.missing,
+            "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
+        }
+        return CategoricalPrepared(
+            data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
+            singles=singles, ordered_logits=ordered_logits,
+        )  # fmt: skip
+
+    def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """Blocked Gibbs; the gate monitors alpha, the occupied components, the marginals and the pattern
+        conditionals of the synthesized levels (the posterior summary is written to ``private/posterior.nc``)."""
+        data, synthesizer = prepared.data, self.synthesizer()
+        say = _say(self.label, progress)
+        say(f"fitting K = {self.K} to {data.n_records} records in {len(data.cell_counts)} cells ...")
+        if self.scheduler is None and self.workers is None:
+            idata = synthesizer.fit(data, seed)
+        else:
+            idata = self._fit_chains(synthesizer, data, seed, workdir, say)
+        report = synthesizer.check(idata, data)
+        occupied = idata.posterior["occupied"].to_numpy().ravel()
+        summary = {
+            **report.to_dict(),
+            "monitored": list(synthesizer.convergence_quantities(idata, data)),
+            "occupied_components": {
+                **_occupied(occupied),
+                "max": int(occupied.max()),
+                "K": self.K,
+                "K_large_enough": bool(occupied.max() < self.K),
+            },
+            "alpha_mean": float(idata.posterior["alpha"].mean()),
+            "n_records": data.n_records,
+            "n_cells": int(len(data.cell_counts)),
+            "single_record_patterns": prepared.singles,
+            "sampler": idata.attrs["sampler"],
+            "sampler_decision": idata.attrs["sampler_decision"],
+        }
+        synthesize = prepared.synthesize
+        posterior = idata.posterior[["alpha", "pi", "occupied"] + [f"marginal_{v}" for v in synthesize]]
+        for v in synthesize:
+            posterior = posterior.assign_coords({f"{v}_level": [str(x) for x in data.levels[v]]})
+        hint = ""
+        if report.worst_r_hat.startswith("conditional_"):
+            hint = (
+                "The slowest quantities are the synthesized levels' probabilities given a pattern: the chains sit in "
+                "different groupings of the patterns into components, which they cross rarely. More and longer chains "
+                "help; check the occupied components in private/diagnostics.json."
+            )
+        fitted = Fitted(
+            Diagnostics({"all": idata}, summary, passed=report.passed),
+            report,
+            what="the DPMPM",
+            hint=hint,
+            state=CategoricalFit(idata, synthesizer),
+            private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
+            reports={"all": report.to_dict()},
+        )
+        gate = self._release_gate(prepared, fitted.state, seed, say)
+        return self._gated(fitted, gate, report.passed)
+
+    def levers(self) -> list[Lever]:
+        """The conditioning of synthesis first (no refit), then the shared levers."""
+        return [
+            Lever("conditioning", "draw each record's latent class given its kept values only ('pattern') or "
+                  "from pi alone ('prior'), so that its synthetic label carries less of its true one", refit=False),
+            *super().levers(),
+        ]  # fmt: skip
+
+    def no_refit_settings(self) -> list[dict[str, Any]]:
+        """The conditionings after the run's own, from most to least informative: each draws from the same
+        posterior."""
+        order = ["full", "pattern", "prior"]
+        return [{"conditioning": c} for c in order[order.index(self.conditioning) + 1 :]]
+
+    def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[DPMPM, Fitted]:
+        """This recipe and its fit with another ``conditioning``: the same posterior draws."""
+        state = replace(fitted.state, synthesizer=replace(fitted.state.synthesizer, **setting))
+        return replace(self, **setting), replace(fitted, state=state)
+
+    def _fit_chains(
+        self,
+        synthesizer: DPMPMSynthesizer,
+        data: Any,
+        seed: int,
+        workdir: Path | None,
+        say: Callable[[str], None],
+    ) -> Any:
+        """Every chain as a part of the part runner (kept under ``workdir / "chains"``), stacked in chain order."""
+
+        def report(done: int, total: int, name: str, idata: Any, resumed: bool) -> None:
+            took = "resumed" if resumed else f"{idata.attrs['sampling_seconds']:.1f} s"
+            say(f"[{done}/{total}] {name} {took}")
+
+        parts = run_parts(
+            _FitChain(synthesizer, data, seed),
+            [(f"chain-{c}", c) for c in range(self.settings.chains)],
+            store=InferenceDataStore(Path(workdir) / "chains") if workdir is not None else None,
+            scheduler=self.scheduler,
+            workers=self.workers,
+            progress=report,
+            label="chains",
+        )
+        # Chains read back from the store carry text level coordinates (netCDF's limit): the data's own.
+        levels = {level_dim(v): data.levels[v] for v in data.variables}
+        for idata in parts:
+            idata.posterior = idata.posterior.assign_coords(
+                {k: v for k, v in levels.items() if k in idata.posterior.coords}
+            )
+        return DPMPMSynthesizer.combine_chains(parts)
+
+    def _drawing(self) -> str:
+        return f" ({self.conditioning} conditioning)"
+
+    def _facts(self, prepared: CategoricalPrepared) -> dict[str, Any]:
+        return {"records": prepared.data.n_records, "cells": int(len(prepared.data.cell_counts))}
+
+    def _bayesian_risk(
+        self, prepared: CategoricalPrepared, state: CategoricalFit, joint: Any, seed: int, say: Callable[[str], None]
+    ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+        """Per-record attribute risk of ``risk_records`` records by importance sampling (the intruder knows every
+        other value)."""
+        import xarray as xr
+
+        from bayessdc.models.base import stack_draws
+        from bayessdc.risk.identification import label_attribute_risk
+
+        if self.risk_records <= 0:
+            return None
+        synthesizer, data = state.synthesizer, prepared.data
+        say(f"Bayesian attribute risk of {min(self.risk_records, data.n_records)} records by importance sampling ...")
+        posterior = stack_draws(state.idata.posterior)
+        total = posterior.sizes["sample"]
+        posterior = posterior.isel(sample=np.linspace(0, total - 1, min(self.risk_draws, total)).round().astype(int))
+        chosen = np.sort(
+            np.random.default_rng(np.random.SeedSequence([int(seed), 3])).choice(
+                data.n_records, size=min(self.risk_records, data.n_records), replace=False
+            )
+        )
+        released = xr.DataArray(joint.to_numpy(), dims=("synthetic", "item"))
+        records, summary = label_attribute_risk(synthesizer, posterior, data, released, chosen)
+        intruder = (
+            "knows every other value and the model; uniform prior over the labels (eq. 3-8 of the "
+            "foundation's attribute-risk module)"
+        )
+        records = records.assign(chance=1.0 / len(synthesizer.candidates(data)))  # the intruder's uniform prior
+        return records[["record", "true_probability", "correct", "relevant_khat", "chance"]], {
+            **summary, "intruder": intruder}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _FitChain:
+    """The part runner's task for the DPMPM: ``(name, chain) ->`` that chain's posterior (picklable)."""
+
+    synthesizer: DPMPMSynthesizer
+    data: Any
+    seed: int
+
+    def __call__(self, name: str, chain: int) -> Any:
+        return self.synthesizer.fit(self.data, self.seed, chains=[chain])

@@ -1,0 +1,274 @@
+"""The contract between a synthesizer's recipe and the one pipeline of :func:`bayessdc.synthesize`.
+
+A recipe (``bsd.Flows``, ``bsd.Spatial``, ``bsd.DPMPM``, ``bsd.DPAreal``, ``bsd.CART``) holds a synthesizer's
+priors and settings and does three things, as SDV's ``_fit``/``_sample`` or a bambi backend do:
+
+``prepare(frame, synthesize, keep, seed) -> Prepared``
+    the validated, typed input of the model (a :class:`Prepared` subclass per synthesizer, never written by a
+    later step); bad input raises :class:`bayessdc.InputError` naming the column, row or constraint, before any
+    sampling;
+``fit(prepared, m, seed, workdir, progress) -> Fitted``
+    the posterior of every independent part and the gate's figures (the flows fan their group pairs out
+    through the group runner here; CART, which has no posterior, fits its trees);
+``describe(prepared, fitted) -> dict``
+    the public description of the model (``release/model.json``: structure, priors, settings, never an
+    estimate).
+
+The pipeline then calls :meth:`Recipe.draw` for the m synthetic datasets as one release frame and what the
+measures read (:class:`Drawn`), and builds the :class:`bayessdc.Release` once, for every synthesizer. The
+default :meth:`Recipe.fit` and :meth:`Recipe.draw` serve any model that keeps the contract of
+:mod:`bayessdc.models.base` (``fit``, ``convergence_quantities``, ``observed``, ``posterior_predictive``,
+``describe``) and releases whole frames (``release_frame``): one posterior, the parameter gate on its
+convergence quantities, and each of the m datasets from one posterior draw. A recipe overrides them where its
+paper does more (the Dirichlet-process models' release gate and Bayesian risk, the flows' group pairs, the
+spatial model's two stages) or has no posterior at all (CART: trees and a Bayesian bootstrap, an explicit
+non-posterior path).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from bayessdc.models.sampling import ConvergenceReport, check_convergence
+
+from ..release import Diagnostics, Measures
+
+__all__ = ["Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list"]
+
+
+@dataclass
+class Prepared:
+    """A recipe's validated input; each synthesizer's recipe subclasses it with typed fields of its own.
+
+    Attributes
+    ----------
+    data
+        The model input (what the synthesizer's ``fit`` takes).
+    identity
+        What defines the run besides m and seed (input fingerprint, columns, priors, settings).
+    notices
+        Messages for the user (dropped columns, groups released unchanged).
+    """
+
+    data: Any
+    identity: dict[str, Any]
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PosteriorFit:
+    """The fit of one posterior-based model: its posterior and the model object that drew it."""
+
+    idata: az.InferenceData
+    synthesizer: Any
+
+
+@dataclass
+class Fitted:
+    """The posterior of every part and the gate's figures.
+
+    Attributes
+    ----------
+    diagnostics
+        The posterior per fit and the summary written to ``private/diagnostics.json``.
+    report
+        The worst part's convergence report (what a refusal prints).
+    what
+        What did not converge, in words (``"the DPMPM posterior"``, ``"3 group(s) (A, B, C)"``).
+    hint
+        Advice printed with a refusal.
+    state
+        What the recipe's draw step reads: a :class:`PosteriorFit` (or a subclass) for one posterior, the group
+        runner's results for the flows, the two stages of the spatial model, the trees of CART.
+    reports
+        The parameter gate's figures of every fit, by fit name (``report.to_dict()`` form); written to
+        ``private/diagnostics.json`` under ``parameter_gate``, the one part of it every synthesizer shares.
+    private_files
+        Private files written whatever the verdict (for example a posterior summary).
+    release_gate
+        The release gate's figures (``private/diagnostics.json`` under ``release_gate``) when it, not the
+        parameter gate, decides the release (the Dirichlet-process synthesizers).
+    parameter_passed
+        The parameter gate's verdict when the release gate decides (then only a diagnostic).
+    failure, advice
+        How a refusal words the failure and what to do (default: did not converge; sample longer).
+    """
+
+    diagnostics: Diagnostics
+    report: ConvergenceReport | None
+    what: str = "the posterior"
+    hint: str = ""
+    state: Any = None
+    private_files: dict[str, Any] = field(default_factory=dict)
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    release_gate: dict[str, Any] | None = None
+    parameter_passed: bool | None = None
+    failure: str = "did not converge"
+    advice: str = ""
+
+
+@dataclass
+class Drawn:
+    """The m synthetic datasets and what the measures read, as a recipe's draw step gives them.
+
+    Attributes
+    ----------
+    synthetic
+        All m datasets in one frame, a first column ``synthetic`` = 1..m (``release/synthetic.parquet``).
+    measure_input
+        What the generic measures read (:class:`bayessdc.measures.MeasureInput`; confidential, in memory).
+    measures
+        The release's measures with other options (``release.risk(known=...)``), when it takes any.
+    facts
+        Figures a summary or report shows besides the measures (records, cells, groups, ...).
+    risk_figures, utility_figures
+        The synthesizer's own figures (``private/risk.json``, ``private/utility.json``).
+    private_json, private_tables
+        Further private outputs by file name under ``private/``.
+    """
+
+    synthetic: pd.DataFrame
+    measure_input: Any = None
+    measures: Measures | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    risk_figures: dict[str, Any] | None = None
+    utility_figures: dict[str, Any] | None = None
+    private_json: dict[str, dict[str, Any]] = field(default_factory=dict)
+    private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A way to lower a synthesizer's disclosure risk, named in a refusal.
+
+    Attributes
+    ----------
+    parameter
+        The recipe's parameter (``conditioning``, ``gamma``, ``min_leaf``).
+    advice
+        What to do, in words.
+    refit
+        Whether it needs the model fitted again.
+    """
+
+    parameter: str
+    advice: str
+    refit: bool = True
+
+    def sentence(self) -> str:
+        """The lever in one phrase, for a refusal."""
+        return f"{self.parameter}: {self.advice}" + ("" if self.refit else " (no refit: the same posterior)")
+
+
+class Recipe(ABC):
+    """A synthesizer's part of the pipeline (see the module docstring)."""
+
+    #: Short name used in outputs and the command line.
+    name: str = ""
+    #: Synthetic datasets drawn when ``bsd.synthesize`` (and the command's ``--m``) is given none.
+    default_m: ClassVar[int] = 5
+
+    @abstractmethod
+    def prepare(
+        self, frame: pd.DataFrame, synthesize: Sequence[str] | None, keep: Sequence[str] | None, seed: int = 0
+    ) -> Prepared:
+        """Validate ``frame`` and the column roles; nothing is sampled. ``seed`` is the run's seed, for any
+        random step of the preparation (such as jittering shared locations)."""
+
+    def synthesizer(self) -> Any:
+        """The model object this recipe fits (the contract of ``bayessdc.models.base``), built from its
+        priors and settings."""
+        raise NotImplementedError(f"{type(self).__name__} has no single model object")
+
+    def fit(self, prepared: Prepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """Fit every part; ``workdir`` (when given) stores finished parts so that a rerun resumes.
+
+        By default: one posterior of :meth:`synthesizer` and the parameter gate on its
+        ``convergence_quantities`` (state: :class:`PosteriorFit`); the posterior is written to
+        ``private/posterior.nc``.
+        """
+        synthesizer = self.synthesizer()
+        idata = synthesizer.fit(prepared.data, seed)
+        report = check_convergence(
+            idata, var_names=[], derived=synthesizer.convergence_quantities(idata, prepared.data)
+        )
+        return Fitted(
+            Diagnostics({"all": idata}, report.to_dict(), passed=report.passed),
+            report,
+            state=PosteriorFit(idata, synthesizer),
+            reports={"all": report.to_dict()},
+            private_files={"posterior.nc": lambda path: idata.to_netcdf(str(path), engine="h5netcdf")},
+        )
+
+    def describe(self, prepared: Prepared, fitted: Fitted) -> dict[str, Any]:
+        """The public description of the model (``release/model.json``); by default the fitted model's own
+        ``describe()``."""
+        return fitted.state.synthesizer.describe()
+
+    def draw(self, prepared: Prepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
+        """The m synthetic datasets and what the measures read.
+
+        By default: each dataset from one posterior draw of the :class:`PosteriorFit`
+        (:func:`bayessdc.synthesis.datasets.draw_synthetic`), released whole by the model's ``release_frame``
+        and measured against the confidential values in the same frame.
+        """
+        from bayessdc.measures import MeasureInput
+        from bayessdc.synthesis.datasets import draw_synthetic
+
+        state: PosteriorFit = fitted.state
+        model, data = state.synthesizer, prepared.data
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
+        synthetic = model.release_frame(data, draw_synthetic(model, state.idata, data, m, rng))
+        observed = model.observed(data).expand_dims(synthetic=[1])
+        original = model.release_frame(data, observed).drop(columns="synthetic")
+        released = [c for c in synthetic.columns if c != "synthetic"]
+        return Drawn(
+            synthetic,
+            measure_input=MeasureInput(synthetic, original, released=released, seed=seed),
+            facts={"records": len(original)},
+        )
+
+    def report_content(self, prepared: Prepared, release: Any) -> Any:
+        """The synthesizer's material for the run's report (:class:`bayessdc.report.ReportContent`): what it
+        did, the data to compare and diagnostics only its model has. Risk and utility are not here: the report
+        lays them out from the release's measures. By default none."""
+        from bayessdc.report import ReportContent
+
+        return ReportContent()
+
+    def check_m(self, m: int) -> None:  # noqa: B027 - optional hook, nothing to check by default
+        """Refuse an ``m`` the recipe cannot deliver (before sampling)."""
+
+    def levers(self) -> list[Lever]:
+        """The synthesizer's privacy levers, in the order to try them (by default none)."""
+        return []
+
+    def no_refit_settings(self) -> list[dict[str, Any]]:
+        """Other settings the release can be drawn under from the same posterior, in the order the pipeline
+        tries them when the release fails its disclosure policy (by default none)."""
+        return []
+
+    def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[Recipe, Fitted]:
+        """This recipe and its fit under ``setting`` (one of :meth:`no_refit_settings`): the same posterior,
+        drawn and described by the pipeline's same steps."""
+        raise NotImplementedError(f"{type(self).__name__} has no setting to draw under without a refit")
+
+
+def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
+    """Columns given as a list, or as one comma-separated string (``None`` stays ``None``)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        columns = [columns]
+    out: list[str] = []
+    for value in columns:
+        out.extend(c.strip() for c in str(value).split(",") if c.strip())
+    return out
