@@ -80,6 +80,36 @@ def test_each_cli_module_only_wires():
         assert len(path.read_text().splitlines()) < 200, path.name
 
 
+def test_each_pipeline_module_holds_one_concept_and_no_string_keyed_state():
+    """api/pipeline/*.py each under 300 lines; a recipe's prepared input and fit are typed dataclasses, never a
+    dictionary read by string keys (``extra[...]``, ``state[...]``)."""
+    for path in _python_files("api/pipeline"):
+        text = path.read_text()
+        assert len(text.splitlines()) < 300, path.name
+        assert not re.search(r"\b(extra|state)\[[\"']", text), path.name
+
+
+def test_models_base_declares_what_generic_code_calls_on_a_synthesizer():
+    """Every method generic code (synthesis/, risk/, measures/, the pipeline's default steps) calls on a
+    synthesizer is declared by a protocol of models/base.py."""
+    from bayessdc.models import base
+
+    declared = set()
+    for name in dir(base):
+        protocol = getattr(base, name)
+        if isinstance(protocol, type) and getattr(protocol, "_is_protocol", False):
+            declared.update(k for k in vars(protocol) if not k.startswith("_"))
+            declared.update(getattr(protocol, "__annotations__", {}))
+    called = set()
+    files = [*_python_files("synthesis"), *_python_files("risk"), *_python_files("measures"),
+             ROOT / "api" / "pipeline" / "recipe.py"]  # fmt: skip
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "synthesizer":
+                called.add(node.attr)
+    assert called and called <= declared, sorted(called - declared)
+
+
 def test_version_is_the_installed_one(capsys):
     assert bsd.__version__ == version("bayessdc")
     with pytest.raises(SystemExit) as stopped:

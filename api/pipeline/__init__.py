@@ -20,7 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 import pandas as pd
@@ -30,9 +30,10 @@ from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
 from bayessdc.synthesis.output import OutputFolder
 
 from ..errors import InputError
-from ..policy import DisclosureRefused, Policy, Verdict, judge, load_policy
+from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
+from .releasing import build_release, decide
 
 __all__ = [
     "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
@@ -213,95 +214,6 @@ def _run(
     if folder is not None:
         release.write_to(folder, written=set(fitted.private_files))
     return release
-
-
-def build_release(
-    recipe: Recipe, prepared: Prepared, fitted: Fitted, identity: dict[str, Any], m: int, seed: int, progress: bool
-) -> Release:
-    """The :class:`bayessdc.Release` of the recipe's draw and description (not yet measured nor judged): built
-    here, once, for every synthesizer. ``release/model.json`` states the model's description with m and seed."""
-    drawn: Drawn = recipe.draw(prepared, fitted, m, seed, progress)
-    description = {**recipe.describe(prepared, fitted), "m": m, "seed": seed}
-    return Release(
-        synthesizer=recipe.name,
-        synthetic=drawn.synthetic,
-        description=description,
-        diagnostics=fitted.diagnostics,
-        identity=identity,
-        m=m,
-        seed=seed,
-        facts=drawn.facts,
-        risk_figures=drawn.risk_figures,
-        utility_figures=drawn.utility_figures,
-        private_json=drawn.private_json,
-        private_tables=drawn.private_tables,
-        private_files=dict(fitted.private_files),
-        measures=drawn.measures,
-        measure_input=drawn.measure_input,
-    )
-
-
-def decide(
-    synthesizer: Recipe, prepared: Prepared, fitted: Fitted, release: Release, policy: Policy, m: int, seed: int,
-    progress: bool,
-) -> tuple[Release, list[Verdict]]:
-    """Measure ``release`` and judge it by ``policy``; when it fails, try the settings that need no refit.
-
-    The synthesizer's own settings (:meth:`Recipe.no_refit_settings`, such as the DPMPM's conditioning) are
-    tried in order, then, for a release of whole records failing a criterion on replicated uniques, their
-    removal (synthpop's ``sdc(rm.replicated.uniques = TRUE)``). The first release that meets the policy is
-    returned; when none does, the last one tried, with its verdict (the caller refuses it).
-
-    Returns
-    -------
-    release, tried
-        The release with ``measured`` and ``policy`` set, and the verdicts of every setting tried, in order.
-    """
-    verdict = _measure_and_judge(release, policy, synthesizer.name, {}, progress)
-    tried = [verdict]
-    if verdict.passed:
-        return release, tried
-    for setting in synthesizer.no_refit_settings():
-        _log.warning(
-            "%s: the release fails the disclosure policy under %s; drawing it under %s from the same posterior",
-            synthesizer.name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
-        )  # fmt: skip
-        recipe, under = synthesizer.under(setting, fitted)
-        candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress)
-        verdict = _measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
-        tried.append(verdict)
-        release = candidate
-        if verdict.passed:
-            _log.warning("%s: released under %s, which meets the disclosure policy %r", synthesizer.name,
-                         verdict.setting_text(), policy.name)
-            return release, tried
-    data = release.measure_input
-    uniques_failed = any(j.criterion.measure == "replicated_uniques" for j in verdict.failed())
-    if uniques_failed and data is not None and data.original is not None and not data.partially_synthetic:
-        from bayessdc.risk.copies import remove_replicated_uniques
-
-        kept, removed = remove_replicated_uniques(data.original, release.synthetic, data.released)
-        setting = {**verdict.setting, "replicated_uniques": "removed"}
-        _log.warning("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)",
-                     synthesizer.name, int(removed["removed"].sum()))
-        release.synthetic = kept.reset_index(drop=True)
-        release.measure_input = replace(data, synthetic=release.synthetic, cache={})
-        release.facts["replicated_uniques_removed"] = int(removed["removed"].sum())
-        verdict = _measure_and_judge(release, policy, synthesizer.name, setting, progress)
-        tried.append(verdict)
-    return release, tried
-
-
-def _measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:
-    """Compute the release's measures (kept in ``release.measured``) and its policy verdict (``release.policy``)."""
-    from bayessdc.measures import MeasureSet, compute_measures
-
-    say = (lambda msg: _log.debug("%s", msg)) if progress else (lambda msg: None)
-    data = release.measure_input
-    release.measured = compute_measures(data, say=say) if data is not None else MeasureSet([])
-    release.policy = judge(policy, release.measured, name, setting)
-    _log.info("%s", release.policy.sentence())
-    return release.policy
 
 
 def _write_refusal_report(

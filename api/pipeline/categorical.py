@@ -166,6 +166,21 @@ class CategoricalRecipe(Recipe):
             fitted.hint = ""  # the parameter gate's advice does not apply to the release figures
         return fitted
 
+    def _fit_summary(
+        self, prepared: CategoricalPrepared, state: CategoricalFit, report: Any, occupied: dict[str, Any], **sizes: Any
+    ) -> dict[str, Any]:
+        """``private/diagnostics.json`` of a fit: the parameter gate's figures, what it monitors, the occupied
+        components (mean and interval, and ``occupied``), the mean of alpha, the data's ``sizes``."""
+        idata, values = state.idata, state.idata.posterior["occupied"].to_numpy().ravel()
+        return {
+            **report.to_dict(),
+            "monitored": list(state.synthesizer.convergence_quantities(idata, prepared.data)),
+            "occupied_components": {**_occupied(values), **occupied},
+            "alpha_mean": float(idata.posterior["alpha"].mean()),
+            **sizes,
+            "single_record_patterns": prepared.singles,
+        }
+
     def _facts(self, prepared: CategoricalPrepared) -> dict[str, Any]:
         """The sizes a summary shows (records, cells or patterns and labels)."""
         return {"records": len(prepared.original)}

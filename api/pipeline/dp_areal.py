@@ -11,14 +11,14 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from bayessdc.models.dp_areal import DPArealPriors, DPArealSynthesizer, prepare_areal
+from bayessdc.models.dp_areal import DEFAULT_K, DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 
 from ..errors import InputError
 from ..release import Diagnostics
-from .categorical import CategoricalFit, CategoricalRecipe, _occupied, _say
+from .categorical import CategoricalFit, CategoricalRecipe, _say
 from .categorical_input import (
     CategoricalPrepared,
     KnownSets,
@@ -61,7 +61,7 @@ class DPAreal(CategoricalRecipe):
     (50, 20)
     """
 
-    K: int = 50
+    K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
     settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4))
     parameterization: str = "identified"
@@ -139,34 +139,24 @@ class DPAreal(CategoricalRecipe):
         )
         idata = synthesizer.fit(data, seed)
         report = synthesizer.check(idata, data)
+        state = CategoricalFit(idata, synthesizer)
         occupied = idata.posterior["occupied"].to_numpy().ravel()
-        summary = {
-            **report.to_dict(),
-            "monitored": list(synthesizer.convergence_quantities(idata, data)),
-            "occupied_components": {
-                **_occupied(occupied),
-                "max": float(occupied.max()),
-                "K": self.K,
-                "K_large_enough": bool(occupied.max() < self.K - 1),
-                "meaning": "expected number of components holding at least one pattern x label cell, per draw",
-            },
-            "alpha_mean": float(idata.posterior["alpha"].mean()),
-            "tau_lambda_mean": float(idata.posterior["tau_lambda"].mean()),
-            "n_records": data.records.n_records,
-            "n_patterns": data.n_patterns,
-            "n_labels": data.n_labels,
-            "n_distinct_pairs": data.n_distinct,
-            "single_record_patterns": prepared.singles,
-            "sampler": idata.attrs.get("sampler_backend"),
-            "parameterization": self.parameterization,
-            "divergences": report.divergences,
-        }
+        meaning = "expected number of components holding at least one pattern x label cell, per draw"
+        summary = self._fit_summary(
+            prepared, state, report,
+            {"max": float(occupied.max()), "K": self.K, "K_large_enough": bool(occupied.max() < self.K - 1),
+             "meaning": meaning},
+            tau_lambda_mean=float(idata.posterior["tau_lambda"].mean()), n_records=data.records.n_records,
+            n_patterns=data.n_patterns, n_labels=data.n_labels, n_distinct_pairs=data.n_distinct,
+            sampler=idata.attrs.get("sampler_backend"), parameterization=self.parameterization,
+            divergences=report.divergences,
+        )  # fmt: skip
         posterior = idata.posterior[["alpha", "rho", "tau_lambda", "occupied", "location", "expected_log_rate"]]
         fitted = Fitted(
             Diagnostics({"all": idata}, summary, passed=report.passed),
             report,
             what="the DP-areal model",
-            state=CategoricalFit(idata, synthesizer),
+            state=state,
             private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
             reports={"all": report.to_dict()},
         )

@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.categorical import prepare_categorical
-from bayessdc.models.dpmpm import DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
+from bayessdc.models.dpmpm import DEFAULT_K, DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 from bayessdc.synthesis.runner import InferenceDataStore, run_parts
 
 from ..errors import InputError
 from ..release import Diagnostics
-from .categorical import CategoricalFit, CategoricalRecipe, _occupied, _say
+from .categorical import CategoricalFit, CategoricalRecipe, _say
 from .categorical_input import (
     CategoricalPrepared,
     KnownSets,
@@ -87,10 +87,10 @@ class DPMPM(CategoricalRecipe):
     ('conditioning', False)
     """
 
-    K: int = 40
+    K: int = DEFAULT_K
     conditioning: str = "full"
     priors: DPMPMPriors = field(default_factory=DPMPMPriors)
-    settings: GibbsSettings = field(default_factory=lambda: GibbsSettings(chains=8))
+    settings: GibbsSettings = field(default_factory=GibbsSettings)
     known: KnownSets = None
     repetitions: int = 100
     gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=50))
@@ -160,23 +160,14 @@ class DPMPM(CategoricalRecipe):
         else:
             idata = self._fit_chains(synthesizer, data, seed, workdir, say)
         report = synthesizer.check(idata, data)
+        state = CategoricalFit(idata, synthesizer)
         occupied = idata.posterior["occupied"].to_numpy().ravel()
-        summary = {
-            **report.to_dict(),
-            "monitored": list(synthesizer.convergence_quantities(idata, data)),
-            "occupied_components": {
-                **_occupied(occupied),
-                "max": int(occupied.max()),
-                "K": self.K,
-                "K_large_enough": bool(occupied.max() < self.K),
-            },
-            "alpha_mean": float(idata.posterior["alpha"].mean()),
-            "n_records": data.n_records,
-            "n_cells": int(len(data.cell_counts)),
-            "single_record_patterns": prepared.singles,
-            "sampler": idata.attrs["sampler"],
-            "sampler_decision": idata.attrs["sampler_decision"],
-        }
+        summary = self._fit_summary(
+            prepared, state, report,
+            {"max": int(occupied.max()), "K": self.K, "K_large_enough": bool(occupied.max() < self.K)},
+            n_records=data.n_records, n_cells=int(len(data.cell_counts)), sampler=idata.attrs["sampler"],
+            sampler_decision=idata.attrs["sampler_decision"],
+        )  # fmt: skip
         synthesize = prepared.synthesize
         posterior = idata.posterior[["alpha", "pi", "occupied"] + [f"marginal_{v}" for v in synthesize]]
         for v in synthesize:
@@ -193,7 +184,7 @@ class DPMPM(CategoricalRecipe):
             report,
             what="the DPMPM",
             hint=hint,
-            state=CategoricalFit(idata, synthesizer),
+            state=state,
             private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
             reports={"all": report.to_dict()},
         )

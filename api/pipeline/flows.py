@@ -31,10 +31,10 @@ from bayessdc.risk.attribute import AttributeRiskAssessor, attribute_risk_summar
 from bayessdc.synthesis.datasets import stack_datasets
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.runner import GroupTask, log_progress, run_groups
-from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_variation
 
 from ..errors import InputError
 from ..release import Diagnostics, PosteriorFiles, Release
+from .flows_figures import exact_check, flow_risk_cells, flow_utility, intruder_items
 from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
 
 __all__ = ["Flows"]
@@ -222,6 +222,8 @@ class Flows(Recipe):
 
     def report_content(self, prepared: FlowsPrepared, release: Release) -> Any:
         """The report's material: what was synthesized and the sensitive counts compared by origin."""
+        from .report_content import flows_report_content
+
         return flows_report_content(self, prepared, release)
 
     def describe(self, prepared: FlowsPrepared, fitted: Fitted) -> dict[str, Any]:
@@ -242,24 +244,7 @@ class Flows(Recipe):
         synthetic_values = np.concatenate([r.synthetic_values() for r in results], axis=1) + lower
         cells = pd.concat([r.items for r in results], ignore_index=True)
         original = data.iloc[sensitive_rows].reset_index(drop=True)
-        risk_cells = pd.DataFrame(
-            {
-                "origin": original[columns.origin],
-                "destination": original[columns.destination],
-                "origin_group": original[columns.origin_group],
-                "destination_group": original[columns.destination_group],
-                "count": original[columns.count],
-                "intruder_guess": cells["guess"].to_numpy() + lower,
-                "correct": cells["correct"].astype(bool),
-                "distance": cells["distance"],
-                "true_probability": cells["true_probability"],
-                "max_khat": cells["max_khat"],
-                "relevant_khat": cells["relevant_khat"],
-            }
-        )
-        origin_once = risk_cells["origin"].map(risk_cells["origin"].value_counts()) == 1
-        destination_once = risk_cells["destination"].map(risk_cells["destination"].value_counts()) == 1
-        risk_cells["unique"] = (origin_once & destination_once).to_numpy()
+        risk_cells = flow_risk_cells(original, cells, columns, lower)
         risk = attribute_risk_summary(risk_cells, unique=risk_cells["unique"].to_numpy())
         risk["intruder"] = "knows every other sensitive count; uniform prior over the sensitive range (eq. 3-8)"
         risk["per_group_seconds"] = float(np.mean([r.summary.get("assess_seconds", 0.0) for r in results]))
@@ -272,25 +257,10 @@ class Flows(Recipe):
             frame[columns.count] = counts
             frames.append(frame)
         synthetic = stack_datasets(frames)
-        tau_cells = [proportion_of_total_variation(data[columns.count], frame[columns.count]) for frame in frames]
-        utility = {
-            "cells": {"tau": float(np.mean(tau_cells)), "per_dataset": tau_cells},
-            "sensitive_cells": {
-                "tau": float(
-                    np.mean(
-                        [proportion_of_total_variation(original[columns.count], synthetic_values[k]) for k in range(m)]
-                    )
-                )
-            },
-            "origin_totals": margin_deviation(data, synthetic, [columns.origin], columns.count),
-            "destination_totals": margin_deviation(data, synthetic, [columns.destination], columns.count),
-            "group_pair_totals": margin_deviation(
-                data, synthetic, [columns.origin_group, columns.destination_group], columns.count
-            ),
-        }
+        utility = flow_utility(data, original, synthetic, synthetic_values, columns)
         private_json = {}
         if self.exact_check > 0:
-            risk["exact_check"] = self._exact_check(groups, results, risk_cells, seed)
+            risk["exact_check"] = exact_check(self, groups, results, risk_cells, seed)
             private_json["exact_check.json"] = risk["exact_check"]
         return Drawn(
             synthetic,
@@ -310,7 +280,7 @@ class Flows(Recipe):
                 count_column=columns.count,
                 count_margins=[[columns.origin], [columns.destination],
                                [columns.origin_group, columns.destination_group]],
-                items=_intruder_items(risk_cells, self.lower, self.upper),
+                items=intruder_items(risk_cells, self.lower, self.upper),
                 seed=seed,
             ),
         )
@@ -320,94 +290,3 @@ class Flows(Recipe):
         return [
             Lever("upper", "a wider sensitive range: more candidate values per cell for the intruder to choose among"),
         ]
-
-    def _exact_check(self, groups: list, results: list, risk_cells: pd.DataFrame, seed: int) -> dict[str, Any]:
-        """Refit-based attribute risk for the ``exact_check`` cells with the largest relevant k-hat."""
-        import xarray as xr
-
-        from bayessdc.risk.attribute import refit_attribute_risk
-
-        synthesizer = self.synthesizer()
-        order = np.argsort(-risk_cells["relevant_khat"].to_numpy(), kind="stable")[: self.exact_check]
-        offsets = np.cumsum([0] + [g.n_cells for g in groups])
-        cells = []
-        for position in order:
-            k = int(np.searchsorted(offsets, position, side="right") - 1)
-            group, result, item = groups[k], results[k], int(position - offsets[k])
-            synthetic = xr.DataArray(result.synthetic_values(), dims=("synthetic", "item"))
-            rho = refit_attribute_risk(synthesizer, group, synthetic, [item], seed).isel(item=0).to_numpy()
-            truth = int(group.y[item])
-            row = risk_cells.iloc[position]
-            cells.append(
-                {
-                    "origin": row["origin"],
-                    "destination": row["destination"],
-                    "relevant_khat": float(row["relevant_khat"]),
-                    "true_probability_importance_sampling": float(row["true_probability"]),
-                    "true_probability_exact": float(rho[truth]),
-                    "guess_importance_sampling": int(row["intruder_guess"]),
-                    "guess_exact": int(np.argmax(rho)) + self.lower,
-                    "rho_exact": rho.tolist(),
-                }
-            )
-        differences = [abs(c["true_probability_exact"] - c["true_probability_importance_sampling"]) for c in cells]
-        return {
-            "cells": cells,
-            "max_abs_difference_true_probability": float(max(differences)) if cells else None,
-            "guess_agreement": float(np.mean([c["guess_exact"] == c["guess_importance_sampling"] for c in cells]))
-            if cells
-            else None,
-        }
-
-
-def _intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataFrame:
-    """The sensitive cells as the generic intruder measures read them (:mod:`bayessdc.measures.importance`):
-    ``correct``, ``unique``, ``true_probability``, ``distance``, ``khat``, and what a uniform guess over
-    ``lower..upper`` would give: ``chance`` (``1 / N``) and ``chance_distance``
-    (``sum_u |u - t| / N = ((t - L)(t - L + 1) + (U - t)(U - t + 1)) / (2N)`` for the true count ``t``)."""
-    levels = upper - lower + 1
-    t = risk_cells["count"].to_numpy(dtype=float)
-    below, above = t - lower, upper - t
-    return pd.DataFrame({
-        "correct": risk_cells["correct"].to_numpy(bool), "unique": risk_cells["unique"].to_numpy(bool),
-        "true_probability": risk_cells["true_probability"].to_numpy(float),
-        "distance": risk_cells["distance"].to_numpy(float), "khat": risk_cells["relevant_khat"].to_numpy(float),
-        "chance": np.full(len(t), 1.0 / levels),
-        "chance_distance": (below * (below + 1) + above * (above + 1)) / (2 * levels),
-    })  # fmt: skip
-
-
-def flows_report_content(recipe: Flows, prepared: FlowsPrepared, release: Release) -> Any:
-    """What the flows synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): the sensitive
-    counts compared, by origin; risk and utility are laid out from the release's measures."""
-    from functools import partial
-
-    from bayessdc.report import Figure, ReportContent, plots
-
-    columns, data = recipe.columns, prepared.data
-    rows = np.concatenate([g.rows for g in prepared.groups]) if prepared.groups else np.array([], int)
-    stacked = release.synthetic
-    synthetic = pd.concat(
-        [stacked[stacked["synthetic"] == k].iloc[rows] for k in range(1, release.m + 1)], ignore_index=True
-    )
-    original = data.iloc[rows].reset_index(drop=True)
-    content = ReportContent(
-        original=original,
-        synthetic=synthetic,
-        compared=[columns.count],
-        about=[
-            f"Counts of {columns.count} in {recipe.lower}..{recipe.upper} are sensitive: {len(rows):,} cells in "
-            f"{release.facts.get('groups', 0)} {columns.origin_group} x {columns.destination_group} pair(s), each "
-            "fitted separately by the truncated-Poisson model (Hawala, Reiter & Wang), are replaced by posterior "
-            f"predictive draws in each of the m = {release.m} datasets; other counts are released unchanged.",
-        ],
-    )
-    if len(rows):
-        totals = pd.DataFrame({"original": original.groupby(columns.origin)[columns.count].sum()})
-        totals["synthetic"] = synthetic.groupby(columns.origin)[columns.count].sum() / release.m
-        content.comparison.append(Figure(
-            partial(plots.scatter_identity, totals["original"], totals["synthetic"], "original",
-                    "synthetic (mean of datasets)", f"sensitive counts by {columns.origin}"),
-            f"Each {columns.origin}'s total over its sensitive cells.",
-        ))
-    return content

@@ -224,11 +224,11 @@ class Recipe(ABC):
         from bayessdc.synthesis.datasets import draw_synthetic
 
         state: PosteriorFit = fitted.state
-        model, data = state.synthesizer, prepared.data
+        synthesizer, data = state.synthesizer, prepared.data
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
-        synthetic = model.release_frame(data, draw_synthetic(model, state.idata, data, m, rng))
-        observed = model.observed(data).expand_dims(synthetic=[1])
-        original = model.release_frame(data, observed).drop(columns="synthetic")
+        synthetic = synthesizer.release_frame(data, draw_synthetic(synthesizer, state.idata, data, m, rng))
+        observed = synthesizer.observed(data).expand_dims(synthetic=[1])
+        original = synthesizer.release_frame(data, observed).drop(columns="synthetic")
         released = [c for c in synthetic.columns if c != "synthetic"]
         return Drawn(
             synthetic,

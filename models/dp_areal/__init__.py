@@ -40,7 +40,7 @@ from .marginal import (
     identified_covariances,
     leading_components,
 )
-from .model import DPArealPriors, paper_model
+from .model import DEFAULT_K, DPArealPriors, paper_model
 from .quadrature import (
     HALF_WIDTH,
     PoissonLognormalGivenLabels,
@@ -57,6 +57,7 @@ from .synthesizer import COMPILED_MODELS, DPArealSynthesizer
 
 __all__ = [
     "COMPILED_MODELS",
+    "DEFAULT_K",
     "HALF_WIDTH",
     "MAX_CELLS",
     "PARAMETERIZATIONS",

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import special
 
 from .data import ArealData
-from .model import DPArealPriors
+from .model import DEFAULT_K, DPArealPriors
 from .quadrature import PoissonLognormalGivenLabels, PoissonLognormalMixture
 
 __all__ = [
@@ -94,7 +94,7 @@ def leading_components(K: int, centred_components: int | None) -> int:
 
 def build_model(
     data: ArealData,
-    K: int = 50,
+    K: int = DEFAULT_K,
     priors: DPArealPriors | None = None,
     *,
     parameterization: str = "identified",

@@ -19,7 +19,11 @@ import numpy as np
 
 from .data import ArealData
 
-__all__ = ["DPArealPriors", "paper_model"]
+__all__ = ["DEFAULT_K", "DPArealPriors", "paper_model"]
+
+#: The truncation level K (mixture components) by default: the one value the model, the recipe and the command
+#: line share (the fit reports whether it was large enough: ``occupied_components.K_large_enough``).
+DEFAULT_K = 50
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class DPArealPriors:
                 raise ValueError(f"prior hyperparameter {name} must be positive, got {value}")
 
 
-def paper_model(data: ArealData, K: int = 50, priors: DPArealPriors = DPArealPriors()) -> Any:
+def paper_model(data: ArealData, K: int = DEFAULT_K, priors: DPArealPriors = DPArealPriors()) -> Any:
     """Declare the DP-areal model of Section 2.2 in PyMC, every cell's label and log rate explicit.
 
     A *pattern* ``b`` is a combination of the kept variables and ``c_i^(b)`` the number of records of pattern

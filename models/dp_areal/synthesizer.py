@@ -38,7 +38,7 @@ from ..sampling import (
 from .conditionals import draw_labels_and_log_rates, label_gibbs_step
 from .data import ArealData
 from .marginal import PARAMETERIZATIONS, build_model, leading_components
-from .model import DPArealPriors
+from .model import DEFAULT_K, DPArealPriors
 from .quadrature import cell_posterior
 
 __all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
@@ -109,7 +109,7 @@ class DPArealSynthesizer:
         (``bench/dp_areal.py --labels explicit``) it mixes worse per second than the default; see there.
     """
 
-    K: int = 50
+    K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
     settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
     parameterization: str = "identified"

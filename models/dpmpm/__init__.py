@@ -31,12 +31,13 @@ model) and the binomial and multinomial draws are those of :mod:`bayessdc.models
 from ..categorical import MISSING_LEVEL, CategoricalData, CategoricalDataError, prepare_categorical
 from .gibbs import ALPHA_UPDATES, SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
 from .marginal import build_model, cell_log_likelihood, log_prior, model_hyperparameters
-from .model import DPMPMPriors, level_dim, paper_model
+from .model import DEFAULT_K, DPMPMPriors, level_dim, paper_model
 from .simulate import simulate_ce_like, simulate_latent_class
 from .synthesizer import CONDITIONINGS, PATTERN_MONITOR_RECORDS, Conditioning, DPMPMSynthesizer
 
 __all__ = [
     "ALPHA_UPDATES",
+    "DEFAULT_K",
     "CONDITIONINGS",
     "MISSING_LEVEL",
     "PATTERN_MONITOR_RECORDS",

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special
 
 from ..categorical import CategoricalData
-from .model import DPMPMPriors, level_dim
+from .model import DEFAULT_K, DPMPMPriors, level_dim
 
 __all__ = ["build_model", "cell_log_likelihood", "log_prior", "model_hyperparameters"]
 
@@ -73,7 +73,7 @@ def log_prior(alpha: float, beta: np.ndarray, thetas: Sequence[np.ndarray], hype
     return float(total)
 
 
-def build_model(data: CategoricalData, K: int = 40, priors: DPMPMPriors | None = None) -> Any:
+def build_model(data: CategoricalData, K: int = DEFAULT_K, priors: DPMPMPriors | None = None) -> Any:
     """Declare the DPMPM of Section 2.1 (eq. 1-6) in PyMC with the latent class summed out, on the cells.
 
     Parameters

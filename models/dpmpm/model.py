@@ -19,7 +19,12 @@ import numpy as np
 
 from ..categorical import CategoricalData
 
-__all__ = ["DPMPMPriors", "level_dim", "paper_model"]
+__all__ = ["DEFAULT_K", "DPMPMPriors", "level_dim", "paper_model"]
+
+#: The truncation level K (mixture components) by default: the one value the model, the recipe and the command
+#: line share. On the CE-like data fewer than 25 components are ever occupied, so 40 leaves room (the fit
+#: reports whether K was large enough: ``occupied_components.K_large_enough``).
+DEFAULT_K = 40
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ def level_dim(variable: str) -> str:
     return f"{variable}_level"
 
 
-def paper_model(data: CategoricalData, K: int = 40, priors: DPMPMPriors = DPMPMPriors()) -> Any:
+def paper_model(data: CategoricalData, K: int = DEFAULT_K, priors: DPMPMPriors = DPMPMPriors()) -> Any:
     """Declare the DPMPM of Section 2.1 in PyMC, one latent class per record, as the paper writes it.
 
     * eq. (1): ``X_ij | z_i, theta ~ Multinomial(1; theta_{z_i}^(j))`` independently over records and variables;

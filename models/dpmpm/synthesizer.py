@@ -31,7 +31,7 @@ from ..categorical import CategoricalData
 from ..sampling import ConvergenceCriteria, ConvergenceReport, check_convergence
 from .gibbs import SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
 from .marginal import build_model, model_hyperparameters
-from .model import DPMPMPriors, level_dim
+from .model import DEFAULT_K, DPMPMPriors, level_dim
 from .predictive import synthesize_cells
 
 __all__ = ["CONDITIONINGS", "PATTERN_MONITOR_RECORDS", "Conditioning", "DPMPMSynthesizer"]
@@ -63,7 +63,7 @@ class DPMPMSynthesizer:
         The convergence gate, applied to label-invariant quantities.
     """
 
-    K: int = 40
+    K: int = DEFAULT_K
     priors: DPMPMPriors = field(default_factory=DPMPMPriors)
     settings: GibbsSettings = field(default_factory=GibbsSettings)
     conditioning: str = "full"

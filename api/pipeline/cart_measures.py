@@ -1,0 +1,278 @@
+"""The measures of a CART release: the analyst's count tables and tau against bootstrap replicates of the
+original (Rodriguez, Freiman, Reiter & Lauger), and Hu & Savitsky's identification risk of the categorical
+synthesized columns, recomputed with other options from the records held in memory (:class:`CartMeasures`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from bayessdc.measures import MeasureInput
+from bayessdc.synthesis.tables import (
+    TableSpec,
+    relative_cell_errors,
+    summarize_relative_errors,
+    summarize_tau,
+    tau_distributions,
+)
+
+from ..errors import InputError, NotApplicableError
+from ..release import Measures
+from .recipe import column_list
+
+__all__ = ["CartMeasures", "default_tables", "identification_figures", "parse_table", "table_specs", "table_utility"]
+
+#: Numeric columns with more distinct values than this are cut into deciles in the default tables.
+MAX_TABLE_LEVELS = 20
+
+
+def _columns(text: str) -> list[str]:
+    return column_list(text) or []
+
+
+def parse_table(text: str, data: pd.DataFrame, name: str | None = None) -> TableSpec:
+    """A :class:`bayessdc.synthesis.tables.TableSpec` from ``"A,B,C"``, cutting many-valued numeric columns.
+
+    A numeric column with more than 20 distinct values in ``data`` is cut into deciles of ``data`` (edges
+    from the confidential data: the table definition is written to ``private/`` only).
+
+    Raises
+    ------
+    bayessdc.InputError
+        A column is not in ``data``.
+    """
+    columns = _columns(text)
+    unknown = [c for c in columns if c not in data.columns]
+    if unknown:
+        raise InputError(f"tables={text!r}: unknown column(s) {', '.join(unknown)}")
+    bins = {}
+    for column in columns:
+        values = data[column]
+        if pd.api.types.is_numeric_dtype(values) and values.nunique() > MAX_TABLE_LEVELS:
+            edges = sorted(set(values.quantile([k / 10 for k in range(10)]).tolist()))
+            bins[column] = [*edges, float(values.max()) + 1]
+    return TableSpec(name or " x ".join(columns), tuple(columns), None, bins)
+
+
+def default_tables(data: pd.DataFrame, synthesize: list[str], keep: list[str]) -> list[TableSpec]:
+    """Each synthesized column by each kept column, and all synthesized columns together."""
+    tables = [parse_table(f"{s},{k}", data) for s in synthesize for k in keep]
+    if len(synthesize) > 1 or not keep:
+        tables.append(parse_table(",".join(synthesize), data))
+    return tables
+
+
+def table_specs(
+    tables: Sequence[TableSpec | str] | TableSpec | str | None,
+    data: pd.DataFrame,
+    released: pd.DataFrame,
+    synthesize: list[str],
+    keep: list[str],
+) -> list[TableSpec]:
+    """The utility tables: given (strings parsed against ``data``) or the defaults; every column released."""
+    if tables is None:
+        specs = default_tables(released, synthesize, keep)
+    else:
+        given = [tables] if isinstance(tables, str | TableSpec) else tables
+        specs = [t if isinstance(t, TableSpec) else parse_table(t, data) for t in given]
+    for spec in specs:
+        unknown = [c for c in spec.by if c not in released.columns]
+        if unknown:
+            raise InputError(f"table {spec.name!r}: column(s) {', '.join(unknown)} are neither kept nor synthesized")
+    return specs
+
+
+def table_utility(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    tables: Sequence[TableSpec],
+    kinds: Mapping[str, str | None],
+    *,
+    n_bootstrap: int,
+    seed: int,
+) -> dict[str, Any]:
+    """``tau`` of every table for the synthetic datasets against bootstrap replicates of the original, and the
+    relative errors of the category counts of every categorical synthesized column (``private/utility.json``).
+
+    Parameters
+    ----------
+    original
+        The released columns of the confidential data.
+    synthetic
+        The m datasets with their ``synthetic`` column.
+    tables
+        The tables compared.
+    kinds
+        Synthesized column -> ``"classification"`` or ``"regression"`` (its tree).
+    n_bootstrap, seed
+        Bootstrap replicates per table and their seed.
+    """
+    taus = tau_distributions(original, synthetic, tables, n_bootstrap=n_bootstrap, seed=seed)
+    tau_summary = summarize_tau(taus)
+    utility: dict[str, Any] = {
+        "measure": "tau = 1 - L1/(2n) against the original table; bootstrap replicates show sampling variability",
+        "tables": {
+            spec.name: {**spec.to_dict(), **tau_summary[spec.name], "synthetic_per_dataset": None} for spec in tables
+        },
+        "relative_errors": {},
+    }
+    for spec in tables:
+        per_dataset = taus[(taus["table"] == spec.name) & (taus["source"] == "synthetic")]
+        utility["tables"][spec.name]["synthetic_per_dataset"] = per_dataset["tau"].tolist()
+    for column, kind in kinds.items():
+        if kind == "classification":
+            errors = relative_cell_errors(original, synthetic, column)
+            utility["relative_errors"][column] = summarize_relative_errors(errors)
+    return utility
+
+
+def identification_figures(
+    original: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    synthesized: Sequence[str],
+    pattern: Sequence[str],
+    known_sets: Sequence[Sequence[str]],
+    *,
+    repetitions: int = 100,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Identification risk per knowledge set and exact attribute disclosures, beside their inherent bounds.
+
+    Hu & Savitsky, Section 4, through the generic :func:`bayessdc.risk.identification.risk_by_dataset` and
+    :func:`~bayessdc.risk.identification.inherent_risk`: the mean over the m datasets of the expected match
+    risk, true and false match rates of every knowledge set, and of the records whose ``synthesized`` values
+    all equal the true ones; ``inherent`` holds the same means over ``repetitions`` datasets of the minimum
+    scenario (each synthesized column uniform over all its levels) and the maximum (the synthesized values
+    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns).
+    """
+    from bayessdc.risk.identification import IDENTIFICATION_MEASURES, inherent_risk, risk_by_dataset
+
+    def means(rows: pd.DataFrame, names: Sequence[str]) -> dict[str, float | None]:
+        return {k: (None if rows[k].isna().all() else float(rows[k].mean())) for k in names}
+
+    per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesized)
+    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed)
+    identification = []
+    for known in known_sets:
+        name = "+".join(known)
+        rows = per_dataset[per_dataset["known"] == name]
+        identification.append(
+            {
+                "known": list(known),
+                **means(rows, IDENTIFICATION_MEASURES),
+                "per_dataset": {k: rows[k].tolist() for k in IDENTIFICATION_MEASURES},
+                "inherent": {s: means(t[t["known"] == name], IDENTIFICATION_MEASURES) for s, t in inherent.items()},
+            }
+        )
+    first = per_dataset[per_dataset["known"] == "+".join(known_sets[0])]
+    attribute = {
+        **means(first, ("disclosures", "share")),
+        "per_dataset": first["disclosures"].tolist(),
+        "inherent": {s: means(t.drop_duplicates("repetition"), ("disclosures", "share")) for s, t in inherent.items()},
+    }
+    return {
+        "measure": "identification risk (eq. 15-17) and exact attribute disclosures (eq. 18) of Hu & Savitsky, "
+        "means over the synthetic datasets; inherent: the minimum and maximum scenarios of Section 4.1",
+        "synthesized": list(synthesized),
+        "pattern": list(pattern),
+        "repetitions": repetitions,
+        "identification": identification,
+        "attribute": attribute,
+    }
+
+
+class CartMeasures(Measures):
+    """Risk and utility of a CART release with other options (the confidential columns stay in memory).
+
+    ``risk(known=..., repetitions=100)``: :func:`identification_figures` for the categorical synthesized
+    columns; ``known`` is a list of knowledge sets, each a list of kept or categorical synthesized columns or
+    one comma-separated string (default: every kept and categorical synthesized column).
+    ``utility(tables=..., bootstrap=1000)``: :func:`table_utility` for other tables or replicates.
+    """
+
+    risk_options = ("known", "repetitions")
+    utility_options = ("tables", "bootstrap")
+
+    def __init__(
+        self,
+        original: pd.DataFrame,
+        synthetic: pd.DataFrame,
+        keep: list[str],
+        kinds: Mapping[str, str | None],
+        seed: int,
+    ) -> None:
+        self.original, self.synthetic, self.keep, self.kinds, self.seed = original, synthetic, keep, kinds, seed
+        self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
+        #: The run's tables (the default of :meth:`measure_input`), set by the recipe.
+        self.tables: list[TableSpec] | None = None
+
+    def measure_input(
+        self, known: Any = None, repetitions: int = 100, tables: Sequence[TableSpec | str] | None = None,
+        bootstrap: int = 1000,
+    ) -> MeasureInput:
+        """What the measures read with these options: with ``known``, the identification risk and attribute
+        disclosures of the categorical synthesized columns beside their inherent bounds; with ``tables``, tau of
+        those tables against ``bootstrap`` replicates of the original."""
+        data = MeasureInput(
+            self.synthetic, self.original, released=list(self.original.columns), seed=self.seed,
+            tables=self._specs(tables, bootstrap), bootstrap=bootstrap,
+        )  # fmt: skip
+        if known is not None:
+            data.known_sets = self._known_sets(known, repetitions)
+            data.synthesized, data.kept, data.partially_synthetic = self.categorical, self.keep, True
+            data.repetitions = repetitions
+        return data
+
+    def _known_sets(self, known: Any, repetitions: int) -> list[list[str]]:
+        if not self.categorical:
+            raise NotApplicableError(
+                "every synthesized column of this CART release is numeric: the identification risk matches exact "
+                "categorical values; use release.utility()"
+            )
+        if known is None:
+            known_sets = [[*self.keep, *self.categorical]]
+        elif isinstance(known, str):
+            known_sets = [_columns(known)]
+        else:
+            known_sets = [_columns(k) if isinstance(k, str) else [str(c) for c in k] for k in known]
+        allowed = [*self.keep, *self.categorical]
+        for columns in known_sets:
+            wrong = [c for c in columns if c not in allowed]
+            if not columns or wrong:
+                raise InputError(
+                    f"known={columns!r}: each knowledge set names kept or categorical synthesized columns "
+                    f"({', '.join(allowed)}); not {', '.join(wrong) or 'an empty set'}"
+                )
+        if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+            raise InputError(f"repetitions must be a whole number of at least 1, got {repetitions!r}")
+        return known_sets
+
+    def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
+        """Identification risk and attribute disclosures of the categorical synthesized columns."""
+        known_sets = self._known_sets(known, repetitions)
+        return identification_figures(
+            self.original,
+            self.synthetic,
+            self.categorical,
+            self.keep,
+            known_sets,
+            repetitions=repetitions,
+            seed=self.seed,
+        )
+
+    def _specs(self, tables: Sequence[TableSpec | str] | None, bootstrap: int) -> list[TableSpec]:
+        """The tables asked for (default: the run's), after checking ``bootstrap``."""
+        if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+            raise InputError(f"bootstrap must be at least 1, got {bootstrap!r}")
+        if tables is None and self.tables is not None:
+            return list(self.tables)
+        return table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
+
+    def utility(self, tables: Sequence[TableSpec | str] | None = None, bootstrap: int = 1000) -> dict[str, Any]:
+        """``tau`` of other tables (default those of :func:`default_tables`) with ``bootstrap`` replicates."""
+        if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
+            raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
+        specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
+        return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)

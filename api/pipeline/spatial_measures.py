@@ -1,0 +1,194 @@
+"""The measures of a spatial release (Quick, Holan & Wikle): the proximity of the at-risk records' synthetic
+values to their true ones, for both stages, and the analyst's regression combined by Reiter's (2003) rules,
+recomputed with other options from the records held in memory (:class:`SpatialMeasures`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayessdc.measures import MeasureInput, ProximityInput, RegressionInput
+from bayessdc.models.spatial import Restriction, SpatialData
+from bayessdc.risk.proximity import proximity_shares, proximity_summary, relative_reduction
+from bayessdc.synthesis.datasets import stack_datasets
+from bayessdc.synthesis.regression import regression_utility
+
+from ..errors import InputError
+from ..release import Measures
+from .recipe import column_list
+
+__all__ = ["STAGES", "SpatialMeasures", "drawn_table"]
+
+#: The two stages, in the order they are fitted and their synthetic data drawn.
+STAGES: tuple[str, str] = ("unrestricted", "restricted")
+
+
+def _names(columns: Sequence[str] | str | None) -> list[str]:
+    """Column names given as a list, or as one comma-separated string."""
+    return column_list(columns) or []
+
+
+def drawn_table(drawn: dict[str, Any]) -> pd.DataFrame:
+    """What each stage drew (``private/drawn.parquet``): one row per stage, synthetic dataset and record.
+
+    Columns ``stage``, ``synthetic`` (1..m), ``posterior_draw`` (the stacked posterior draw the dataset came
+    from), ``row`` (0-based position in the input table) and ``value``, the synthetic response on the
+    modelling scale (its log under ``log_response``). The released response is the restricted stage's
+    ``value`` on the released scale.
+    """
+    frames = []
+    for stage, values in drawn.items():
+        table = values.transpose("synthetic", "item")
+        m, n = table.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "stage": stage,
+                    "synthetic": np.repeat(table["synthetic"].to_numpy(), n),
+                    "posterior_draw": np.repeat(table["posterior_draw"].to_numpy(), n),
+                    "row": np.tile(np.arange(n), m),
+                    "value": table.to_numpy().ravel(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+class SpatialMeasures(Measures):
+    """Proximity risk and regression utility of a spatial release, recomputed with other options.
+
+    Holds the confidential response (in memory only) and the synthetic values of both stages.
+
+    Parameters
+    ----------
+    data
+        The model input the stages were fitted to.
+    restriction
+        The restriction of stage 2 (at-risk records, risk weights, threshold).
+    values
+        Synthetic responses on the modelling scale per stage, shape ``(m, n)``.
+    original
+        The input table (rows in order).
+    response
+        The response column.
+    band, absolute_band
+        The run's relative band and absolute band (``None``: a tenth of the response's sd).
+    predictors
+        The run's regression predictors.
+    """
+
+    risk_options = ("band", "absolute_band")
+    utility_options = ("predictors",)
+
+    def __init__(
+        self,
+        *,
+        data: SpatialData,
+        restriction: Restriction,
+        values: dict[str, np.ndarray],
+        original: pd.DataFrame,
+        response: str,
+        band: float,
+        absolute_band: float | None,
+        predictors: list[str],
+    ) -> None:
+        self.data, self.restriction, self.values = data, restriction, values
+        self.original, self.response, self.band, self.predictors = original, response, band, predictors
+        self.truth = data.released(data.y)
+        self.absolute_band = absolute_band if absolute_band is not None else 0.1 * float(np.std(self.truth, ddof=1))
+        self.datasets: dict[str, pd.DataFrame] = {}
+        self.analysed: dict[str, pd.DataFrame] = {}
+        for name, stage_values in values.items():
+            released, modelled = [], []
+            for k in range(len(stage_values)):
+                frame = original.copy()
+                frame[response] = data.released(stage_values[k])
+                released.append(frame)
+                modelled.append(frame.assign(**{response: stage_values[k]}))
+            self.datasets[name] = stack_datasets(released)
+            self.analysed[name] = stack_datasets(modelled)
+
+    def proximity(self, band: float, absolute: float) -> tuple[dict[str, Any], pd.DataFrame]:
+        """The risk figures (``private/risk.json``) and the per-record shares (``risk_records.parquet``)."""
+        at_risk = self.restriction.at_risk
+        risk: dict[str, Any] = {
+            "outliers": np.flatnonzero(at_risk).tolist(),
+            "outliers_are": "0-based row positions in the input table",
+            "threshold_M": self.restriction.threshold,
+            "bands": {"relative": band, "absolute": absolute, "scale": "released (original) scale"},
+            "within_band": {},
+            "within_absolute": {},
+        }
+        records = pd.DataFrame(
+            {"row": np.arange(self.data.n), "at_risk": at_risk, "risk_weight": self.restriction.weights}
+        )
+        for name in STAGES:
+            shares = proximity_shares(
+                self.truth, self.data.released(self.values[name]), relative=band, absolute=absolute
+            )
+            for column in ("within_band", "within_absolute"):
+                risk[column][name] = proximity_summary(shares, at_risk, column)
+            records[f"{name}_within_band"] = shares["within_band"].to_numpy()
+            records[f"{name}_within_absolute"] = shares["within_absolute"].to_numpy()
+        risk["reduction"] = {
+            column: relative_reduction(risk[column]["unrestricted"], risk[column]["restricted"])
+            for column in ("within_band", "within_absolute")
+        }
+        return risk, records
+
+    def risk(self, band: float | None = None, absolute_band: float | None = None) -> dict[str, Any]:
+        """Proximity risk of both stages with another relative ``band`` and/or ``absolute_band``."""
+        band = self.band if band is None else band
+        if not 0 < band:
+            raise InputError("band= must be positive")
+        return self.proximity(band, self.absolute_band if absolute_band is None else absolute_band)[0]
+
+    def measure_input(
+        self, band: float | None = None, absolute_band: float | None = None,
+        predictors: Sequence[str] | str | None = None,
+    ) -> MeasureInput:
+        """What the measures read: the proximity of the at-risk records within ``band`` (and ``absolute_band``)
+        and the analyst's regression on ``predictors`` (default: the run's)."""
+        band = self.band if band is None else band
+        if not 0 < band:
+            raise InputError(f"band must be positive, got {band!r}")
+        predictors = self._predictors(predictors)
+        return MeasureInput(
+            self.datasets["restricted"],
+            proximity=ProximityInput(
+                truth=self.truth, released=self.data.released(self.values["restricted"]),
+                at_risk=self.restriction.at_risk, band=band,
+                reference=self.data.released(self.values["unrestricted"]),
+                absolute=self.absolute_band if absolute_band is None else absolute_band,
+            ),
+            regression=RegressionInput(
+                self.original.assign(**{self.response: self.data.y}), self.analysed["restricted"], self.response,
+                predictors, reference=self.analysed["unrestricted"],
+            ),
+        )  # fmt: skip
+
+    def _predictors(self, predictors: Sequence[str] | str | None) -> list[str]:
+        predictors = _names(predictors) or self.predictors
+        missing = [c for c in predictors if c not in self.original.columns]
+        if missing:
+            raise InputError(f"analysis predictor(s) {missing} are not columns of the table")
+        return list(predictors)
+
+    def utility(self, predictors: Sequence[str] | str | None = None) -> dict[str, Any]:
+        """The analyst's OLS on the m datasets of each stage, combined by Reiter's rules, against the original."""
+        predictors = self._predictors(predictors)
+        scale = "log " if self.data.log_response else ""
+        utility: dict[str, Any] = {
+            "analysis": f"OLS of {scale}{self.response} on {', '.join(predictors)}",
+            "combining_rules": "Reiter (2003), partially synthetic",
+            "m": len(self.values["restricted"]),
+        }
+        analysed_original = self.original.assign(**{self.response: self.data.y})
+        for name in ("restricted", "unrestricted"):
+            table = regression_utility(analysed_original, self.analysed[name], self.response, predictors)
+            key = "regression" if name == "restricted" else "regression_unrestricted"
+            utility[key] = table.reset_index().to_dict(orient="records")
+        return utility
