@@ -1,5 +1,8 @@
 """Benchmark of controlled tabular adjustment: solve time and peak memory.
 
+Below the public API: times the adjustment itself (``bayessdc.cta.adjust_table``) on tables built in memory,
+without the output folder and report of ``bsd.adjust``.
+
 Cases (each in a fresh process, so that its peak resident memory, from ``getrusage``, is its own; it
 includes the interpreter and the imports, about 200 MB):
 

@@ -1,5 +1,7 @@
 """Benchmark of the convergence diagnostics (``bayessdc.models.diagnostics``): prints figures, is not a test.
 
+Below the public API: times the diagnostics kernel itself against ArviZ on the same draws.
+
 The convergence gate computes, for every monitored quantity, ArviZ's rank-normalised split r_hat and bulk ESS.
 A national flow run gates about 300,000 quantities (every cell's log-rate). This script times
 ``split_rhat_and_bulk_ess`` on 300,000 quantities of 4 chains x 1,000 draws, simulated a block of quantities at

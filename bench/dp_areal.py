@@ -1,5 +1,8 @@
 """Benchmark of the DP-areal synthesizer: wall time, ESS per second, peak memory, on the CE-like data.
 
+Below the public API: times the sampler (``DPArealSynthesizer``), its compiled log density and its ESS per second,
+which the pipeline does not report apart.
+
 Usage::
 
     python bench/dp_areal.py                              # the default fit: 4 chains, identified parameterization

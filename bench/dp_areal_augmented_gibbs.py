@@ -1,5 +1,7 @@
 """Experiment (not the library's sampler): data-augmentation Gibbs for the DP-areal model, NUTS for the scales.
 
+Below the public API: an experiment with another sampler built from the model's own pieces.
+
 Usage::
 
     python bench/dp_areal_augmented_gibbs.py 3000 1000 2            # sweeps, burn-in, chains on the CE-like data

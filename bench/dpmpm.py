@@ -1,5 +1,8 @@
 """Benchmark of the DPMPM synthesizer: wall time, ESS per second, peak memory.
 
+Below the public API: times the Gibbs sampler itself and sets it beside NUTS on the marginal model
+(``build_model``).
+
 Usage::
 
     python bench/dpmpm.py                 # CE-like n = 6,208 and n = 1,000,000, blocked Gibbs

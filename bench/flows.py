@@ -1,5 +1,7 @@
 """Benchmark of the truncated-Poisson flow synthesizer: prints figures, is not a test.
 
+Below the public API: times the flow sampler per group pair and its compiled models, apart from the group runner.
+
 Part ``pair``: one state pair with about 1,000 sensitive cells (the anchor of ``../shared/ANCHORS.md``: 60
 origins x 70 destinations, 1,009 cells, counts 1..7, simulated from the model), fitted by every NUTS
 backend and set-up (nutpie low-rank / diagonal, PyMC's own sampler, numpyro if installed, the three

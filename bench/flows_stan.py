@@ -1,5 +1,7 @@
 """Stan (PyStan 3) as the like-for-like reference for the truncated-Poisson flow model: prints figures, is not a test.
 
+Below the public API: the model's own simulator makes the data Stan fits.
+
 Fits Hawala, Reiter & Wang's model (eq. 1 and Section 2.1) centred, as the paper writes it, to one group
 pair -- the first row of ``../shared/ANCHORS.md``: 60 origins x 70 destinations, 1,009 cells with counts
 1..7, simulated from the model -- with 4 chains x (1,000 warm-up + 1,000), chains one after another on

@@ -1,5 +1,7 @@
 """The reference DPMPM, NPBayesImputeCat 0.5 (R), run from Python beside this project's sampler.
 
+Below the public API: the library's sampler and figures are computed on the same data and draws as the reference's.
+
 NPBayesImputeCat (Wang, Hu, Reiter et al.; GPL >= 3) is the only packaged DPMPM and the sampler behind the
 seed paper's synthesis: a blocked Gibbs sampler in C++ (K = 40, alpha ~ Gamma(a_alpha, b_alpha)). Nothing of it
 is part of bayessdc or copied into it: this module writes the coded records to a temporary CSV, runs a short

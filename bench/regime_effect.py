@@ -1,5 +1,7 @@
 """Do the chains' regimes change what an agency decides on? Release figures chain by chain.
 
+Below the public API: the release figures are computed chain by chain from the sampler's chains.
+
 Usage::
 
     python bench/regime_effect.py dpmpm --chains 4 --burn 5000 --draws 40000 --thin 40 --m 100 --seed 1

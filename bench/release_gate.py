@@ -69,7 +69,6 @@ def _vlss_frame():
 def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: int | None = None) -> dict:
     """One part in this process: the run, its verdict and figures."""
     import bayessdc as bsd
-    from bayessdc.models.dpmpm import simulate_ce_like
 
     if part.startswith("dpmpm"):
         if part == "dpmpm-vlss":
@@ -77,14 +76,14 @@ def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: 
             roles = {"synthesize": ["commune"], "keep": ["sex", "age_group", "education", "insurance"]}
             known = [["sex", "commune"], ["sex", "age_group", "commune"]]
         else:
-            frame = simulate_ce_like(n=6208 if part == "dpmpm-6208" else 1_000_000, seed=1)
+            frame = bsd.examples.ce_like(n=6208 if part == "dpmpm-6208" else 1_000_000, seed=1)
             roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
             known = CE_KNOWN
         recipe = bsd.DPMPM(known=known, risk_records=0)
         if chains is not None:
             recipe.settings = bsd.GibbsSettings(chains=chains)
     else:
-        frame = simulate_ce_like(n=6208, seed=1)
+        frame = bsd.examples.ce_like(n=6208, seed=1)
         roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
         settings = bsd.SamplerSettings(draws=draws, tune=tune, chains=4, target_accept=0.9)
         recipe = bsd.DPAreal(K=50, known=CE_KNOWN, settings=settings)

@@ -1,5 +1,7 @@
 """Wall time, ESS per second and peak memory of the two-stage spatial synthesizer: exact GP and NNGP.
 
+Below the public API: times each stage's sampler and the paper's simulation apart from the pipeline.
+
 The paper's simulation (Quick, Holan & Wikle, Section 4: tau^2 = 0.0625, sigma^2 = 4, phi = 12.7, mean of
 eq. 8, an isolated record at (0.51, 0.01) with w = -4), intercept and the two covariates of eq. (8), both
 stages, then m = 20 synthetic datasets from each stage. ESS/s is the smallest bulk ESS over the gated

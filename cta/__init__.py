@@ -4,6 +4,11 @@ Build a table (:func:`table_from_long`, :func:`table_from_microdata`, :func:`lin
 sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), adjust it
 (:func:`adjust_table`) and measure the result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and
 writes the release/private output folder.
+
+References
+----------
+.. [1] Cox, L. H. (2003). *Preserving confidentiality and quality of tabular data: are safe data necessarily
+    inferior data?* Bureau of Transportation Statistics Confidentiality Seminar, Washington, DC, 17 September.
 """
 
 from .examples import cox_4x9_frame

@@ -7,15 +7,14 @@ log-rates a national flow run gates would take about 30 minutes of diagnostics a
 
 Why not NumPy alone: a first version vectorised over the quantities with NumPy only (``argsort`` along an axis,
 ``np.fft`` for every lag) took 800 us per quantity, about 240 s for 300,000: the argsort cost 40 ns per draw, the
-FFT 31, the gathers and scatters of the ranks about 60 (at load ~3 from other work on the machine). Here NumPy
+FFT 31, the gathers and scatters of the ranks about 60. Here NumPy
 only sorts (its SIMD sort of float32 keys: 9 ns per draw) and numba kernels do the rest, one quantity at a time.
 
-Measured (``bench/diagnostics.py``; 2 cores, load average 3.0-3.5 from other work throughout, which slows
-everything, ArviZ too): 300,000 quantities of 4 x 1,000 draws in 62.8 s wall, 61 s CPU (209 us per quantity, 51 ns
-of CPU per draw), one worker, peak memory of the process 0.64 GB; ArviZ in the same run: 3,000 of them in 17.2 s
-(``az.rhat`` 10.4 s, ``az.ess`` 6.8 s), 29 minutes for 300,000, 27 times longer. Same numbers: r_hat bitwise,
-the ESS within 1.3e-14 relative. A second worker (``workers=2``) found no free core in that run (63 s); in a run
-of an earlier version of this code at load ~7, two workers took 53 s against 67 s for one.
+Measured (``bench/diagnostics.py``, 2 cores, other work on the machine slowing ArviZ and this code alike): 300,000
+quantities of 4 x 1,000 draws in 62.8 s wall, 61 s CPU (209 us per quantity, 51 ns of CPU per draw), one worker,
+peak memory of the process 0.64 GB; ArviZ in the same run: 3,000 of them in 17.2 s (``az.rhat`` 10.4 s, ``az.ess``
+6.8 s), 29 minutes for 300,000, 27 times longer. Same numbers: r_hat bitwise, the ESS within 1.3e-14 relative. A
+second worker (``workers=2``) helps only where a core is free (63 s in that run, where none was).
 
 How (Vehtari et al. 2021, as ``arviz/stats/diagnostics.py`` computes it):
 

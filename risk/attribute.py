@@ -29,6 +29,11 @@ eq. 8): ``p(y~_t(l) | theta_s)``. Keeping every item's term (``release_likelihoo
 expectation of eq. 6, but its log varies across draws by the order of the square root of the number of
 items, so one draw takes all the weight and the estimate degenerates; eq. 8 is what the paper computes and
 what this module does by default.
+
+References
+----------
+.. [1] Hawala, S., Reiter, J. P., & Wang, Q. *Synthesizing truncated count data for confidentiality*. U.S. Census
+    Bureau and Duke University, manuscript (undated; its latest reference is of 2010).
 """
 
 from __future__ import annotations

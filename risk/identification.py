@@ -29,6 +29,11 @@ release can carry about them:
   disclosures for one label of L levels).
 
 The measures of the real synthetic datasets are then placed among the S repetitions of each.
+
+References
+----------
+.. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
+    the Consumer Expenditure Surveys*. Vassar College and U.S. Bureau of Labor Statistics, manuscript.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ data frames, grouping the records anew for every dataset and table. Here every c
 integers, every table and knowledge set becomes one integer key per record, and a dataset costs a few
 ``bincount`` passes; the pMSE is fitted on the distinct cells with their counts as weights
 (:func:`bayessdc.synthesis.categorical.weighted_pmse`, the same fit :func:`~bayessdc.synthesis.categorical.pmse`
-makes). Measured on the CE-like data (2026-11-24): see :class:`CategoricalReleaseFigures`. A test checks that
+makes). Measured on the CE-like data: see :class:`CategoricalReleaseFigures`. A test checks that
 both give the same figures.
 """
 
@@ -52,7 +52,7 @@ class CategoricalReleaseFigures:
     -----
     Figure names: ``expected_match_risk[<known>]``, ``true_match_rate[<known>]``, ``false_match_rate[<known>]``
     (``<known>`` the columns joined by ``+``), ``attribute_disclosures``, ``table_deviation[one-way]`` ...,
-    ``pmse``. Cost per dataset on the CE-like data (2026-11-24, one core): n = 6,208 about 0.1 s, of which the
+    ``pmse``. Cost per dataset on the CE-like data (one core): n = 6,208 about 0.1 s, of which the
     pMSE 0.08 s; the same figures through the data-frame functions 0.25 s.
     """
 

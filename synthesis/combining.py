@@ -11,6 +11,11 @@ for ``m`` partially synthetic datasets with estimates ``q^(l)`` and within-datas
 
 and intervals ``q_bar +- t_{nu_p, 1 - alpha/2} sqrt(T_p)``. When ``b_m = 0`` the degrees of freedom are
 infinite (normal intervals).
+
+References
+----------
+.. [1] Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets. *Survey
+    Methodology*, 29.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ Tolerances (both arguments of :class:`ReleaseGatePolicy`):
 How many datasets per chain: with perfectly mixing chains the standard error is ``sd / sqrt(C n)``, and the
 estimate of ``B`` from ``C`` chains is noisy, so the gate must be passed comfortably at ``C n`` datasets or it
 would refuse good releases by chance. Simulated (``C n`` independent normal datasets per figure, 12 figures,
-4,000 replications, 2026-11-24): a utility figure fails by chance with probability 5.7% at C = 8, n = 25 (50%
+4,000 replications): a utility figure fails by chance with probability 5.7% at C = 8, n = 25 (50%
 that one of 12 fails), 0.02% at C = 8, n = 50 (0.3% for any of 12); 0.8% at C = 4, n = 100 (9% for any of
 12), under 0.01% at C = 4, n = 200 (0.05% for any of 12). Hence the defaults of the synthesizers: 8 chains x
 50 datasets (DPMPM) and 4 chains x 200 (DP-areal).

@@ -64,15 +64,49 @@ def test_models_import_no_layer_above_them():
     assert not {k: v for k, v in offending.items() if v}
 
 
+def _layer_imports(code: str) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every ``from bayessdc.<layer> import ...`` in ``code``."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bayessdc."):
+            found.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((a.name, []) for a in node.names if a.name.startswith("bayessdc."))
+    return found
+
+
+def _documented(module: str, names: list[str]) -> list[str]:
+    """The names that are not part of ``module``'s documented interface (its ``__all__``, or submodules)."""
+    import importlib
+    import importlib.util
+
+    target = importlib.import_module(module)
+    public = set(getattr(target, "__all__", ()))
+    package = hasattr(target, "__path__")
+    submodules = {n for n in names if package and importlib.util.find_spec(f"{module}.{n}") is not None}
+    return [n for n in names if n not in public and n not in submodules]
+
+
 def test_notebooks_and_benches_use_the_public_api_only():
+    """DESIGN.md: notebooks use ``import bayessdc as bsd`` and the documented layers only (each name in its
+    module's ``__all__``, never the command line or a private name); a bench that reaches below ``bsd`` says why
+    at its top (``Below the public API: ...``)."""
     pattern = re.compile(r"(bayessdc\.cli\b|from bayessdc[\w.]* import [^\n]*\b_[a-z]\w*|bayessdc[\w.]*\._[a-z]\w*)")
     for path in sorted(ROOT.glob("bench/*.py")):
-        assert not pattern.findall(path.read_text()), path.name
+        text = path.read_text()
+        assert not pattern.findall(text), path.name
+        below = _layer_imports(text)
+        for module, names in below:
+            assert not _documented(module, names), (path.name, module, _documented(module, names))
+        assert not below or "Below the public API: " in (ast.get_docstring(ast.parse(text)) or ""), path.name
     for path in sorted(ROOT.glob("notebooks/*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
         assert "import bayessdc as bsd" in code, path.name
         assert not pattern.findall(code), path.name
+        for module, names in _layer_imports(code):
+            assert not _documented(module, names), (path.name, module, _documented(module, names))
 
 
 def test_each_cli_module_only_wires():

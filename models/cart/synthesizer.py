@@ -15,6 +15,13 @@ age; :mod:`bayessdc.models.cart.rules`) are never violated: when the value of ``
 whose columns are all kept or synthesized up to ``X_j`` restricts the draw to the leaf's values that are
 admissible given the record's already-fixed values. A record whose leaf holds no admissible value draws from
 the nearest ancestor node holding one; such fallbacks are counted.
+
+References
+----------
+.. [1] Rodriguez, R. A., Freiman, M. H., Reiter, J. P., & Lauger, A. D. *Preserving privacy in person-level data
+    for the American Community Survey*. U.S. Census Bureau, research paper.
+.. [2] Reiter, J. P. (2005). Using CART to generate partially synthetic public use microdata. *Journal
+    of Official Statistics*, 21(3).
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ This declaration has a label and a log rate for every pattern x label cell, whic
 labels are discrete) and which would be slow if it could. The sampler uses the equivalent form of
 :mod:`bayessdc.models.dp_areal.marginal` (labels summed out, log rates integrated out by quadrature);
 ``tests/models/dp_areal/test_model.py`` checks that the two log densities agree at random points.
+
+References
+----------
+.. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
+    the Consumer Expenditure Surveys*. Vassar College and U.S. Bureau of Labor Statistics, manuscript.
 """
 
 from __future__ import annotations

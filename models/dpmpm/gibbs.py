@@ -19,8 +19,8 @@ components share each cell's records: on the CE-like simulator 1,993 cells at n 
 one draw each) against 4,919 at n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and
 all 40 components occupied at n = 1,000,000. Figures in ``bench/dpmpm.py``.
 
-Where the time goes at n = 1,000,000 (2026-11-24, per iteration, each step timed apart in a scratch copy of this
-kernel): the allocation step 3.2 ms of 3.65 (theta 0.33, level exchanges 0.09, label swaps 0.025, alpha and
+Where the time goes at n = 1,000,000 (``bench/dpmpm.py``; per iteration, each step timed apart in a scratch copy
+of this kernel): the allocation step 3.2 ms of 3.65 (theta 0.33, level exchanges 0.09, label swaps 0.025, alpha and
 sticks 0.02); at n = 6,208 0.22 ms of 0.46. Within the allocation at 1,000,000 (4,373 cells above
 ``SMALL_CELL``, 2.5 binomials and 5 single trials each): about 0.85 ms in the binomials themselves (75 ns each,
 a third of it in the exp/log1p of the inversion), 0.4-0.6 ms in the scans for the next largest component and
@@ -79,7 +79,7 @@ SAMPLER_DECISION = (
     "bench/dpmpm.py --nuts): NUTS (nutpie) on the marginalised model needed 251 s to compile and 0.85 s per draw "
     "(mean tree depth 7.4, up to 10), giving 0.6 ESS/s for alpha and 0.6-1.2 ESS/s for the largest counties' "
     "probabilities; the Gibbs sampler runs 0.5-0.65 s per 1,000 iterations with 175-220 ESS/s for alpha and "
-    "526-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, load average 2-4 on 2 cores)"
+    "526-980 ESS/s for the six largest counties' probabilities (bench/dpmpm.py, 2 cores)"
 )
 
 
@@ -131,7 +131,7 @@ class GibbsSettings:
         exchange for all records of one pattern of the kept variables, so the grouping of the patterns into
         components can change in one step. On the CE-like data the posterior has regimes with 11, 12 or 13
         large components (groupings of the 40 patterns). Four chains of 60,000 iterations changed regime 12
-        times without these moves and 9 times with them, at about 10% more time per iteration (2026-11-23).
+        times without these moves and 9 times with them, at about 10% more time per iteration (``bench/dpmpm.py``).
     split_merge_moves
         Split-merge Metropolis-Hastings moves per iteration (:func:`bayessdc.models.dpmpm.moves.split_merge`;
         Jain & Neal 2004 with a sequentially allocated launch, Dahl 2003), default off: on the CE-like data
@@ -146,7 +146,7 @@ class GibbsSettings:
         ratios are written for power 1, are skipped below 1. On the CE-like data (``bench/dpmpm.py --powers``)
         flattening the likelihood does not dissolve the regimes of the posterior, it merges components: at
         0.97 the chain changes regime a few times more often than at 1, at 0.9 and below it sits in fewer,
-        equally stuck components; so parallel tempering is not the remedy for their slow mixing (2026-11-23).
+        equally stuck components; so parallel tempering is not the remedy for their slow mixing.
     """
 
     draws: int = 4000

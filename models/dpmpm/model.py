@@ -8,6 +8,13 @@ The blocked Gibbs sampler (:mod:`bayessdc.models.dpmpm.gibbs`) samples the equiv
 classes summed out and the records aggregated into cells (:mod:`bayessdc.models.dpmpm.marginal`), whose PyMC
 declaration it reads the priors from; ``tests/models/dpmpm/test_model.py`` checks that the two log densities
 agree at random points and that both declarations give the sampler the same priors.
+
+References
+----------
+.. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
+    the Consumer Expenditure Surveys*. Vassar College and U.S. Bureau of Labor Statistics, manuscript.
+.. [2] Si, Y., & Reiter, J. P. (2013). Nonparametric Bayesian multiple imputation for incomplete categorical
+    variables in large-scale assessment surveys. *Journal of Educational and Behavioral Statistics*.
 """
 
 from __future__ import annotations

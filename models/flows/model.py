@@ -11,6 +11,11 @@ For the sensitive cells ``ij`` of one (origin group, destination group) pair, wi
 :mod:`bayessdc.models.flows.marginal` (``mu_beta - mu_gamma`` and the precisions integrated out, effects padded
 to a size class); ``tests/models/test_flows_model.py`` checks that the two log densities agree at random
 points.
+
+References
+----------
+.. [1] Hawala, S., Reiter, J. P., & Wang, Q. *Synthesizing truncated count data for confidentiality*. U.S. Census
+    Bureau and Duke University, manuscript (undated; its latest reference is of 2010).
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ For records at locations ``s_1..s_N`` with covariates ``x(s_i)``:
 :func:`paper_model` declares exactly this, ``w`` included. The sampler uses the equivalent of
 :mod:`bayessdc.models.spatial.marginal` (``w`` and ``beta`` integrated out in the eigenbasis of ``A R(phi) A``,
 ``phi`` summed over its grid); ``tests/models/test_spatial_model.py`` checks that the two log densities agree.
+
+References
+----------
+.. [1] Quick, H., Holan, S. H., & Wikle, C. K. (2018). Generating partially synthetic geocoded public use data with
+    decreased disclosure risk by using differential smoothing. *Journal of the Royal Statistical Society,
+    Series A*.
 """
 
 from __future__ import annotations
