@@ -5,12 +5,7 @@ parameters says that the chains disagree, not whether the disagreement reaches w
 judges the release itself. Each of ``C`` chains gives ``n`` synthetic datasets (drawn from posterior draws
 spread over that chain); every release figure (a risk or utility measure of one dataset) is averaged per
 chain, and the pooled figure is the mean of the ``C`` chain means (equal weights). Its standard error is
-
-.. math::
-
-    \\mathrm{SE} = \\sqrt{B / C}, \\qquad B = \\frac{1}{C - 1} \\sum_c (\\bar x_c - \\bar x)^2,
-
-the between-chain variance of the chain means. Chains are independent replicates of the whole computation,
+``SE = sqrt(B / C)`` with ``B = sum_c (xbar_c - xbar)^2 / (C - 1)``, the between-chain variance of the chain means. Chains are independent replicates of the whole computation,
 so this is a batch-means standard error with chains as batches: it is valid whatever the autocorrelation
 within a chain and whatever the regimes a chain sits in, and it holds all the Monte Carlo error of the pooled
 figure, the disagreement between chains included (a chain stuck in a regime of its own moves its mean by the
