@@ -2,18 +2,18 @@
 
 For posteriors with regimes that chains cross rarely (the Dirichlet-process synthesizers), r_hat of the
 parameters says that the chains disagree, not whether the disagreement reaches what is released. This gate
-judges the release itself. Each of ``C`` chains gives ``n`` synthetic datasets (drawn from posterior draws
-spread over that chain); every release figure (a risk or utility measure of one dataset) is averaged per
-chain, and the pooled figure is the mean of the ``C`` chain means (equal weights). Its standard error is
-``SE = sqrt(B / C)`` with ``B = sum_c (xbar_c - xbar)^2 / (C - 1)``, the between-chain variance of the chain means. Chains are independent replicates of the whole computation,
-so this is a batch-means standard error with chains as batches: it is valid whatever the autocorrelation
-within a chain and whatever the regimes a chain sits in, and it holds all the Monte Carlo error of the pooled
-figure, the disagreement between chains included (a chain stuck in a regime of its own moves its mean by the
-regime's effect; nothing averages that away within the chain). Margossian et al.'s nested R-hat asks the
-same question of superchains; with one chain per superchain its between-superchain term is ``B`` and the
-standard error above is the quantity a release needs, in the figure's own units, beside a tolerance an agency
-can state. It falls as ``1 / sqrt(C)`` at a given spread, so a failed gate can say how many chains would meet
-the tolerance: ``ceil(C (SE / tolerance)^2)``.
+judges the release itself. Each of ``C`` chains gives ``n`` synthetic datasets (drawn from posterior draws spread
+over that chain); every release figure (a risk or utility measure of one dataset) is averaged per chain, and the
+pooled figure is the mean of the ``C`` chain means (equal weights). Its standard error is ``SE = sqrt(B / C)`` with
+``B = sum_c (xbar_c - xbar)^2 / (C - 1)``, the between-chain variance of the chain means. Chains are independent
+replicates of the whole computation, so this is a batch-means standard error with chains as batches: it is valid
+whatever the autocorrelation within a chain and whatever the regimes a chain sits in, and it holds all the Monte
+Carlo error of the pooled figure, the disagreement between chains included (a chain stuck in a regime of its own
+moves its mean by the regime's effect; nothing averages that away within the chain). Margossian et al.'s nested
+R-hat asks the same question of superchains; with one chain per superchain its between-superchain term is ``B`` and
+the standard error above is the quantity a release needs, in the figure's own units, beside a tolerance an agency
+can state. It falls as ``1 / sqrt(C)`` at a given spread, so a failed gate can say how many chains would meet the
+tolerance: ``ceil(C (SE / tolerance)^2)``.
 
 Tolerances (both arguments of :class:`ReleaseGatePolicy`):
 
