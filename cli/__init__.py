@@ -25,11 +25,11 @@ from bayessdc.progress import cli_logging
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
-    "flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "report", "policy", "demo",
+    "flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "evaluate", "report", "policy", "demo",
 )  # fmt: skip
 
 #: The subcommands that release something, each judged by a disclosure policy (``--policy``).
-RELEASING: frozenset[str] = frozenset({"flows", "spatial", "dpmpm", "dp-areal", "cart", "cta"})
+RELEASING: frozenset[str] = frozenset({"flows", "spatial", "dpmpm", "dp-areal", "cart", "cta", "evaluate"})
 
 #: Help of ``--policy``.
 POLICY_HELP = (

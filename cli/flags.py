@@ -32,6 +32,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "datasets_per_chain": "--gate-datasets",
     "draws": "--draws",
     "gamma": "--gamma",
+    "holdout": "--holdout",
     "jitter": "--jitter",
     "keep": "--keep",
     "known": "--known",

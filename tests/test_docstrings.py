@@ -17,6 +17,8 @@ MODULES = (
     "bayessdc.pipeline.cta",
     "bayessdc.release",
     "bayessdc.loading",
+    "bayessdc.evaluation",
+    "bayessdc.control",
     "bayessdc.measures",
     "bayessdc.risk.copies",
 )

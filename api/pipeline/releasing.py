@@ -12,7 +12,7 @@ from ..policy import Policy, Verdict, judge
 from ..release import Release
 from .recipe import Drawn, Fitted, Prepared, Recipe
 
-__all__ = ["build_release", "decide"]
+__all__ = ["build_release", "decide", "measure_and_judge"]
 
 _log = logging.getLogger("bayessdc.pipeline")
 
@@ -59,7 +59,7 @@ def decide(
     release, tried
         The release with ``measured`` and ``policy`` set, and the verdicts of every setting tried, in order.
     """
-    verdict = _measure_and_judge(release, policy, synthesizer.name, {}, progress)
+    verdict = measure_and_judge(release, policy, synthesizer.name, {}, progress)
     tried = [verdict]
     if verdict.passed:
         return release, tried
@@ -70,7 +70,7 @@ def decide(
         )  # fmt: skip
         recipe, under = synthesizer.under(setting, fitted)
         candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress)
-        verdict = _measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
+        verdict = measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
         tried.append(verdict)
         release = candidate
         if verdict.passed:
@@ -89,12 +89,12 @@ def decide(
         release.synthetic = kept.reset_index(drop=True)
         release.measure_input = replace(data, synthetic=release.synthetic, cache={})
         release.facts["replicated_uniques_removed"] = int(removed["removed"].sum())
-        verdict = _measure_and_judge(release, policy, synthesizer.name, setting, progress)
+        verdict = measure_and_judge(release, policy, synthesizer.name, setting, progress)
         tried.append(verdict)
     return release, tried
 
 
-def _measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:
+def measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:
     """Compute the release's measures (kept in ``release.measured``) and its policy verdict (``release.policy``)."""
     from bayessdc.measures import MeasureSet, compute_measures
 

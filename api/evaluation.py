@@ -1,0 +1,251 @@
+"""Synthetic data made elsewhere, judged by the same measures, policy and report as a bayessdc release.
+
+:func:`evaluate` takes the confidential table and synthetic datasets made by any tool (synthpop, SDV, a
+release of another agency) and computes every measure that needs no posterior: records copied and replicated
+uniques, the identification risk and attribute disclosures of the synthesized categorical columns beside their
+inherent bounds (partially synthetic data), tau of the analyst's tables, the pMSE and, with a control set, the
+attack measures. It judges them by a disclosure policy and writes the same output folder and report as
+:func:`bayessdc.synthesize`, so that ``bayessdc report`` and :func:`bayessdc.compare_releases` put the files on
+one risk-utility plot with bayessdc releases.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import InputError
+from .io import read_table
+
+__all__ = ["evaluate"]
+
+_log = logging.getLogger("bayessdc.evaluation")
+
+Frame = pd.DataFrame | str | os.PathLike[str]
+
+
+def _frame(value: Frame, what: str) -> pd.DataFrame:
+    if isinstance(value, pd.DataFrame):
+        return value.reset_index(drop=True)
+    if isinstance(value, str | os.PathLike):
+        return read_table(value)
+    raise InputError(f"{what} must be a data frame or a file, got {type(value).__name__}")
+
+
+def stack_synthetic(synthetic: Frame | Sequence[Frame]) -> pd.DataFrame:
+    """The synthetic datasets as one frame with a first column ``synthetic`` = 1..m.
+
+    ``synthetic`` is one frame or file (with a ``synthetic`` column numbering its datasets, or without: one
+    dataset), or a sequence of frames or files (one dataset each).
+    """
+    from bayessdc.synthesis.datasets import stack_datasets
+
+    if isinstance(synthetic, pd.DataFrame | str | os.PathLike):
+        frame = _frame(synthetic, "synthetic")
+        if "synthetic" not in frame.columns:
+            return stack_datasets([frame])
+        codes, _ = pd.factorize(frame["synthetic"], sort=True)
+        frame = frame.assign(synthetic=codes + 1).sort_values("synthetic", kind="stable").reset_index(drop=True)
+        return frame[["synthetic", *[c for c in frame.columns if c != "synthetic"]]]
+    frames = [_frame(f, f"synthetic dataset {k}") for k, f in enumerate(synthetic, start=1)]
+    if not frames:
+        raise InputError("synthetic= holds no dataset")
+    return stack_datasets(frames)
+
+
+def _check_columns(original: pd.DataFrame, synthetic: pd.DataFrame, roles: dict[str, list[str]]) -> list[str]:
+    """The released columns, checked: each in the original, with no level the original lacks."""
+    released = [c for c in synthetic.columns if c != "synthetic"]
+    unknown = [c for c in released if c not in original.columns]
+    if unknown:
+        raise InputError(f"synthetic column(s) {', '.join(map(repr, unknown))} are not columns of the original")
+    for role, columns in roles.items():
+        absent = [c for c in columns if c not in released]
+        if absent:
+            raise InputError(f"{role}= column(s) {', '.join(map(repr, absent))} are not in the synthetic data")
+    for column in released:
+        if pd.api.types.is_numeric_dtype(original[column]) and pd.api.types.is_numeric_dtype(synthetic[column]):
+            continue
+        levels = set(original[column].dropna().astype(str))
+        new = sorted(set(synthetic[column].dropna().astype(str)) - levels)
+        if new:
+            raise InputError(
+                f"synthetic column {column!r} has level(s) the original lacks: {', '.join(map(repr, new[:5]))}"
+                f"{' ...' if len(new) > 5 else ''}"
+            )
+    return released
+
+
+def _aligned(original: pd.DataFrame, synthetic: pd.DataFrame, keep: list[str]) -> bool:
+    """Whether every dataset is the original record by record with its kept columns unchanged (partially
+    synthetic data, on which identification and attribute disclosure are defined)."""
+    if not keep:
+        return False
+    for _, dataset in synthetic.groupby("synthetic", sort=True):
+        if len(dataset) != len(original):
+            return False
+        mine, theirs = dataset[keep].reset_index(drop=True), original[keep].reset_index(drop=True)
+        if not mine.astype(str).equals(theirs.astype(str)):
+            return False
+    return True
+
+
+def evaluate(
+    original: Frame,
+    synthetic: Frame | Sequence[Frame],
+    *,
+    synthesize: Sequence[str] | str | None = None,
+    keep: Sequence[str] | str | None = None,
+    holdout: Frame | None = None,
+    known: Sequence[Sequence[str] | str] | None = None,
+    tables: Sequence[Any] | None = None,
+    bootstrap: int = 200,
+    name: str = "external",
+    policy: Any = None,
+    out: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> Any:
+    """Judge synthetic data made elsewhere by bayessdc's measures, a disclosure policy and its report.
+
+    Parameters
+    ----------
+    original
+        The confidential table (a frame or a file).
+    synthetic
+        The synthetic datasets: one frame or file (a ``synthetic`` column numbering the m datasets, or one
+        dataset without it) or a sequence of frames or files, one per dataset.
+    synthesize, keep
+        The columns the other tool synthesized and those it released unchanged (default: every released column
+        synthesized). When every dataset is the original record by record with the kept columns unchanged, the
+        data are judged as partially synthetic (identification risk and attribute disclosures of the categorical
+        synthesized columns beside their inherent bounds); otherwise as fully synthetic.
+    holdout
+        A control set (real records of the same population the other tool never saw): the attack measures and
+        the records-copied reference use it. Refused when it repeats training records.
+    known
+        The intruder's knowledge sets for the identification risk (default: every kept and categorical
+        synthesized column).
+    tables
+        The analyst's count tables (``"A,B"`` strings; default: each synthesized column by each kept column).
+    bootstrap
+        Bootstrap replicates of the original per table.
+    name
+        The name of the method, as the report and the comparison plot show it (``"synthpop CART"``).
+    policy
+        The disclosure policy (a file, a :class:`bayessdc.Policy` or ``None`` for the default).
+    out
+        Optional output folder: ``private/`` (measures, verdict, report) always; ``release/`` (the synthetic
+        data and their description) only when the policy is met.
+    seed
+        Seed of the measures' random steps (inherent scenarios, bootstrap replicates).
+    progress
+        Stage messages of the ``bayessdc`` logger.
+
+    Returns
+    -------
+    bayessdc.Release
+        With ``measured`` and ``policy`` set; ``diagnostics`` states that no posterior was gated.
+
+    Raises
+    ------
+    bayessdc.InputError
+        A synthetic column the original lacks, a level the original lacks, a column of ``synthesize``/``keep``
+        absent, or a control set that is too small or repeats training records; before anything is measured.
+
+    Examples
+    --------
+    >>> import bayessdc as bsd
+    >>> persons = bsd.examples.acs_persons(400, seed=1)
+    >>> elsewhere = persons.assign(education=persons["education"].sample(frac=1, random_state=2).to_numpy())
+    >>> release = bsd.evaluate(persons[["age", "sex", "education"]], elsewhere[["age", "sex", "education"]],
+    ...                        synthesize="education", keep="age,sex", name="shuffled", progress=False)
+    >>> release.synthesizer, release.m, release.description["kind"]
+    ('shuffled', 1, 'partially synthetic')
+    >>> "expected_match_risk" in set(release.risk()["measure"])
+    True
+    """
+    from bayessdc import progress as _progress
+    from bayessdc.measures import MeasureInput
+    from bayessdc.pipeline import column_list
+    from bayessdc.pipeline.cart_measures import table_specs
+    from bayessdc.pipeline.categorical_input import check_known_sets
+    from bayessdc.pipeline.releasing import measure_and_judge
+    from bayessdc.policy import load_policy
+    from bayessdc.release import Diagnostics, Release
+    from bayessdc.report import ReportContent
+    from bayessdc.synthesis.output import fingerprint_frame
+
+    from .control import check_control
+
+    start = time.perf_counter()
+    disclosure_policy = load_policy(policy)
+    original, stacked = _frame(original, "original"), stack_synthetic(synthetic)
+    keep_columns, synthesize_columns = column_list(keep) or [], column_list(synthesize)
+    released = _check_columns(original, stacked, {"keep": keep_columns, "synthesize": synthesize_columns or []})
+    synthesize_columns = synthesize_columns or [c for c in released if c not in keep_columns]
+    original = original[released]
+    stacked = stacked.astype({c: original[c].dtype for c in released if stacked[c].dtype != original[c].dtype},
+                             errors="ignore")  # fmt: skip
+    partially = _aligned(original, stacked, keep_columns)
+    control = check_control(original, _frame(holdout, "holdout"), released) if holdout is not None else None
+    categorical = [c for c in synthesize_columns if not pd.api.types.is_float_dtype(original[c])]
+    data = MeasureInput(
+        stacked, original, released=released, synthesized=categorical if partially else synthesize_columns,
+        kept=keep_columns, partially_synthetic=partially, holdout=control, seed=seed, bootstrap=bootstrap,
+        tables=table_specs(tables, original, original, synthesize_columns, keep_columns),
+    )  # fmt: skip
+    if partially and categorical:
+        data.known_sets = check_known_sets(known, categorical, keep_columns)
+    m = data.m
+    kind = "partially synthetic" if partially else "fully synthetic"
+    description = {
+        "synthesizer": name, "source": "synthetic data made elsewhere, evaluated by bayessdc (no model fitted here)",
+        "kind": kind, "synthesized": synthesize_columns, "kept": keep_columns, "m": m, "seed": seed,
+        "control_set": None if control is None else {"records": len(control)},
+    }  # fmt: skip
+    summary = {"passed": True, "gate": "none: no posterior was fitted here, so there is nothing to gate"}
+    identity = {"evaluate": name, "input": fingerprint_frame(original), "synthetic": fingerprint_frame(stacked),
+                "m": m, "seed": seed}  # fmt: skip
+    if not disclosure_policy.builtin:
+        identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
+    release = Release(
+        synthesizer=name, synthetic=stacked, description=description, diagnostics=Diagnostics({}, summary, True),
+        identity=identity, m=m, seed=seed, facts={"records": len(original), "kind": kind},
+        measure_input=data,
+    )  # fmt: skip
+    with _progress.call_logging(progress):
+        if not partially and keep_columns:
+            _log.warning("%s: the kept columns do not equal the original's record by record: judged as fully "
+                         "synthetic data", name)  # fmt: skip
+        verdict = measure_and_judge(release, disclosure_policy, name, {}, progress)
+    release.policy_tried = [verdict]
+    release.description["disclosure_policy"] = {**disclosure_policy.describe(), "released_under": {}}
+    kept = f"; {', '.join(keep_columns)} kept" if keep_columns else ""
+    release.report_content = ReportContent(
+        original=original, synthetic=stacked, compared=list(synthesize_columns),
+        about=[f"{name}: {m} {kind} dataset(s) of {len(original):,} records made elsewhere and evaluated here "
+               f"({', '.join(synthesize_columns)} synthesized{kept}). No model was fitted here: there are no "
+               "posterior diagnostics."],
+    )  # fmt: skip
+    release.seconds = time.perf_counter() - start
+    if out is not None:
+        _write(release, Path(out))
+    return release
+
+
+def _write(release: Any, out: Path) -> None:
+    """``private/`` always; ``release/`` only when the policy is met."""
+    from bayessdc.synthesis.output import OutputFolder
+
+    with OutputFolder(out, release.identity) as folder:
+        if release.policy.passed:
+            release.write_to(folder)
+        else:
+            release.write_private(folder)
