@@ -10,14 +10,16 @@ too few records, or records of the training table).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["MIN_CONTROL_RECORDS", "check_control", "split_holdout"]
+__all__ = ["MIN_CONTROL_RECORDS", "align_control", "check_control", "hold_out", "split_holdout"]
 
 #: Fewest control records the attack measures accept: the 95% interval of a success rate on the control set
 #: is about +-0.1 wide at 100 records (1.96 sqrt(0.25 / 100)); fewer cannot tell an attack from its control.
@@ -110,3 +112,42 @@ def check_control(training: pd.DataFrame, control: pd.DataFrame, columns: Sequen
             "records the fit never saw; give records that were not used for the fit"
         )
     return control
+
+
+def hold_out(
+    frame: pd.DataFrame, holdout: float | pd.DataFrame | str | os.PathLike[str] | None, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, Any] | None]:
+    """The training records, the control set and how it was made (for the run's identity and ``model.json``).
+
+    ``holdout`` is ``None`` (no control set), a share of ``frame`` to hold out before the fit
+    (:func:`split_holdout`), or a frame or file of real records the fit never sees (:func:`check_control`,
+    on every column of ``frame``).
+    """
+    from bayessdc.synthesis.output import fingerprint_frame
+
+    from .io import read_table
+
+    if holdout is None:
+        return frame, None, None
+    if isinstance(holdout, str | os.PathLike):
+        holdout = read_table(holdout)
+    if isinstance(holdout, pd.DataFrame):
+        control = check_control(frame, holdout, list(frame.columns))
+        return frame, control, {"given": True, "records": len(control), "input": fingerprint_frame(control),
+                                "fitted_on": len(frame)}  # fmt: skip
+    training, control = split_holdout(frame, holdout, seed)
+    return training, control, {"given": False, "share": float(holdout), "records": len(control),
+                               "fitted_on": len(training)}  # fmt: skip
+
+
+def align_control(control: pd.DataFrame, original: pd.DataFrame) -> pd.DataFrame:
+    """``control`` on the columns of a release's ``original`` (the measures' confidential records), each column in
+    the original's type: a category the original lacks becomes missing, so that it matches no training record."""
+    aligned = control[[c for c in original.columns]].reset_index(drop=True)
+    for column in original.columns:
+        if aligned[column].dtype != original[column].dtype:
+            try:
+                aligned[column] = aligned[column].astype(original[column].dtype)
+            except (TypeError, ValueError):
+                aligned[column] = aligned[column].astype(str).astype(original[column].dtype, errors="ignore")
+    return aligned

@@ -31,6 +31,24 @@ SUBCOMMANDS: tuple[str, ...] = (
 #: The subcommands that release something, each judged by a disclosure policy (``--policy``).
 RELEASING: frozenset[str] = frozenset({"flows", "spatial", "dpmpm", "dp-areal", "cart", "cta", "evaluate"})
 
+#: The subcommands that release tables of records, which a control set (``--holdout``) can be compared with.
+RECORDS: frozenset[str] = frozenset({"spatial", "dpmpm", "dp-areal", "cart"})
+
+#: Help of ``--holdout``.
+HOLDOUT_HELP = (
+    "a control set for the attack measures: a share of the records held out before the fit (0.2: an evaluation "
+    "run, fitted on the rest, as release/model.json and the report say) or a file of real records not in the data"
+)
+
+
+def _holdout(text: str) -> float | Path:
+    """``--holdout``: a share (a number) or a file."""
+    try:
+        return float(text)
+    except ValueError:
+        return Path(text)
+
+
 #: Help of ``--policy``.
 POLICY_HELP = (
     "disclosure policy (TOML) every release is judged by; default: bayessdc's own (`bayessdc policy` prints it). "
@@ -95,6 +113,8 @@ class _Subcommands:
         parser = self._action.add_parser(name, **kwargs)
         if name in RELEASING:
             parser.add_argument("--policy", type=Path, default=None, metavar="FILE", help=POLICY_HELP)
+        if name in RECORDS:
+            parser.add_argument("--holdout", type=_holdout, default=None, metavar="SHARE|FILE", help=HOLDOUT_HELP)
         return parser
 
     def __getattr__(self, name: str) -> Any:

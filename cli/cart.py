@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     )
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,
-        out=args.out, policy=args.policy, progress=not args.quiet,
+        out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
     )  # fmt: skip
     if not args.quiet:
         print(summary(release, args.out))

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         release = bsd.synthesize(
             table, recipe, synthesize=args.synthesize, keep=args.keep, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, progress=not args.quiet,
+            allow_unconverged=args.allow_unconverged, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         return refusal("dp-areal", err, args.out)

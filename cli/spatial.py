@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         release = bsd.synthesize(
             table, recipe, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, progress=not args.quiet,
+            allow_unconverged=args.allow_unconverged, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         print(f"bayessdc spatial: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)

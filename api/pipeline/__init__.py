@@ -29,6 +29,7 @@ from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
 from bayessdc.synthesis.output import OutputFolder
 
+from ..control import hold_out
 from ..errors import InputError
 from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
@@ -53,6 +54,7 @@ def synthesize(
     out: str | os.PathLike[str] | None = None,
     allow_unconverged: bool = False,
     policy: Policy | str | os.PathLike[str] | None = None,
+    holdout: float | pd.DataFrame | str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> Release:
     """Fit ``synthesizer`` to ``frame`` and draw ``m`` synthetic datasets with their risk and utility.
@@ -83,6 +85,14 @@ def synthesize(
         The disclosure policy every release is judged by: a TOML file (:mod:`bayessdc.policy`) or a
         :class:`bayessdc.Policy`; ``None``: bayessdc's default (:func:`bayessdc.default_policy`). Read before
         any sampling; its name and digest are recorded in ``release/model.json``.
+    holdout
+        A control set for the attack measures: a share of ``frame``'s records (``0.2``) held out before the fit,
+        or a frame (or file) of real records of the same population that are not in ``frame``. A share makes an
+        *evaluation run*: the release is fitted on the other records, and ``release/model.json`` and the report
+        say so (``control_set``); its attack figures describe that fit. To publish a release fitted on every
+        record, run again at the same settings without ``holdout`` (its report shows no attack figures: the
+        evaluation run's are never presented as its own; ``bayessdc report`` puts the two runs side by side), or
+        give a control frame of records from outside ``frame``, which leaves the fit on every record.
     progress
         Progress bars (on a terminal or in a notebook, see :mod:`bayessdc.progress`) and the stages of the run
         as INFO messages of the ``bayessdc`` logger. ``False``: neither, for this call; notices (columns
@@ -130,6 +140,9 @@ def synthesize(
         raise InputError(f"m= must be a whole number of at least 1, got {m!r}")
     start = time.perf_counter()
     disclosure_policy = load_policy(policy)
+    if holdout is not None and not synthesizer.takes_control:
+        raise InputError(f"holdout= applies to tables of records; {synthesizer.name} releases no such table")
+    frame, control, control_set = hold_out(frame, holdout, seed)
     try:
         synthesizer.check_m(m)
         prepared = synthesizer.prepare(frame, column_list(synthesize), column_list(keep), seed)
@@ -138,13 +151,16 @@ def synthesize(
     except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too
         raise InputError(str(err)) from err
     identity = {**prepared.identity, "m": m, "seed": seed}
+    if control_set is not None:
+        identity["control_set"] = control_set
     if not disclosure_policy.builtin:
         identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
     folder = OutputFolder(out, identity) if out is not None else None
     try:
         with _progress.call_logging(progress):
             return _run(
-                synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy, progress, start
+                synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy, progress, start,
+                control,
             )
     finally:
         if folder is not None:
@@ -162,6 +178,7 @@ def _run(
     policy: Policy,
     progress: bool,
     start: float,
+    control: pd.DataFrame | None = None,
 ) -> Release:
     """Fit, gate, release, measure, judge and write (the steps of :func:`synthesize` after its checks)."""
     for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
@@ -194,13 +211,16 @@ def _run(
             _write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal
     release_start = time.perf_counter()
-    release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress)
+    release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress, control)
     _log.debug("%s: %d datasets drawn in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
     release.policy_tried = tried
     release.description["allow_unconverged"] = allow_unconverged
     release.description["disclosure_policy"] = {**policy.describe(), "released_under": release.policy.setting}
     release.report_content = synthesizer.report_content(prepared, release)
+    if "control_set" in identity:
+        release.description["control_set"] = identity["control_set"]
+        release.report_content.about.append(_control_sentence(identity["control_set"]))
     release.seconds = time.perf_counter() - start
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
@@ -236,3 +256,13 @@ def _write_refusal_report(
         seconds=seconds,
     )
     folder.write_private_file("report.html", html_writer(lambda: render_run_report(refused)))
+
+
+def _control_sentence(control_set: dict[str, Any]) -> str:
+    """What the report says of the control set."""
+    if control_set["given"]:
+        return (f"The attack measures use a control set of {control_set['records']:,} real records given apart from "
+                "the input; the model was fitted on every input record.")  # fmt: skip
+    return (f"Evaluation run: {control_set['records']:,} records ({control_set['share']:.0%}) were held out as the "
+            f"control set of the attack measures, and the model was fitted on the other {control_set['fitted_on']:,}. "
+            "These figures describe this fit; a release fitted on every record is another run.")  # fmt: skip

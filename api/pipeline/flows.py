@@ -109,6 +109,7 @@ class Flows(Recipe):
     max_extensions: int = 2
     exact_check: int = 0
     name: ClassVar[str] = "flows"
+    takes_control: ClassVar[bool] = False
 
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0

@@ -175,6 +175,8 @@ class Recipe(ABC):
     name: str = ""
     #: Synthetic datasets drawn when ``bsd.synthesize`` (and the command's ``--m``) is given none.
     default_m: ClassVar[int] = 5
+    #: Whether the release is a table of records that a control set (``holdout=``) can be compared with.
+    takes_control: ClassVar[bool] = True
 
     @abstractmethod
     def prepare(

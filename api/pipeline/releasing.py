@@ -8,6 +8,9 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+import pandas as pd
+
+from ..control import align_control
 from ..policy import Policy, Verdict, judge
 from ..release import Release
 from .recipe import Drawn, Fitted, Prepared, Recipe
@@ -18,11 +21,16 @@ _log = logging.getLogger("bayessdc.pipeline")
 
 
 def build_release(
-    recipe: Recipe, prepared: Prepared, fitted: Fitted, identity: dict[str, Any], m: int, seed: int, progress: bool
+    recipe: Recipe, prepared: Prepared, fitted: Fitted, identity: dict[str, Any], m: int, seed: int, progress: bool,
+    control: pd.DataFrame | None = None,
 ) -> Release:
     """The :class:`bayessdc.Release` of the recipe's draw and description (not yet measured nor judged): built
-    here, once, for every synthesizer. ``release/model.json`` states the model's description with m and seed."""
+    here, once, for every synthesizer. ``release/model.json`` states the model's description with m and seed.
+    ``control`` (real records the fit never saw) becomes the measures' control set."""
     drawn: Drawn = recipe.draw(prepared, fitted, m, seed, progress)
+    data = drawn.measure_input
+    if control is not None and data is not None and data.original is not None:
+        data.holdout = align_control(control, data.original)
     description = {**recipe.describe(prepared, fitted), "m": m, "seed": seed}
     return Release(
         synthesizer=recipe.name,
@@ -69,7 +77,8 @@ def decide(
             synthesizer.name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
         )  # fmt: skip
         recipe, under = synthesizer.under(setting, fitted)
-        candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress)
+        control = release.measure_input.holdout if release.measure_input is not None else None
+        candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress, control)
         verdict = measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
         tried.append(verdict)
         release = candidate
