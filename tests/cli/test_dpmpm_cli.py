@@ -236,8 +236,11 @@ def test_demo_table_says_when_the_gate_failed():
 
 #: Digest of the release of the fixture's run. Pinned before the restructuring of issue 18 (9e5f1758d3d2d060)
 #: and again with issue 19, whose release gate changed the release on purpose: 8 chains by default (the m
-#: datasets are drawn spread over all of them) and the gate's policy stated in model.json.
-PINNED_RELEASE = "cf55cb6d0e6afa17"
+#: datasets are drawn spread over all of them) and the gate's policy stated in model.json (cf55cb6d0e6afa17).
+#: Re-pinned on purpose when every random number moved to the named streams of bayessdc.synthesis.streams (issue 32,
+#: item 2): each Gibbs chain draws from rng(seed, "chain", c). The pipeline's own seeds (api/pipeline/categorical.py)
+#: are still built by hand and will move to streams with the pipeline restructuring: this digest changes again then.
+PINNED_RELEASE = "491f6a780c8d8a9f"
 
 
 def test_release_is_the_pinned_one(run):
