@@ -41,9 +41,10 @@ by ``np.random.seed``. Measured first (2026-11-27; ``/tmp`` scratch script timin
 ``simulate_ce_like(n, seed=1)``, county synthesized, K = 40; the old and the new code run alternately, same
 invocation; load 5-6 on 2 cores, another session's tests running): at n = 100,000, 5 x 2,000 iterations per run,
 hidden state 1.19-1.26 s per 1,000 iterations, generator 1.05-1.09 (12% faster: numpy's gamma draws of theta
-beat numba's legacy ones); at n = 1,000,000, 3 x 1,000, 2.70-2.76 and 3.77-3.97 against 2.68-3.05 and 3.69-3.76
-in two pairs of runs (within the noise). Bounded integers come from :func:`bayessdc.models.exact_draws.uniform_index`
-(numba's ``Generator.integers`` allocates an array per draw: 28% slower in the predictive kernel).
+beat numba's legacy ones); at n = 1,000,000, 3 x 1,000, 2.64-2.80 against 2.53-2.61 in two pairs of runs at
+load 3 (4% faster), within the noise in two pairs at load 5. Bounded integers come from
+:func:`bayessdc.models.exact_draws.uniform_index` (numba's ``Generator.integers`` allocates an array per draw: 28%
+slower in the predictive kernel).
 
 Three additions to the textbook sweep, all exact (:mod:`bayessdc.models.dpmpm.moves`): (i) ``alpha`` is drawn
 given the allocations with the sticks integrated out (slice sampling), then the sticks given ``alpha``, a joint
