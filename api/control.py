@@ -56,6 +56,8 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
     >>> len(training), len(control), bool(set(training["x"]) & set(control["x"]))
     (800, 200, False)
     """
+    from bayessdc.synthesis import streams
+
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
         raise InputError(
             f"holdout= takes a share of the records strictly between 0 and 1 (or a frame), got {fraction!r}"
@@ -68,7 +70,7 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
             f"{MIN_CONTROL_RECORDS} control records ("
             + (f"holdout={needed} or more)" if needed < 1 else "too few records to hold out that many)")
         )
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x401D]))
+    rng = streams.rng(seed, "holdout")
     held = np.zeros(len(frame), bool)
     held[rng.choice(len(frame), size=n_control, replace=False)] = True
     return frame[~held], frame[held]

@@ -1,4 +1,4 @@
-"""Exact binomial and multinomial draws in compiled code, from numba's generator.
+"""Exact binomial and multinomial draws in compiled code, from the caller's generator.
 
 numba's own ``np.random.binomial`` (legacy API) is an inversion whose cost grows with ``n p`` and which,
 when ``(1 - p)^n`` underflows, splits ``n`` by ``n >>= 2`` and silently drops up to three trials. The
@@ -7,10 +7,10 @@ draws below are exact and cost O(1) in ``n``: inversion when ``n min(p, 1 - p) <
 exact log-factorials instead of Stirling's series. :func:`multinomial` draws by conditional binomials,
 largest probability first, then single categorical draws for the last few trials.
 
-They draw from numba's random state (the legacy numpy API inside compiled code: one state per thread,
-shared by every compiled function), so a caller seeds it with ``np.random.seed`` inside its own compiled
-code. Used by the DPMPM's Gibbs sampler and synthesis (:mod:`bayessdc.models.dpmpm`); tested against the
-binomial and multinomial distributions in ``tests/models/test_exact_draws.py``.
+They draw from the ``numpy.random.Generator`` passed as their first argument (numba compiles its methods; the
+caller's stream, :mod:`bayessdc.synthesis.streams`), never from numba's hidden per-thread state. Used by the
+DPMPM's Gibbs sampler and synthesis (:mod:`bayessdc.models.dpmpm`); tested against the binomial and multinomial
+distributions in ``tests/models/test_exact_draws.py``.
 """
 
 from __future__ import annotations
@@ -20,14 +20,39 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["binomial", "draw_binomials", "draw_multinomials", "draw_multinomials_cdf", "multinomial", "multinomial_cdf"]
+__all__ = [
+    "binomial",
+    "draw_binomials",
+    "draw_multinomials",
+    "draw_multinomials_cdf",
+    "multinomial",
+    "multinomial_cdf",
+    "uniform_index",
+]
 
 
 _RECIPROCALS = 1.0 / np.maximum(np.arange(256), 1)
+_TWO_53 = 2**53
 
 
 @numba.njit(cache=True, nogil=True)
-def _binomial_inversion(n: int, p: float) -> int:
+def uniform_index(rng: np.random.Generator, n: int) -> int:
+    """An exact uniform draw from ``0 .. n - 1`` (``1 <= n <= 2**53``).
+
+    numba's ``Generator.integers`` allocates an array for every scalar draw (numba 0.65), which made the
+    predictive kernel's shuffles 28% slower than the hidden generator's ``np.random.randint``. A double from
+    ``rng.random()`` is ``k / 2**53`` with ``k`` uniform on ``0 .. 2**53 - 1`` (numpy's ``next_double``); ``k``
+    is accepted below the largest multiple of ``n`` and reduced modulo ``n``, so the draw is exactly uniform.
+    """
+    limit = _TWO_53 - _TWO_53 % n
+    while True:
+        k = np.int64(rng.random() * _TWO_53)
+        if k < limit:
+            return k % n
+
+
+@numba.njit(cache=True, nogil=True)
+def _binomial_inversion(rng: np.random.Generator, n: int, p: float) -> int:
     """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
     q = 1.0 - p
     ratio = p / q
@@ -35,13 +60,13 @@ def _binomial_inversion(n: int, p: float) -> int:
     bound = min(float(n), n * p + 10.0 * np.sqrt(n * p * q + 1.0))
     x = 0
     px = qn
-    u = np.random.random()  # noqa: NPY002 - numba's generator
+    u = rng.random()
     while u > px:
         x += 1
         if x > bound:  # beyond 10 sd (or rounding): start again
             x = 0
             px = qn
-            u = np.random.random()  # noqa: NPY002 - numba's generator
+            u = rng.random()
         else:
             u -= px
             # P(x) / P(x - 1) = (n - x + 1) / x * p / q, with 1 / x from a table (a division per step was
@@ -51,7 +76,7 @@ def _binomial_inversion(n: int, p: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _binomial_btpe(n: int, r: float) -> int:
+def _binomial_btpe(rng: np.random.Generator, n: int, r: float) -> int:
     """Binomial(n, r) by BTPE for ``r <= 0.5`` and ``n r > 30``; exact log-factorials in the last test."""
     q = 1.0 - r
     fm = n * r + r
@@ -71,8 +96,8 @@ def _binomial_btpe(n: int, r: float) -> int:
     p4 = p3 + c / lamr
     log_fm = np.nan  # log m! (n - m)!, computed when first needed
     while True:
-        u = np.random.random() * p4  # noqa: NPY002 - numba's generator
-        v = np.random.random()  # noqa: NPY002 - numba's generator
+        u = rng.random() * p4
+        v = rng.random()
         if u <= p1:  # triangular region: accepted at once
             return int(np.floor(xm - p1 * v + u))
         if u <= p2:  # parallelograms
@@ -121,20 +146,21 @@ def _binomial_btpe(n: int, r: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def binomial(n: int, p: float) -> int:
+def binomial(rng: np.random.Generator, n: int, p: float) -> int:
     """An exact Binomial(n, p) draw from numba's generator, O(1) expected cost in ``n``."""
     if n <= 0 or p <= 0.0:
         return 0
     if p >= 1.0:
         return n
     if p <= 0.5:
-        return _binomial_inversion(n, p) if n * p <= 30.0 else _binomial_btpe(n, p)
+        return _binomial_inversion(rng, n, p) if n * p <= 30.0 else _binomial_btpe(rng, n, p)
     q = 1.0 - p
-    return n - (_binomial_inversion(n, q) if n * q <= 30.0 else _binomial_btpe(n, q))
+    return n - (_binomial_inversion(rng, n, q) if n * q <= 30.0 else _binomial_btpe(rng, n, q))
 
 
 @numba.njit(cache=True, nogil=True)
 def multinomial(
+    rng: np.random.Generator,
     n: int,
     prob: np.ndarray,
     out: np.ndarray,
@@ -173,7 +199,7 @@ def multinomial(
         if not (top > 0.0 and rest > 0.0):
             break
         q = top / rest
-        m = left if q >= 1.0 else binomial(left, q)
+        m = left if q >= 1.0 else binomial(rng, left, q)
         out[best] = m
         left -= m
         prob[best] = 0.0  # drawn: out of the rest
@@ -191,7 +217,7 @@ def multinomial(
         return
     if left <= scratch.shape[0]:
         for i in range(left):
-            u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            u = rng.random() * rest
             h = i
             while h > 0 and scratch[h - 1] > u:
                 scratch[h] = scratch[h - 1]
@@ -209,7 +235,7 @@ def multinomial(
         out[last] += left - i
         return
     for _ in range(left):
-        u = np.random.random() * rest  # noqa: NPY002 - numba's generator
+        u = rng.random() * rest
         acc = 0.0
         chosen = last
         for k in range(last):
@@ -235,6 +261,7 @@ def _add_trials(comps: np.ndarray, out: np.ndarray, start: int, nnz: int, k: int
 
 @numba.njit(cache=True, nogil=True)
 def multinomial_cdf(
+    rng: np.random.Generator,
     n: int,
     prob: np.ndarray,
     cdf: np.ndarray,
@@ -281,7 +308,7 @@ def multinomial_cdf(
         if not top > 0.0:  # no mass left (rounding): the remaining trials to the last component drawn
             return _add_trials(comps, out, 0, nnz, last_drawn, left)
         rest = total - removed_mass
-        m = left if top >= rest else binomial(left, top / rest)
+        m = left if top >= rest else binomial(rng, left, top / rest)
         if m > 0:
             comps[nnz] = b
             out[nnz] = m
@@ -316,7 +343,7 @@ def multinomial_cdf(
     for _ in range(left):
         chosen = -1
         for _try in range(64):
-            v = np.random.random() * rest  # noqa: NPY002 - numba's generator
+            v = rng.random() * rest
             k = 0
             for h in range(K):
                 k += 1 if work[h] <= v else 0
@@ -329,7 +356,7 @@ def multinomial_cdf(
                 s += prob[k]
             chosen = last_drawn
             if s > 0.0:
-                u = np.random.random() * s  # noqa: NPY002 - numba's generator
+                u = rng.random() * s
                 acc = 0.0
                 for k in range(K):
                     if prob[k] > 0.0:
@@ -342,10 +369,11 @@ def multinomial_cdf(
 
 
 @numba.njit(cache=True)
-def draw_multinomials_cdf(n: int, prob: np.ndarray, size: int, small: int, seed: int, n_largest: int = 3) -> np.ndarray:
-    """``size`` draws of :func:`multinomial_cdf` (the ``n_largest`` largest given), seeded (for tests), as dense
-    rows."""
-    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+def draw_multinomials_cdf(
+    n: int, prob: np.ndarray, size: int, small: int, rng: np.random.Generator, n_largest: int = 3
+) -> np.ndarray:
+    """``size`` draws of :func:`multinomial_cdf` (the ``n_largest`` largest given), from ``rng`` (for tests), as
+    dense rows."""
     K = prob.shape[0]
     out = np.zeros((size, K), dtype=np.int64)
     cdf = np.cumsum(prob)
@@ -357,31 +385,29 @@ def draw_multinomials_cdf(n: int, prob: np.ndarray, size: int, small: int, seed:
     rest_cdf = np.empty(K)
     for i in range(size):
         work[:] = prob
-        nnz = multinomial_cdf(n, work, cdf, largest, largest.shape[0], small, comps, drawn, removed, rest_cdf)
+        nnz = multinomial_cdf(rng, n, work, cdf, largest, largest.shape[0], small, comps, drawn, removed, rest_cdf)
         for t in range(nnz):
             out[i, comps[t]] += drawn[t]
     return out
 
 
 @numba.njit(cache=True)
-def draw_binomials(n: np.ndarray, p: np.ndarray, seed: int) -> np.ndarray:
-    """Vectorised :func:`binomial`, seeded (for tests)."""
-    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+def draw_binomials(n: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Vectorised :func:`binomial`, from ``rng`` (for tests)."""
     out = np.empty(n.shape[0], dtype=np.int64)
     for i in range(n.shape[0]):
-        out[i] = binomial(n[i], p[i])
+        out[i] = binomial(rng, n[i], p[i])
     return out
 
 
 @numba.njit(cache=True)
-def draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, seed: int) -> np.ndarray:
-    """``size`` draws of :func:`multinomial`, seeded (for tests)."""
-    np.random.seed(seed)  # noqa: NPY002 - numba's generator
+def draw_multinomials(n: int, prob: np.ndarray, size: int, small: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of :func:`multinomial`, from ``rng`` (for tests)."""
     K = prob.shape[0]
     out = np.empty((size, K), dtype=np.int64)
     scratch = np.empty(small, dtype=np.float64)
     work = np.empty(K)
     for i in range(size):
         work[:] = prob
-        multinomial(n, work, out[i], scratch, small)
+        multinomial(rng, n, work, out[i], scratch, small)
     return out

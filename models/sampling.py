@@ -34,6 +34,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
 from .diagnostics import split_rhat_and_bulk_ess
@@ -331,7 +332,8 @@ def sample_model(
     settings
         Draws, warm-up, chains and backend.
     seed
-        Seed of the whole run: the same seed gives the same draws.
+        Seed of the fit: the sampler is seeded by ``integer_seed(seed, "nuts")``
+        (:mod:`bayessdc.synthesis.streams`); the same seed gives the same draws.
     compiled
         A nutpie compiled model (from :class:`CompiledModelCache`) to reuse instead of compiling ``model``.
     data
@@ -356,6 +358,7 @@ def sample_model(
         "NUTS (%s): %d chains x (%d warm-up + %d draws), target_accept %s, seed %d",
         backend, settings.chains, settings.tune, settings.draws, settings.target_accept, seed,
     )  # fmt: skip
+    sampler_seed = streams.integer_seed(seed, "nuts")  # the sampler's own stream of the fit's seed
     start = time.perf_counter()
     if backend == "nutpie":
         import nutpie
@@ -370,7 +373,7 @@ def sample_model(
             tune=settings.tune,
             chains=settings.chains,
             cores=settings.cores,
-            seed=int(seed),
+            seed=sampler_seed,
             progress_bar=bar,
             low_rank_modified_mass_matrix=settings.low_rank_mass_matrix,
             target_accept=settings.target_accept,
@@ -396,7 +399,7 @@ def sample_model(
                 tune=settings.tune,
                 chains=settings.chains,
                 cores=min(settings.cores, settings.chains),
-                random_seed=int(seed),
+                random_seed=sampler_seed,
                 progressbar=bar,
                 nuts_sampler=backend,
                 compute_convergence_checks=False,

@@ -49,6 +49,7 @@ from scipy.special import logsumexp
 
 from bayessdc import progress
 from bayessdc.models.base import stack_draws
+from bayessdc.synthesis import streams
 
 from .psis import pareto_smoothed_log_weights
 
@@ -426,9 +427,7 @@ def refit_attribute_risk(
 
     def refit(t: int, c: Any) -> xr.DataArray:
         replaced = synthesizer.replace_value(data, t, c)
-        fit_seed = int(
-            np.random.SeedSequence([int(seed), int(t), int(np.searchsorted(candidates, c))]).generate_state(1)[0]
-        )
+        fit_seed = streams.integer_seed(seed, "attribute-refit", int(t), int(np.searchsorted(candidates, c)))
         posterior = stack_draws(synthesizer.fit(replaced, seed=fit_seed).posterior)
         return synthesizer.candidate_log_prob(posterior, replaced).isel(item=t)
 

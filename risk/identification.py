@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc import progress
+from bayessdc.synthesis import streams
 
 __all__ = [
     "IDENTIFICATION_MEASURES",
@@ -285,8 +286,8 @@ def inherent_risk(
     levels (a release carrying no information about the label beyond its levels); see
     :func:`inherent_datasets`.
 
-    The same figures as :func:`risk_by_dataset` of :func:`inherent_datasets` (with the random streams of
-    ``np.random.SeedSequence([seed, 4, k])``, ``k`` 0 for the minimum and 1 for the maximum), computed one
+    The same figures as :func:`risk_by_dataset` of :func:`inherent_datasets` (with the random streams
+    ``bayessdc.synthesis.streams.rng(seed, "inherent", "minimum")`` and ``(..., "maximum")``), computed one
     repetition at a time on integer keys: a repetition gives every record the synthesized values of other
     rows, so its keys are the original's, reindexed (at 1,000,000 records and 100 repetitions about 150 s and
     100 million rows in memory through the data frames; seconds here, one repetition at a time).
@@ -304,8 +305,8 @@ def inherent_risk(
     sizes = {c: max(int(codes[c].max()) + 1, 1) if n else 1 for c in columns}
     out = {}
     with progress.bar(2 * repetitions, "inherent risk scenarios") as bar:
-        for k, scenario in enumerate(("min", "max")):
-            rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, k]))
+        for scenario, name in (("min", "minimum"), ("max", "maximum")):
+            rng = streams.rng(seed, "inherent", name)
             rows = []
             for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
                 drawn = {c: (codes[c][source[c]] if c in synthesized else codes[c]) for c in columns}

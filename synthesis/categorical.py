@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import streams
 from .combining import combine_partially_synthetic
 
 __all__ = [
@@ -239,7 +240,7 @@ def weighted_pmse(
     design = OneHotEncoder(drop="first", handle_unknown="ignore").fit_transform(_design(cells, columns, interactions))
     label = np.asarray(label, dtype=float)
     weight = np.asarray(weight, dtype=float)
-    model = LogisticRegression(C=1e6, max_iter=2000, random_state=seed)
+    model = LogisticRegression(C=1e6, max_iter=2000, random_state=streams.integer_seed(seed, "pmse"))
     model.fit(design, label, sample_weight=weight)
     p = model.predict_proba(design)[:, 1]
     total = weight.sum()

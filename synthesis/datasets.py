@@ -7,7 +7,6 @@ so that the datasets are close to independent.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,16 +17,19 @@ import xarray as xr
 
 from bayessdc.models.base import Synthesizer, stack_draws
 
+from . import streams
+
 __all__ = ["choose_draws", "draw_synthetic", "group_seed", "stack_datasets"]
 
 
 def group_seed(seed: int, name: str) -> np.random.SeedSequence:
-    """A seed for one group that depends only on the run's seed and the group's name.
+    """A seed for one group that depends only on the run's seed and the group's name: ``stream(seed, name)``.
 
     The same group gets the same random numbers whatever order the groups are processed in, on one machine
-    or on a cluster.
+    or on a cluster. Kept for its callers; the values are those it always had,
+    ``SeedSequence([seed, crc32(name)])`` (:func:`bayessdc.synthesis.streams.stream`).
     """
-    return np.random.SeedSequence([int(seed), zlib.crc32(name.encode("utf-8"))])
+    return streams.stream(seed, name)
 
 
 def choose_draws(n_chains: int, n_draws: int, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -37,7 +37,8 @@ from bayessdc import progress as _progress
 from bayessdc.models.base import SupportsContinuation, SupportsSamplerSettings
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
-from .datasets import draw_synthetic, group_seed
+from . import streams
+from .datasets import draw_synthetic
 from .output import atomic_path, write_inference_data, write_json
 
 __all__ = [
@@ -180,8 +181,8 @@ class GroupTask:
 
     def __call__(self, name: str, data: Any) -> GroupResult:
         """Process one group and store its result; returns the result."""
-        fit_seq, synth_seq, assess_seq = group_seed(self.seed, name).spawn(3)
-        fit_seeds = fit_seq.generate_state(self.max_extensions + 1)
+        # the group's streams (children of stream(seed, name)): one fit seed per attempt, the datasets, the assessment
+        fit_seeds = [streams.integer_seed(self.seed, name, "fit", a) for a in range(self.max_extensions + 1)]
         start = time.perf_counter()
         synthesizer = self.synthesizer
         attempts = []
@@ -190,7 +191,7 @@ class GroupTask:
         for attempt in range(self.max_extensions + 1):
             fit_start = time.perf_counter()
             was_continued = continued is not None
-            idata = continued if was_continued else synthesizer.fit(data, seed=int(fit_seeds[attempt]))
+            idata = continued if was_continued else synthesizer.fit(data, seed=fit_seeds[attempt])
             check_start = time.perf_counter()
             report = self._check(synthesizer, idata, data)
             sampling_seconds += check_start - fit_start
@@ -205,7 +206,7 @@ class GroupTask:
             if attempt == 0 and self.max_extensions >= 2 and report.divergences <= report.criteria.max_divergences:
                 start_more = time.perf_counter()
                 if isinstance(synthesizer, SupportsContinuation):
-                    continued = synthesizer.continue_fit(idata, data, settings.draws, int(fit_seeds[attempt + 1]))
+                    continued = synthesizer.continue_fit(idata, data, settings.draws, fit_seeds[attempt + 1])
                 sampling_seconds += time.perf_counter() - start_more
             if continued is not None:
                 _log.info("group %s: continuing its chains by %d draws each (%s)", name, settings.draws,
@@ -221,7 +222,7 @@ class GroupTask:
         write_start = time.perf_counter()
         write_inference_data(idata, self.folder / f"{name}.posterior.nc")
         synth_start = time.perf_counter()
-        synthetic = draw_synthetic(synthesizer, idata, data, self.m, np.random.default_rng(synth_seq))
+        synthetic = draw_synthetic(synthesizer, idata, data, self.m, streams.rng(self.seed, name, "datasets"))
         items = pd.DataFrame(
             {f"synthetic_{k}": synthetic.sel(synthetic=k).to_numpy() for k in synthetic["synthetic"].to_numpy()}
         )
@@ -240,7 +241,8 @@ class GroupTask:
         }
         if self.assess is not None:
             start = time.perf_counter()
-            table, figures = self.assess(synthesizer, idata, data, synthetic, np.random.default_rng(assess_seq))
+            assessment = streams.rng(self.seed, name, "assess")
+            table, figures = self.assess(synthesizer, idata, data, synthetic, assessment)
             items = pd.concat([items, table.reset_index(drop=True)], axis=1)
             summary.update(figures)
             summary["assess_seconds"] = time.perf_counter() - start

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import streams
 from .utility import proportion_of_total_variation
 
 __all__ = [
@@ -153,7 +154,7 @@ def tau_distributions(
     pandas.DataFrame
         Columns ``table``, ``source`` (``"synthetic"`` or ``"bootstrap"``), ``replicate`` (1-based) and ``tau``.
     """
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7A0]))
+    rng = streams.rng(seed, "tables-bootstrap")
     frames = []
     for spec in tables:
         synthetic_tau = tau_synthetic(original, synthetic, spec)

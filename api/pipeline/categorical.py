@@ -27,6 +27,7 @@ from bayessdc import progress as _progress
 from bayessdc.measures import MeasureInput
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
+from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport, judge_release
 
@@ -124,7 +125,7 @@ class CategoricalRecipe(Recipe):
         frames, kinds = [], {}
         with _progress.bar(chains * per_chain, "release gate datasets") as bar:
             for chain in range(chains):
-                rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5, chain]))
+                rng = streams.rng(seed, "gate", chain)
                 positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
                 for start in range(0, per_chain, batch):
                     chosen = positions[start : start + batch]
@@ -207,7 +208,7 @@ class CategoricalRecipe(Recipe):
         say = _say(self.label, progress)
         state: CategoricalFit = fitted.state
         say(f"drawing {m} synthetic datasets{self._drawing()} ...")
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
+        rng = streams.rng(seed, "datasets")
         joint = draw_synthetic(state.synthesizer, state.idata, prepared.data, m, rng)
         synthetic = state.synthesizer.release_frame(prepared.data, joint)
         bayesian = self._bayesian_risk(prepared, state, joint, seed, say)

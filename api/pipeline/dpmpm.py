@@ -18,6 +18,7 @@ import pandas as pd
 
 from bayessdc.models.categorical import prepare_categorical
 from bayessdc.models.dpmpm import DEFAULT_K, DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
+from bayessdc.synthesis import streams
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 from bayessdc.synthesis.runner import InferenceDataStore, run_parts
@@ -265,7 +266,7 @@ class DPMPM(CategoricalRecipe):
         total = posterior.sizes["sample"]
         posterior = posterior.isel(sample=np.linspace(0, total - 1, min(self.risk_draws, total)).round().astype(int))
         chosen = np.sort(
-            np.random.default_rng(np.random.SeedSequence([int(seed), 3])).choice(
+            streams.rng(seed, "risk-records").choice(
                 data.n_records, size=min(self.risk_records, data.n_records), replace=False
             )
         )

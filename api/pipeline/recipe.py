@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import arviz as az
-import numpy as np
 import pandas as pd
 
 from bayessdc.models.sampling import ConvergenceReport, check_convergence
+from bayessdc.synthesis import streams
 
 from ..release import Diagnostics, Measures
 
@@ -227,7 +227,7 @@ class Recipe(ABC):
 
         state: PosteriorFit = fitted.state
         synthesizer, data = state.synthesizer, prepared.data
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
+        rng = streams.rng(seed, "datasets")
         synthetic = synthesizer.release_frame(data, draw_synthetic(synthesizer, state.idata, data, m, rng))
         observed = synthesizer.observed(data).expand_dims(synthetic=[1])
         original = synthesizer.release_frame(data, observed).drop(columns="synthetic")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from bayessdc.models.sampling import SamplerSettings, check_convergence
 from bayessdc.models.spatial import SpatialPriors, fit_two_stage
+from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 
 from ..errors import InputError
@@ -207,7 +208,7 @@ class Spatial(Recipe):
         """m synthetic datasets from each stage (the restricted ones released), proximity risk, utility."""
         fit = fitted.state
         data, response = fit.data, prepared.response
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
+        rng = streams.rng(seed, "datasets")
         drawn = {
             "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng),
             "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng),

@@ -27,13 +27,14 @@ References
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+import bayessdc.synthesis.streams as streams
 
 from .bootstrap import draw_column
 from .data import check_rules_hold, encode_columns, validate_columns
@@ -144,7 +145,7 @@ class CartSynthesizer:
         rules = list(self.rules)
         check_rules_hold(rules, codes, schema)
         self._schema, self._codes, self._data, self._seed = schema, codes, frame, int(seed)
-        tree_seed = np.random.SeedSequence([int(seed), 0x0CA27]).generate_state(1)[0]
+        tree_seed = streams.integer_seed(seed, "tree")
         self._trees = []
         for j, column in enumerate(self.synthesize):
             predictors = [*self.keep, *self.synthesize[:j]]
@@ -161,7 +162,7 @@ class CartSynthesizer:
                 min_samples_leaf=self.min_samples_leaf,
                 ccp_alpha=self.ccp_alpha,
                 max_depth=self.max_depth,
-                seed=int(tree_seed),
+                seed=tree_seed,
             )
             self._trees.append(tree)
         self.fit_seconds = time.perf_counter() - start
@@ -214,7 +215,7 @@ class CartSynthesizer:
         self.fallbacks = {}
         frames = []
         for k in range(1, m + 1):
-            rng = np.random.default_rng(_dataset_seed(seed, k))
+            rng = streams.rng(seed, "cart-dataset", k)
             values = self.synthesize_dataset(rng)
             frames.append(self._decode_dataset(values, k))
         return pd.concat(frames, ignore_index=True)
@@ -303,9 +304,3 @@ class CartSynthesizer:
     def _check_fitted(self) -> None:
         if self._data is None:
             raise RuntimeError("fit the synthesizer first")
-
-
-def _dataset_seed(seed: int, k: int) -> np.random.SeedSequence:
-    """Seed of synthetic dataset ``k``: depends only on the run's seed and ``k`` (the scheme of
-    ``bayessdc.synthesis.datasets.group_seed``, kept here because models/ does not import synthesis/)."""
-    return np.random.SeedSequence([int(seed), zlib.crc32(f"cart-synthetic-{k}".encode())])

@@ -35,6 +35,17 @@ average 4.4-4.7 on 2 cores (another session running; ``/tmp`` scratch script tim
 this sampler 3.25 s, ratio 37 (target 50, about 2.4 s per 1,000, not met). The random stream of the allocation
 of cells above ``SMALL_CELL`` records changed with this (same seed, same chain; a different chain than before).
 
+Random numbers: each chain draws from its own ``numpy.random.Generator`` (``bayessdc.synthesis.streams.rng(seed,
+"chain", c)``), passed into the compiled sweep and every move, instead of numba's hidden per-thread state seeded
+by ``np.random.seed``. Measured first (2026-11-27; ``/tmp`` scratch script timing ``run_gibbs``, one chain, cores=1,
+``simulate_ce_like(n, seed=1)``, county synthesized, K = 40; the old and the new code run alternately, same
+invocation; load 5-6 on 2 cores, another session's tests running): at n = 100,000, 5 x 2,000 iterations per run,
+hidden state 1.19-1.26 s per 1,000 iterations, generator 1.05-1.09 (12% faster: numpy's gamma draws of theta
+beat numba's legacy ones); at n = 1,000,000, 3 x 1,000, 2.64-2.80 against 2.53-2.61 in two pairs of runs at
+load 3 (4% faster), within the noise in two pairs at load 5. Bounded integers come from
+:func:`bayessdc.models.exact_draws.uniform_index` (numba's ``Generator.integers`` allocates an array per draw: 28%
+slower in the predictive kernel).
+
 Three additions to the textbook sweep, all exact (:mod:`bayessdc.models.dpmpm.moves`): (i) ``alpha`` is drawn
 given the allocations with the sticks integrated out (slice sampling), then the sticks given ``alpha``, a joint
 draw of ``(alpha, beta) | z`` (about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 -
@@ -65,10 +76,11 @@ from typing import Any
 import numba
 import numpy as np
 
+import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
 from ..categorical import CategoricalData
-from ..exact_draws import multinomial_cdf
+from ..exact_draws import multinomial_cdf, uniform_index
 from .moves import level_exchange, slice_log_alpha, split_merge, swap_log_ratio
 
 __all__ = ["ALPHA_UPDATES", "SAMPLER_DECISION", "SMALL_CELL", "GibbsSettings", "run_gibbs"]
@@ -192,25 +204,25 @@ class GibbsSettings:
 
 
 @numba.njit(cache=True, nogil=True)
-def _gamma(shape: float) -> float:
+def _gamma(rng: np.random.Generator, shape: float) -> float:
     """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
     if shape == 1.0:
-        return -np.log(1.0 - np.random.random())  # noqa: NPY002 - numba's generator
-    return np.random.gamma(shape, 1.0)  # noqa: NPY002 - numba's generator
+        return -np.log(1.0 - rng.random())
+    return rng.gamma(shape, 1.0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_gamma_draw(shape: float) -> float:
+def _log_gamma_draw(rng: np.random.Generator, shape: float) -> float:
     """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
     if shape < 1.0:
-        return np.log(np.random.gamma(shape + 1.0, 1.0)) + np.log(np.random.random()) / shape  # noqa: NPY002
-    return np.log(np.random.gamma(shape, 1.0))  # noqa: NPY002
+        return np.log(rng.gamma(shape + 1.0, 1.0)) + np.log(rng.random()) / shape
+    return np.log(rng.gamma(shape, 1.0))
 
 
 @numba.njit(cache=True, nogil=True)
-def _weighted_index(cdf: np.ndarray) -> int:
+def _weighted_index(rng: np.random.Generator, cdf: np.ndarray) -> int:
     """An index drawn with probabilities proportional to the increments of the cumulative ``cdf``."""
-    u = np.random.random() * cdf[-1]  # noqa: NPY002 - numba's generator, seeded per chain
+    u = rng.random() * cdf[-1]
     lo, hi = 0, cdf.shape[0] - 1
     while lo < hi:
         mid = (lo + hi) // 2
@@ -222,10 +234,10 @@ def _weighted_index(cdf: np.ndarray) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _component_pair(K: int) -> tuple[int, int]:
+def _component_pair(rng: np.random.Generator, K: int) -> tuple[int, int]:
     """Two distinct components, uniformly."""
-    i = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
-    j = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+    i = uniform_index(rng, K)
+    j = uniform_index(rng, K - 1)
     if j >= i:
         j += 1
     return i, j
@@ -269,7 +281,7 @@ def _gibbs_chain(
     burn: int,
     draws: int,
     thin: int,
-    seed: int,
+    rng: np.random.Generator,  # the chain's generator (stream (seed, "chain", c))
     swap_moves: int,
     small_cell: int,
     alpha_mode: int,
@@ -287,8 +299,6 @@ def _gibbs_chain(
     power: float,  # the likelihood's power (1: the posterior)
     done: np.ndarray,  # (1,) iterations finished, written as the chain runs (read by the progress bar)
 ):
-    # numba keeps its own random state (the legacy numpy API inside compiled code): seeded here, per chain.
-    np.random.seed(seed)  # noqa: NPY002 - numba's generator, seeded per chain
     n_cells, p = cell_index.shape
     K, L = concentration.shape
     stored = draws // thin
@@ -305,7 +315,7 @@ def _gibbs_chain(
         for j in range(p):
             s = 0.0
             for l in range(var_start[j], var_start[j + 1]):
-                theta[k, l] = np.random.gamma(concentration[k, l], 1.0)  # noqa: NPY002 - numba's generator, seeded per chain
+                theta[k, l] = rng.gamma(concentration[k, l], 1.0)
                 s += theta[k, l]
             for l in range(var_start[j], var_start[j + 1]):
                 theta[k, l] /= s
@@ -402,7 +412,7 @@ def _gibbs_chain(
                     for r in range(n_c):  # clear last iteration's entries of this cell (cheaper than K)
                         allocation[c, last_choice[c, r]] = 0
                 for r in range(n_c):
-                    u = np.random.random() * total  # noqa: NPY002 - numba's generator, seeded per chain
+                    u = rng.random() * total
                     chosen = K - 1
                     for k in range(K):
                         if u < cdf[k]:
@@ -416,7 +426,9 @@ def _gibbs_chain(
                         counts[chosen, cell_index[c, j]] += 1
                 continue
             # A larger cell: one multinomial draw, sparse (the components that get records).
-            nnz = multinomial_cdf(n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed, rest_cdf)
+            nnz = multinomial_cdf(
+                rng, n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed, rest_cdf
+            )
             if track:
                 for k in range(K):
                     allocation[c, k] = 0
@@ -433,31 +445,31 @@ def _gibbs_chain(
         # from here until its draw below: the label swaps carry it along without using it.
         for _ in range(exchange_moves if power == 1.0 else 0):
             # a level drawn in proportion to its records (a fixed choice, the same from either state)
-            level = move_levels[_weighted_index(move_cdf)]
-            i, j = _component_pair(K)
+            level = move_levels[_weighted_index(rng, move_cdf)]
+            i, j = _component_pair(rng, K)
             if counts[i, level] == 0 and counts[j, level] == 0:
                 continue
             cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
             level_exchange(
-                level, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                rng, level, i, j, allocation, cells, cell_index, concentration, total_concentration,
                 counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
             )  # fmt: skip
         # Pattern-exchange moves: the same exchange for all records of one pattern (one combination of the
         # kept variables), so whole patterns move between components and the grouping of the patterns into
         # components can change without passing through splits and merges of large components.
         for _ in range(pattern_moves if power == 1.0 else 0):
-            pattern = _weighted_index(pattern_cdf)
-            i, j = _component_pair(K)
+            pattern = _weighted_index(rng, pattern_cdf)
+            i, j = _component_pair(rng, K)
             cells = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
             level_exchange(
-                -1, i, j, allocation, cells, cell_index, concentration, total_concentration,
+                rng, -1, i, j, allocation, cells, cell_index, concentration, total_concentration,
                 counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
             )  # fmt: skip
         # Split-merge moves (sticks and theta integrated out; see split_merge): they open and close whole
         # components in one step, which the allocation step does only one record at a time.
         for _ in range(split_merge_moves if power == 1.0 else 0):
             split_merge(
-                allocation, cell_index, cell_counts, cell_start, concentration, total_concentration, counts, n_k,
+                rng, allocation, cell_index, cell_counts, cell_start, concentration, total_concentration, counts, n_k,
                 alpha, beta_a, last_choice, launch_scans, order, launch, proposed, target, first_counts,
                 second_counts,
             )  # fmt: skip
@@ -465,9 +477,9 @@ def _gibbs_chain(
         # theta together) with pi integrated out; see moves.log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
         for move in range(swap_moves):
-            j = np.random.randint(0, K)  # noqa: NPY002 - numba's generator, seeded per chain
+            j = uniform_index(rng, K)
             if move % 2 == 0:
-                l = np.random.randint(0, K - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+                l = uniform_index(rng, K - 1)
                 if l >= j:
                     l += 1
             else:
@@ -475,7 +487,7 @@ def _gibbs_chain(
             if n_k[j] == n_k[l]:
                 continue
             log_ratio = swap_log_ratio(n_k, j, l, alpha, beta_a)
-            if np.log(np.random.random()) < log_ratio:  # noqa: NPY002 - numba's generator, seeded per chain
+            if np.log(rng.random()) < log_ratio:
                 n_k[j], n_k[l] = n_k[l], n_k[j]
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
@@ -484,14 +496,14 @@ def _gibbs_chain(
             # alpha | z with the sticks integrated out (slice sampling on log alpha), then beta | z, alpha
             # below: together an exact draw of (alpha, beta) | z, which mixes alpha about twice as well
             # as alpha | beta (measured: bench/dpmpm.py --configs collapsed,1 conditional,1).
-            alpha = slice_log_alpha(alpha, n_k, a_alpha, b_alpha, beta_a)
+            alpha = slice_log_alpha(rng, alpha, n_k, a_alpha, b_alpha, beta_a)
         # beta | z, alpha (eq. 4): Beta(a + n_k, alpha + sum_{l>k} n_l), drawn in logs as X / (X + Y) with
         # gamma X, Y: for small alpha, 1 - beta underflows and clipping it would bias alpha upwards.
         tail = 0
         for k in range(K - 1, -1, -1):
             if k < K - 1:
-                log_x = _log_gamma_draw(beta_a + n_k[k])
-                log_y = _log_gamma_draw(alpha + tail)
+                log_x = _log_gamma_draw(rng, beta_a + n_k[k])
+                log_y = _log_gamma_draw(rng, alpha + tail)
                 top = max(log_x, log_y)
                 norm = top + np.log(np.exp(log_x - top) + np.exp(log_y - top))
                 log_beta[k] = log_x - norm
@@ -502,7 +514,7 @@ def _gibbs_chain(
             rate = b_alpha
             for k in range(K - 1):
                 rate -= log_one_minus[k]
-            alpha = np.random.gamma(a_alpha + K - 1, 1.0 / rate)  # noqa: NPY002 - numba's generator, seeded per chain
+            alpha = rng.gamma(a_alpha + K - 1, 1.0 / rate)
         # pi by eq. (3), in logs.
         running = 0.0
         for k in range(K):
@@ -516,7 +528,7 @@ def _gibbs_chain(
             for j in range(p):
                 s = 0.0
                 for l in range(var_start[j], var_start[j + 1]):
-                    g = _gamma(concentration[k, l] + power * counts[k, l])
+                    g = _gamma(rng, concentration[k, l] + power * counts[k, l])
                     theta[k, l] = g
                     s += g
                 for l in range(var_start[j], var_start[j + 1]):
@@ -554,7 +566,7 @@ def run_gibbs(
     settings
         Iterations, chains and thinning.
     seed
-        Seed of the run: chain ``c`` uses a seed derived from ``(seed, c)``.
+        Seed of the run: chain ``c`` draws from ``bayessdc.synthesis.streams.rng(seed, "chain", c)``.
     cores
         Chains run at once in threads (default: as many as there are cores and chains).
     chains
@@ -573,7 +585,6 @@ def run_gibbs(
     var_start = np.concatenate([[0], np.cumsum(n_levels)]).astype(np.int64)
     cell_index = np.ascontiguousarray(data.cell_codes + var_start[:-1][None, :])
     concentration = np.ascontiguousarray(np.concatenate(hyperparameters["theta_concentration"], axis=1))
-    seeds = np.random.SeedSequence([int(seed), 7]).generate_state(settings.chains)
     chosen = list(range(settings.chains)) if chains is None else [int(c) for c in chains]
     if not chosen or any(not 0 <= c < settings.chains for c in chosen):
         raise ValueError(f"chains must be chosen from 0..{settings.chains - 1}, got {chains!r}")
@@ -618,7 +629,7 @@ def run_gibbs(
             settings.burn,
             settings.draws,
             settings.thin,
-            int(seeds[chain] % (2**31 - 1)),
+            streams.rng(seed, "chain", chain),
             hyperparameters["K"] if settings.label_swaps else 0,
             SMALL_CELL,
             ALPHA_UPDATES.index(settings.alpha_update),
@@ -637,8 +648,8 @@ def run_gibbs(
             done[chain],
         )
 
-    # Chains run in threads (the compiled sweep releases the GIL; numba's random state is per thread and
-    # seeded inside each chain, so the draws do not depend on the number of threads).
+    # Chains run in threads (the compiled sweep releases the GIL; each chain draws from its own generator, so the
+    # draws do not depend on the number of threads).
     workers = max(1, min(len(chosen), cores if cores is not None else (os.cpu_count() or 1)))
     iterations = settings.burn + settings.draws
     with progress.bar(len(chosen) * iterations, f"Gibbs, {len(chosen)} chain(s)") as bar:

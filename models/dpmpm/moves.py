@@ -12,7 +12,8 @@ problems by enumeration in ``tests/models/dpmpm/test_gibbs.py``:
 * :func:`split_merge`: split-merge Metropolis-Hastings moves (Jain & Neal 2004) with a sequentially allocated
   launch (Dahl 2003).
 
-They draw from numba's random state, seeded once per chain by :func:`bayessdc.models.dpmpm.gibbs.run_gibbs`.
+They draw from the chain's ``numpy.random.Generator`` (their first argument), made per chain by
+:func:`bayessdc.models.dpmpm.gibbs.run_gibbs`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import math
 
 import numba
 import numpy as np
+
+from ..exact_draws import uniform_index
 
 __all__ = ["level_exchange", "log_allocation_prob", "slice_log_alpha", "split_merge", "swap_log_ratio"]
 
@@ -42,12 +45,14 @@ def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float
 
 
 @numba.njit(cache=True, nogil=True)
-def slice_log_alpha(alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
+def slice_log_alpha(
+    rng: np.random.Generator, alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float
+) -> float:
     """One slice-sampling update (stepping out, shrinkage; Neal 2003) of ``log alpha`` given the allocations."""
     u0 = np.log(alpha)
-    level = _log_alpha_density(u0, n_k, a_alpha, b_alpha, beta_a) + np.log(np.random.random())  # noqa: NPY002
+    level = _log_alpha_density(u0, n_k, a_alpha, b_alpha, beta_a) + np.log(rng.random())
     width = 1.0
-    left = u0 - width * np.random.random()  # noqa: NPY002
+    left = u0 - width * rng.random()
     right = left + width
     for _ in range(50):
         if _log_alpha_density(left, n_k, a_alpha, b_alpha, beta_a) <= level:
@@ -58,7 +63,7 @@ def slice_log_alpha(alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: floa
             break
         right += width
     for _ in range(200):
-        u = left + (right - left) * np.random.random()  # noqa: NPY002
+        u = left + (right - left) * rng.random()
         if _log_alpha_density(u, n_k, a_alpha, b_alpha, beta_a) > level:
             return np.exp(u)
         if u < u0:
@@ -122,6 +127,7 @@ def swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float)
 
 @numba.njit(cache=True, nogil=True)
 def level_exchange(
+    rng: np.random.Generator,
     level: int,
     i: int,
     j: int,
@@ -180,7 +186,7 @@ def level_exchange(
         a_i, a_j = concentration[i, l] + counts[i, l], concentration[j, l] + counts[j, l]
         log_ratio += math.lgamma(a_i + d) - math.lgamma(a_i) + math.lgamma(a_j - d) - math.lgamma(a_j)
     log_ratio += _resize_log_ratio(n_k, i, new_i, j, new_j, alpha, beta_a)
-    accept = np.log(np.random.random()) < log_ratio  # noqa: NPY002 - numba's generator, seeded per chain
+    accept = np.log(rng.random()) < log_ratio
     if accept:
         n_k[i], n_k[j] = new_i, new_j
         for c in cells:
@@ -239,6 +245,7 @@ def _move_record(c: int, level_counts: np.ndarray, cell_index: np.ndarray, step:
 
 @numba.njit(cache=True, nogil=True)
 def split_merge(
+    rng: np.random.Generator,
     allocation: np.ndarray,  # (C, K) records of every cell in every component
     cell_index: np.ndarray,
     cell_counts: np.ndarray,
@@ -282,8 +289,8 @@ def split_merge(
     if n < 2:
         return 0
     # two distinct records, each located by (cell, component): records of a cell are ordered by component
-    first = np.random.randint(0, n)  # noqa: NPY002 - numba's generator, seeded per chain
-    second = np.random.randint(0, n - 1)  # noqa: NPY002 - numba's generator, seeded per chain
+    first = uniform_index(rng, n)
+    second = uniform_index(rng, n - 1)
     if second >= first:
         second += 1
     cells = np.zeros(2, dtype=np.int64)
@@ -314,7 +321,7 @@ def split_merge(
     if split:
         if empty == 0:
             return 0
-        pick = np.random.randint(0, empty)  # noqa: NPY002 - numba's generator, seeded per chain
+        pick = uniform_index(rng, empty)
         k2 = -1
         for k in range(K):
             if n_k[k] == 0:
@@ -331,7 +338,7 @@ def split_merge(
             order[m] = c
             m += 1
     for t in range(m - 1, 0, -1):
-        s = np.random.randint(0, t + 1)  # noqa: NPY002 - numba's generator, seeded per chain
+        s = uniform_index(rng, t + 1)
         order[t], order[s] = order[s], order[t]
     # launch state: the anchors, then S allocated sequentially
     first_counts[:] = 0
@@ -346,7 +353,7 @@ def split_merge(
         for _ in range(in_s):
             w1 = _predictive_weight(c, k1, size1, first_counts, cell_index, concentration, total_concentration)
             w2 = _predictive_weight(c, k2, size2, second_counts, cell_index, concentration, total_concentration)
-            if np.random.random() * (w1 + w2) < w1:  # noqa: NPY002 - numba's generator, seeded per chain
+            if rng.random() * (w1 + w2) < w1:
                 stay += 1
                 size1 += 1
                 _move_record(c, first_counts, cell_index, 1)
@@ -365,7 +372,7 @@ def split_merge(
             if final and not split:  # the current labelling of the cell's records, uniformly random
                 left1 = allocation[c, k1] - (1 if c == c1 else 0)
                 for r in range(in_s):
-                    if np.random.random() * (in_s - r) < left1:  # noqa: NPY002 - numba's generator, seeded per chain
+                    if rng.random() * (in_s - r) < left1:
                         target[r] = 1
                         left1 -= 1
                     else:
@@ -385,7 +392,7 @@ def split_merge(
                 if final and not split:
                     to_first = target[r] == 1
                 else:
-                    to_first = np.random.random() < p1  # noqa: NPY002 - numba's generator, seeded per chain
+                    to_first = rng.random() < p1
                 if final:
                     log_q += math.log(max(p1 if to_first else 1.0 - p1, 1e-300))
                 if to_first:
@@ -420,7 +427,7 @@ def split_merge(
             + log_q
             - math.log(empty + 1)
         )
-    if not np.log(np.random.random()) < log_ratio:  # noqa: NPY002 - numba's generator, seeded per chain
+    if not np.log(rng.random()) < log_ratio:
         return 0
     small = last_choice.shape[1]
     for t in range(m):

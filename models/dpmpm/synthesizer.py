@@ -95,7 +95,8 @@ class DPMPMSynthesizer:
         data
             The coded records.
         seed
-            Seed of the run; chain ``c`` draws from a seed derived from ``(seed, c)``.
+            Seed of the run; chain ``c`` draws from the stream ``(seed, "chain", c)``
+            (:mod:`bayessdc.synthesis.streams`).
         chains
             Fit only these of the ``settings.chains`` chains (default: all, at once in threads). Chain ``c``
             gives exactly the draws it gives in the fit of all chains, under its own index on the ``chain``
@@ -384,10 +385,7 @@ class DPMPMSynthesizer:
         theta_cdf = np.ascontiguousarray(np.concatenate([np.cumsum(t, axis=1) for t in synthesized], axis=1))
         syn_start = np.concatenate([[0], np.cumsum([t.shape[1] for t in synthesized])]).astype(np.int64)
         order, cell_start = data.cell_order
-        seed = int(rng.integers(0, 2**31 - 1))
-        return synthesize_cells(
-            order, cell_start, np.ascontiguousarray(weights), theta_cdf, syn_start, seed, SMALL_CELL
-        )
+        return synthesize_cells(order, cell_start, np.ascontiguousarray(weights), theta_cdf, syn_start, rng, SMALL_CELL)
 
     def release_frame(self, data: CategoricalData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m).

@@ -251,9 +251,9 @@ def flow_data(group: FlowGroup, priors: FlowPriors) -> tuple[tuple[np.ndarray, .
 
 
 @njit(nogil=True)
-def run_flow_chain(data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN201
+def run_flow_chain(data, q_init, tune, draws, rng, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN201
     """One NUTS chain (:func:`bayessdc.models.nuts.run_chain`) on :func:`flow_logp_grad`.
 
     Compiled once per process (about 20 s): numba cannot cache on disk a function that takes another compiled
     function as an argument, as the generic sampler does."""
-    return run_chain(flow_logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric)
+    return run_chain(flow_logp_grad, data, q_init, tune, draws, rng, target_accept, max_depth, step_size, inv_metric)

@@ -17,6 +17,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+import bayessdc.synthesis.streams as streams
+
 from ..base import sample_candidates
 from ..nuts import ChainDraws, sample_chains
 from ..sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
@@ -238,7 +240,7 @@ class FlowSynthesizer:
         idata.posterior = idata.posterior.assign_coords(origin=group.origins, destination=group.destinations)
         posterior = idata.posterior
         if self.parameterization == "marginal":
-            rng = np.random.default_rng(np.random.SeedSequence([int(seed), 2]))
+            rng = streams.rng(seed, "precisions")
             for name, effect in (("phi_beta", "beta_effect"), ("phi_gamma", "gamma_effect")):
                 values = draw_precision(posterior[effect].to_numpy(), self.priors, rng)
                 posterior[name] = (("chain", "draw"), values)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+import bayessdc.synthesis.streams as streams
+
 from ..errors import InputError
 from ..validation import name_rows
 
@@ -152,7 +154,7 @@ def prepare_spatial_data(
                 "and their spatial effects cannot be told apart. Aggregate them, or pass jitter=DIST to move "
                 "each of them by a random offset of at most DIST (in coordinate units; seeded, recorded)"
             )
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 7]))
+        rng = streams.rng(seed, "jitter")
         k = int(duplicated.sum())
         angle = rng.uniform(0, 2 * np.pi, k)
         radius = jitter * np.sqrt(rng.uniform(0, 1, k))

@@ -153,8 +153,10 @@ def test_bad_input_fails_before_fitting_with_a_clear_message(run, tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
-#: Digest of the release of the fixture's run, taken before the restructuring of issue 18.
-PINNED_RELEASE = "dd69ef4ce2d47113"
+#: Digest of the release of the fixture's run, taken before the restructuring of issue 18 (dd69ef4ce2d47113).
+#: Re-pinned on purpose when every random number moved to the named streams of bayessdc.synthesis.streams (issue 32,
+#: item 2): the trees' random_state is integer_seed(seed, "tree") and dataset k draws from rng(seed, "cart-dataset", k).
+PINNED_RELEASE = "00eec2640990eb8b"
 
 
 def test_release_is_the_one_pinned_before_the_restructuring(run):

@@ -113,10 +113,12 @@ def test_bad_input_exits_2_before_sampling(tmp_path, capsys):
 #: 2026-11-24, whose platform was not recorded; main gives bac994603141407d on an AVX2 machine.
 #: The AVX-512 pin was taken at b1b57ac on an AMD EPYC machine whose OpenBLAS picks SkylakeX kernels (the same
 #: digest after 023dd2f).
+#: Re-pinned on purpose when every random number moved to the named streams of bayessdc.synthesis.streams
+#: (issue 32, item 2; bac994603141407d before on this platform). Only this machine's platform is pinned: the other
+#: platforms' pins (Haswell X86_V3 bac994603141407d, SkylakeX X86_V4 75c83a5e6fe2ed68) predate the
+#: streams and cannot hold any more; a run there skips, naming its digest.
 PINNED_RELEASE = {
-    "openblas Haswell, X86_V3": "bac994603141407d",
-    "openblas SkylakeX, X86_V4": "75c83a5e6fe2ed68",
-    "openblas Haswell, X86_V4": "bac994603141407d",
+    "openblas Haswell, X86_V4": "b6c2dd959a330a4c",
 }
 
 

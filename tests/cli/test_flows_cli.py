@@ -220,10 +220,12 @@ def test_exact_check_measures_the_importance_sampling_approximation(run):
 #: moves every trajectory in the last digits.
 #: The AVX-512 pin was taken at b1b57ac on an AMD EPYC machine whose OpenBLAS picks SkylakeX kernels (the same
 #: digest after 023dd2f).
+#: Re-pinned on purpose when every random number moved to the named streams of bayessdc.synthesis.streams
+#: (issue 32, item 2; a00288b002ddade7 before on this platform). Only this machine's platform is pinned: the other
+#: platforms' pins (Haswell X86_V3 554172688d358910, SkylakeX X86_V4 a00288b002ddade7) predate the
+#: streams and cannot hold any more; a run there skips, naming its digest.
 PINNED_RELEASE = {
-    "openblas Haswell, X86_V3": "554172688d358910",
-    "openblas SkylakeX, X86_V4": "a00288b002ddade7",
-    "openblas Haswell, X86_V4": "a00288b002ddade7",
+    "openblas Haswell, X86_V4": "6a8e278949bd906f",
 }
 
 

@@ -162,10 +162,13 @@ def test_bad_approximation_options(tmp_path, capsys):
 #: tests.release_digest): main and the code of 2026-11-25 (2b1d8fe) both give 2a3a3f64e2d4dae8 on an AVX2 machine.
 #: The AVX-512 pin was taken at b1b57ac on an AMD EPYC machine whose OpenBLAS picks SkylakeX kernels (the same
 #: digest after 023dd2f).
+#: Re-pinned on purpose when every random number moved to the named streams of bayessdc.synthesis.streams
+#: (issue 32, item 2; 4525124c26bfc632 before on this platform). Only this machine's platform is pinned: the other
+#: platforms' pins (Haswell X86_V3 2a3a3f64e2d4dae8, SkylakeX X86_V4 19a24999287aa510) predate the
+#: streams and cannot hold any more; a run there skips, naming its digest. Re-pinned again when the pipeline's
+#: own draws moved to the streams (the m datasets from rng(seed, "datasets"); 3daec6e87ff50d7a before).
 PINNED_RELEASE = {
-    "openblas Haswell, X86_V3": "2a3a3f64e2d4dae8",
-    "openblas SkylakeX, X86_V4": "19a24999287aa510",
-    "openblas Haswell, X86_V4": "4525124c26bfc632",
+    "openblas Haswell, X86_V4": "f02d2b08d67cf41d",
 }
 
 

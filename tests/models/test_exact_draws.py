@@ -1,10 +1,11 @@
 """The exact binomial and multinomial draws in compiled code (``bayessdc.models.exact_draws``)."""
 
+import numba
 import numpy as np
 import pytest
 from scipy import stats
 
-from bayessdc.models.exact_draws import draw_binomials, draw_multinomials
+from bayessdc.models.exact_draws import draw_binomials, draw_multinomials, uniform_index
 
 
 @pytest.mark.parametrize(
@@ -14,7 +15,7 @@ from bayessdc.models.exact_draws import draw_binomials, draw_multinomials
 def test_binomial_draws_follow_the_binomial_distribution(n, p):
     """Inversion (n min(p, 1-p) <= 30) and BTPE (above, every region of its envelope) against the pmf."""
     size = 200_000
-    x = draw_binomials(np.full(size, n, dtype=np.int64), np.full(size, p), 17)
+    x = draw_binomials(np.full(size, n, dtype=np.int64), np.full(size, p), np.random.default_rng(17))
     sd = np.sqrt(n * p * (1 - p))
     assert abs(x.mean() - n * p) < 4 * sd / np.sqrt(size)
     assert x.var() / sd**2 == pytest.approx(1.0, abs=0.02)
@@ -32,7 +33,7 @@ def test_multinomial_draws_have_the_multinomial_mean_and_covariance(n):
     weights = np.array([0.0, 3.0, 0.02, 1.0, 0.3, 0.3, 0.004, 2.0, 0.0, 0.5])  # not normalised, some zero
     p = weights / weights.sum()
     size = 100_000
-    x = draw_multinomials(n, weights, size, 8, 5)
+    x = draw_multinomials(n, weights, size, 8, np.random.default_rng(5))
     assert np.all(x.sum(axis=1) == n) and np.all(x[:, weights == 0] == 0)
     cov = n * (np.diag(p) - np.outer(p, p))
     se = np.sqrt(np.maximum(np.diag(cov), 1e-12) / size)
@@ -50,7 +51,7 @@ def test_multinomial_draws_have_the_multinomial_distribution():
     p = np.array([0.5, 0.3, 0.2])
     size = 200_000
     for small in (1, 4, 20):
-        x = draw_multinomials(12, p, size, small, 9)
+        x = draw_multinomials(12, p, size, small, np.random.default_rng(9))
         outcomes, observed = np.unique(x, axis=0, return_counts=True)
         expected = stats.multinomial.pmf(outcomes, 12, p) * size
         keep = expected > 10
@@ -69,7 +70,7 @@ def test_sparse_multinomial_from_the_cumulative_sums_has_the_multinomial_distrib
     p = weights / weights.sum()
     size = 200_000
     for small in (0, 2, 5, 20):
-        x = draw_multinomials_cdf(12, weights, size, small, 21, n_largest)
+        x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(21), n_largest)
         assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
         outcomes, observed = np.unique(x, axis=0, return_counts=True)
         expected = stats.multinomial.pmf(outcomes, 12, p) * size
@@ -89,7 +90,7 @@ def test_sparse_multinomial_for_large_counts_has_the_multinomial_mean_and_margin
     weights = rng.gamma(0.3, 1.0, 40) * (rng.random(40) < 0.9)
     p = weights / weights.sum()
     size = 40_000
-    x = draw_multinomials_cdf(n, weights, size, 8, 13)
+    x = draw_multinomials_cdf(n, weights, size, 8, np.random.default_rng(13))
     assert np.all(x.sum(axis=1) == n) and np.all(x[:, weights == 0] == 0)
     se = np.sqrt(np.maximum(n * p * (1 - p), 1e-12) / size)
     assert np.all(np.abs(x.mean(axis=0) - n * p) < 4.5 * se + 1e-9)
@@ -101,3 +102,26 @@ def test_sparse_multinomial_for_large_counts_has_the_multinomial_mean_and_margin
             continue
         chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
         assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4, k
+
+
+@numba.njit
+def _uniform_indices(rng, n, size):  # noqa: ANN001, ANN202
+    out = np.empty(size, dtype=np.int64)
+    for i in range(size):
+        out[i] = uniform_index(rng, n)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40, 1000, 3 * 2**50])
+def test_uniform_index_is_uniform_on_0_to_n_minus_1(n):
+    """The kernels' bounded integers (``uniform_index``: a double's 53 bits, rejection above the largest multiple
+    of n): in range, every value of a small range at its probability, and a large range evenly over 40 bins
+    (n = 3 * 2**50 rejects a quarter of the doubles)."""
+    size = 120_000
+    x = _uniform_indices(np.random.default_rng(n), n, size)
+    assert x.min() >= 0 and x.max() < n
+    bins = min(n, 40)
+    observed = np.bincount(x * bins // n if n > bins else x, minlength=bins)
+    expected = size / bins
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    assert n == 1 or stats.chi2.sf(chi2, bins - 1) > 1e-3

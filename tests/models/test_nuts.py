@@ -32,8 +32,8 @@ def _known_logp_grad(theta, data):  # noqa: ANN001, ANN202
 
 
 @njit
-def _known_runner(data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN202
-    return run_chain(_known_logp_grad, data, q_init, tune, draws, seed, target_accept, max_depth, step_size, inv_metric)
+def _known_runner(data, q_init, tune, draws, rng, target_accept, max_depth, step_size, inv_metric):  # noqa: ANN001, ANN202
+    return run_chain(_known_logp_grad, data, q_init, tune, draws, rng, target_accept, max_depth, step_size, inv_metric)
 
 
 DATA = (SDS, np.array([SHAPE]))

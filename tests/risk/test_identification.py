@@ -71,9 +71,12 @@ def test_inherent_maximum_draws_from_the_pattern_and_its_draws_are_pinned():
         ("u", 3), ("v", 2), ("u", 3), ("w", 2), ("w", 2),
         ("u", 3), ("u", 1), ("u", 3), ("v", 2), ("w", 2),
     ]  # fmt: skip
+    # re-pinned on purpose when the scenarios moved to the named streams rng(seed, "inherent", "maximum") and
+    # (..., "minimum") (before: SeedSequence([seed, 4, k]), disclosures [2, 2, 2, 3, 3, 3, 2, 1], expected match
+    # risk [1.5, 1.5, 1.5, 2.5, 5/3, 2.5, 1.5, 1])
     out = inherent_risk(PATTERNED, ["county"], ["p"], [["p", "county"]], repetitions=8, seed=1)["max"]
-    assert out["disclosures"].tolist() == [2, 2, 2, 3, 3, 3, 2, 1]
-    assert out["expected_match_risk"].tolist() == pytest.approx([1.5, 1.5, 1.5, 2.5, 5 / 3, 2.5, 1.5, 1.0])
+    assert out["disclosures"].tolist() == [2, 1, 3, 4, 4, 3, 3, 3]
+    assert out["expected_match_risk"].tolist() == pytest.approx([1.5, 1.0, 5 / 3, 3.0, 3.0, 5 / 3, 5 / 3, 5 / 3])
 
 
 def test_inherent_minimum_draws_uniformly_over_all_levels_whatever_the_pattern():
