@@ -79,6 +79,15 @@ def test_the_scheme_is_pinned():
 PINNED = [4064844019, 2157151553, 1425425091]
 
 
+def test_the_examples_in_the_docstrings_hold():
+    import doctest
+
+    import bayessdc.synthesis.streams as module
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 8 and result.failed == 0
+
+
 def test_integer_seeds_fit_32_bits_and_names_are_checked():
     values = [integer_seed(s, "tree") for s in range(200)]
     assert all(isinstance(v, int) and 0 <= v < 2**32 for v in values) and len(set(values)) == 200
