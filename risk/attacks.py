@@ -40,21 +40,40 @@ against the same distance of holdout records (the share of synthetic records at 
 distance ratio (nearest over second-nearest training record: near 0 for a record close to one training record
 in particular).
 
-Differences from anonymeter 1.1, each a choice where anonymeter's result depends on an accident: ties in the
-nearest-record search are broken at random for each target (anonymeter takes its sort's order, which gives
-every target with the same tied candidates the same guess and favours the same record in both halves of a
-link); the distance's numeric ranges are taken over all frames at once
-(anonymeter scales each comparison by the two frames it compares) and two missing values are 0 apart; a
-singling-out predicate is the set of its conditions (anonymeter compares the text, in which the order of
-columns differs); the control set's size correction fits anonymeter's model to the exact expected count of
-singling-out predicates in subsamples (hypergeometric) rather than to 50 random subsamples, from subsamples of
-``min(1000, n_control / 2)`` records (anonymeter's ``min(1000, n_control)`` gives a single size for a control
-set of at most 1,000 records).
+Differences from anonymeter 1.1, each where anonymeter's result hangs on an accident of its implementation:
+
+* ties in the nearest-record search are broken at random for each target (anonymeter takes its sort's order,
+  which gives every target with the same tied candidates the same guess and favours the same record in both
+  halves of a link);
+* the distance's numeric ranges are taken over all frames at once (anonymeter scales each comparison by the two
+  frames it compares), and two missing values are 0 apart;
+* a singling-out predicate is the set of its conditions (anonymeter compares their text, in which the order of
+  the columns varies);
+* the singling-out rates are those of the predicates made (anonymeter divides by the number asked for, counting
+  the predicates it could not make as failed attacks, and warns that this underestimates the risk);
+* a small space of multivariate candidates (records x column sets, at most 200,000) is drawn without
+  replacement, so that the search ends when it is exhausted (anonymeter draws with replacement, up to 10^7
+  times);
+* the control set's size correction fits anonymeter's model by least squares to the exact expected count of
+  singling-out predicates in subsamples of the control set (hypergeometric), from subsamples of
+  ``min(1000, n_control / 2)`` records, rather than to 50 random subsamples from ``min(1000, n_control)``
+  records (a single size for a control set of at most 1,000 records).
+
+References
+----------
+Giomi, M., Boenisch, F., Wehmeyer, C. & Tasnádi, B. (2023). A Unified Framework for Quantifying Privacy Risk in
+Synthetic Data. Proceedings on Privacy Enhancing Technologies 2023(2), 312-328.
+
+Cohen, A. & Nissim, K. (2020). Towards formalizing the GDPR's notion of singling out. PNAS 117(15), 8344-8352.
+
+Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference. JASA 22, 209-212.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
+from math import comb
 from statistics import NormalDist
 
 import numpy as np
@@ -97,6 +116,8 @@ _BIG = np.iinfo(np.int32).max
 # Candidate predicates evaluated together, and matrix elements per evaluation block.
 _BATCH = 1000
 _BLOCK = 2**22
+# Candidate spaces (records x column sets) of at most this size are drawn without replacement.
+_ENUMERATE = 200_000
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -433,13 +454,29 @@ def _singling_out_predicates(
         if observed.size:
             median = np.median(coded.values[j][observed])
             above[j] = np.searchsorted(coded.values[j], median, side="right")
+    # Candidates: a synthetic record and a set of columns. A small space is drawn without replacement, every
+    # candidate at most once (the first n_attacks singling-out ones are then a uniform sample of all of them);
+    # a large one with replacement, as anonymeter draws.
+    sets = comb(len(columns), width)
+    small = len(synthetic) * sets <= _ENUMERATE
+    if small:
+        combos = np.array(list(combinations(range(len(columns)), width)), dtype=np.int64).reshape(-1, width)
+        if required[columns].any():
+            combos = combos[required[columns][combos].any(axis=1)]
+        order = rng.permutation(len(synthetic) * len(combos))
     kept = _Predicates(n_attacks)
     attempts = 0
     while len(kept.kept) < n_attacks and attempts < max_attempts:
         size = min(_BATCH, max_attempts - attempts)
+        if small:
+            drawn = order[attempts : attempts + size]
+            if not drawn.size:
+                break
+            rows, col = drawn // len(combos), columns[combos[drawn % len(combos)]]
+        else:
+            rows = rng.integers(len(synthetic), size=size)
+            col = columns[_draw_columns(rng, size, len(columns), width, required[columns])]
         attempts += size
-        rows = rng.integers(len(synthetic), size=size)
-        col = columns[_draw_columns(rng, size, len(columns), width, required[columns])]
         code = synthetic[rows[:, None], col].astype(np.int64)
         op = np.where((code >= 0) & numeric[col], np.where(code >= above[col], GE, LE), EQ)
         single = _count(synthetic, col, op, code) == 1
@@ -536,7 +573,7 @@ def singling_out(
     n_attacks: int = 500,
     n_cols: int = 3,
     required: Sequence[str] = (),
-    max_attempts: int | None = None,
+    max_attempts: int = 1_000_000,
     seed: int = 0,
     by: str = "synthetic",
     confidence: float = 0.95,
@@ -546,8 +583,11 @@ def singling_out(
     Per dataset, up to ``n_attacks`` distinct predicates matching exactly one of the dataset's distinct records
     (see the module); an attack succeeds when its predicate matches exactly one distinct training record
     (control record). The control count is scaled to the training set's size
-    (:func:`control_size_correction`); a predicate the attacker could not make counts as a failed attack, as in
-    anonymeter. The naive attacker's ``n_attacks`` random predicates are judged on the training records.
+    (:func:`control_size_correction`). The attacks are the predicates made: where the synthetic records give
+    fewer than ``n_attacks`` (few rare values, few columns), the rates are those of the predicates there are,
+    with the wider intervals of fewer attacks (anonymeter counts the predicates it could not make as failed
+    attacks, and warns that this underestimates the risk). The naive attacker's ``n_attacks`` random predicates
+    are judged on the training records.
 
     Parameters
     ----------
@@ -562,15 +602,14 @@ def singling_out(
     mode
         ``"univariate"`` (one condition) or ``"multivariate"`` (``n_cols`` conditions).
     n_attacks
-        Predicates per dataset.
+        Predicates per dataset (at most).
     n_cols
         Conditions of a multivariate predicate (at most the number of columns).
     required
         Columns of which every predicate must use at least one (the synthesized columns of a partially
         synthetic release, whose other columns are the original values; empty: no such rule).
     max_attempts
-        Candidate predicates drawn at most per dataset (multivariate; default ``100 * n_attacks``); anonymeter
-        draws up to 10^7.
+        Candidate predicates drawn at most per dataset (multivariate); anonymeter draws up to 10^7.
     seed
         Seed of the draws (each dataset its own stream).
     by
@@ -610,7 +649,7 @@ def singling_out(
     allowed = np.ones(len(columns), dtype=bool)
     required_mask = np.isin(columns, list(required))
     training, control_records = coded.distinct(0), coded.distinct(1)
-    attempts = 100 * n_attacks if max_attempts is None else int(max_attempts)
+    attempts = int(max_attempts)
     width = 1 if mode == "univariate" else n_cols
     rows = []
     for i, rng in enumerate(_generators(seed, "singling_out", len(datasets))):
@@ -624,8 +663,8 @@ def singling_out(
         correction = control_size_correction(in_control, len(control_records), len(training))
         naive = _naive_predicates(coded, records, n_attacks, width, allowed, required_mask, rng)
         rows.append({
-            "dataset": labels[i], "attacks": n_attacks, "successes": successes, "control_attacks": n_attacks,
-            "control_successes": min(float(np.count_nonzero(in_control == 1)) * correction, float(n_attacks)),
+            "dataset": labels[i], "attacks": made, "successes": successes, "control_attacks": made,
+            "control_successes": min(float(np.count_nonzero(in_control == 1)) * correction, float(made)),
             "baseline_attacks": n_attacks, "baseline_successes": int(np.count_nonzero(_count(training, *naive) == 1)),
             "predicates": made, "control_correction": correction,
         })  # fmt: skip

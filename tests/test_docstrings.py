@@ -19,6 +19,8 @@ MODULES = (
     "bayessdc.loading",
     "bayessdc.measures",
     "bayessdc.risk.copies",
+    "bayessdc.risk.attacks",
+    "bayessdc.risk.neighbours",
 )
 
 

@@ -159,16 +159,17 @@ SIX = pd.DataFrame({"sex": ["f", "f", "m", "m", "f", "m"], "age": [23, 35, 35, 4
 
 def test_univariate_singling_out_counted_by_hand():
     """The predicates of a copy of SIX: age <= 23, age >= 67, age == 23, 41, 52, 67 (the ages held once) and
-    town == c; sex has no rare value. In the control set age >= 67 (70) and age == 41 single out one record;
-    age <= 23 and age == 23 match two, town == c two, age == 52 and age == 67 none."""
+    town == c; sex has no rare value. Seven attacks (ten asked for): in the control set age >= 67 (70) and
+    age == 41 single out one record; age <= 23 and age == 23 match two, town == c two, age == 52 and 67 none."""
     control = pd.DataFrame({"sex": ["f", "m", "f", "m", "f", "m"], "age": [23, 23, 38, 41, 60, 70],
                             "town": ["a", "b", "b", "c", "c", "a"]})  # fmt: skip
     table = singling_out(SIX, SIX.assign(synthetic=1), control, ["sex", "age", "town"], mode="univariate",
                          n_attacks=10, seed=4)  # fmt: skip
     row = table.iloc[0]
     assert row["predicates"] == 7 and row["successes"] == 7 and row["control_successes"] == 2
+    assert row["attacks"] == 7 and row["baseline_attacks"] == 10  # the predicates made; the naive ones asked for
     assert row["control_correction"] == 1.0  # the two sets have the same size
-    training, held = wilson(7, 10), wilson(2, 10)
+    training, held = wilson(7, 7), wilson(2, 7)
     value, half = residual_risk(training, held)
     assert row["risk"] == pytest.approx(value) and row["risk_upper"] == pytest.approx(min(value + half, 1.0))
     only_town = singling_out(SIX, SIX.assign(synthetic=1), control, ["sex", "age", "town"], mode="univariate",
