@@ -51,7 +51,7 @@ Article 29 Data Protection Working Party (2014). Opinion 05/2014 on Anonymisatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -59,6 +59,7 @@ import pandas as pd
 from .base import Z95, Measure, MeasureInput, MeasureResult, register
 
 __all__ = [
+    "AttackPlan",
     "AttackSettings",
     "DistanceRatio",
     "DistanceToClosestRecord",
@@ -124,10 +125,6 @@ class AttackSettings:
             raise ValueError("max_rows must be at least 1 (or None)")
         if not self.tolerance >= 0:
             raise ValueError("tolerance must be non-negative")
-
-    def describe(self) -> dict[str, Any]:
-        """The settings, JSON-ready."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)

@@ -161,3 +161,11 @@ def test_a_policy_criterion_names_an_attack(sets):
     assert {j.criterion.measure for j in failed} == {"linkability", "distance_to_closest_record"}
     verdict = judge(policy, independent, "any")
     assert [j.passed for j in verdict.judgements][0] is True
+
+
+def test_settings_refuse_what_no_attack_can_use():
+    assert AttackSettings(secrets="y", split=("x", ["y", "colour"])).split == (("x",), ("y", "colour"))
+    for bad in (dict(n_attacks=0), dict(n_neighbors=0), dict(split=(["x"],)), dict(split=(["x"], [])),
+                dict(max_rows=0), dict(tolerance=-0.1)):  # fmt: skip
+        with pytest.raises(ValueError):
+            AttackSettings(**bad)
