@@ -17,7 +17,11 @@ the closest record and distance ratio) at their defaults, 500 attacks; wall time
 same records, columns, split, secrets and attack counts, its singling out seeded as ours (its other draws take
 numpy's global seed). Each of our figures is shown with anonymeter's 95% interval and each of anonymeter's with
 ours. Singling out is shown twice: as our measure states it (the rates of the predicates made) and over
-anonymeter's denominator (the predicates asked for), which is anonymeter's figure.
+anonymeter's denominator (the predicates asked for), which is anonymeter's figure; its training and control
+success rates are printed apart, because the control set (6,000 records) is smaller than the training set and
+each tool scales its control count to the training size by the same model fitted differently
+(``bayessdc.risk.attacks.control_size_correction``; anonymeter's ``curve_fit`` starts from a scale of one
+success).
 
     .venv/bin/python bench/attacks.py [--m 5] [--seed 0] [--keep 0.5] [--no-anonymeter]
 """

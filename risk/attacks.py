@@ -109,9 +109,8 @@ RATE_COLUMNS = (
 # Fixed parts of the seed of each random step (one stream per attack, one child per dataset).
 _SALT = {"singling_out": 7101, "linkability": 7102, "inference": 7103, "dcr": 7104}
 
-# Comparison operators of a singling-out condition.
+# Comparison operators of a singling-out condition: ==, !=, <, >, <=, >=.
 EQ, NE, LT, GT, LE, GE = range(6)
-_OPS = {EQ: "==", NE: "!=", LT: "<", GT: ">", LE: "<=", GE: ">="}
 _BIG = np.iinfo(np.int32).max
 # Candidate predicates evaluated together, and matrix elements per evaluation block.
 _BATCH = 1000
@@ -297,7 +296,6 @@ class _Ordinal:
                 code, _ = pd.factorize(values)
                 self.values.append(None)
             codes[:, j] = code
-        self.levels = np.maximum(codes.max(axis=0, initial=-1) + 1, 1)
         self.frames = [codes[sizes[i] : sizes[i + 1]] for i in range(len(frames))]
 
     def distinct(self, i: int) -> np.ndarray:
