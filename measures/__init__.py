@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 from . import builtin  # noqa: F401 - registers the built-in measures first, in their order
+from .attacks import AttackSettings
 from .base import (
     REFERENCE_COLUMNS,
     SUMMARY_COLUMNS,
@@ -45,6 +46,7 @@ __all__ = [
     "REFERENCE_COLUMNS",
     "SUMMARY_COLUMNS",
     "VALUE_COLUMNS",
+    "AttackSettings",
     "Measure",
     "MeasureInput",
     "MeasureResult",

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .attacks import AttackSettings
 
 __all__ = [
     "REFERENCE_COLUMNS",
@@ -89,7 +92,14 @@ class MeasureInput:
     cells
         Per sensitive cell of an adjusted table: ``protected`` (its adjustment meets its protection level).
     holdout
-        A held-out real sample on the released columns (a control set), when the user gives one.
+        A held-out real sample on the released columns (a control set), when the user gives one: real records of
+        the same population that the synthesizer never saw. The attack measures (:mod:`bayessdc.measures.attacks`)
+        apply only when it is given.
+    attacks
+        What the attack measures use (:class:`bayessdc.measures.attacks.AttackSettings`: the secrets, the
+        attacker's auxiliary columns and their split into two sources, attacks per dataset ...); ``None``: the
+        defaults (each synthesized column a secret, the released columns known, kept against synthesized columns
+        as the two sources).
     tables, bootstrap
         The analyst's count tables (:class:`bayessdc.synthesis.tables.TableSpec`) and the bootstrap replicates of
         the original that set their reference range.
@@ -117,6 +127,7 @@ class MeasureInput:
     proximity: Any = None
     cells: pd.DataFrame | None = None
     holdout: pd.DataFrame | None = None
+    attacks: AttackSettings | None = None
     tables: list[Any] = field(default_factory=list)
     bootstrap: int = 0
     count_column: str | None = None

@@ -21,6 +21,8 @@ MODULES = (
     "bayessdc.control",
     "bayessdc.measures",
     "bayessdc.risk.copies",
+    "bayessdc.risk.attacks",
+    "bayessdc.risk.neighbours",
 )
 
 
