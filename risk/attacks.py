@@ -79,6 +79,8 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from bayessdc.synthesis import streams
+
 from .neighbours import Coded, MixedFrames, column_term, concat, distance_blocks, is_numeric, nearest, pick_nearest
 from .neighbours import two_nearest_distances as _two_nearest
 
@@ -107,7 +109,6 @@ RATE_COLUMNS = (
 )  # fmt: skip
 
 # Fixed parts of the seed of each random step (one stream per attack, one child per dataset).
-_SALT = {"singling_out": 7101, "linkability": 7102, "inference": 7103, "dcr": 7104}
 
 # Comparison operators of a singling-out condition: ==, !=, <, >, <=, >=.
 EQ, NE, LT, GT, LE, GE = range(6)
@@ -235,8 +236,8 @@ def attack_rates(counts: pd.DataFrame, confidence: float = 0.95, by: Sequence[st
 
 
 def _generators(seed: int, attack: str, count: int) -> list[np.random.Generator]:
-    """One generator per dataset (and more), from the attack's own stream of ``seed``."""
-    return np.random.default_rng(np.random.SeedSequence([int(seed), _SALT[attack]])).spawn(count)
+    """One generator per dataset (and more), from the attack's own stream of ``seed`` (``("attack", name, k)``)."""
+    return [streams.rng(seed, "attack", attack, k) for k in range(count)]
 
 
 def _datasets(synthetic: pd.DataFrame, by: str) -> tuple[list, list[pd.DataFrame]]:

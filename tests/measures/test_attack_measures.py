@@ -118,7 +118,10 @@ def test_a_copy_scores_near_the_maximum_and_an_independent_draw_near_zero(sets):
             assert copied[name].reference(subset, "pooled_risk") > 0.85, (name, subset)
             assert copied[name].statistic(subset, "worst") > 0.8
             risk = independent[name].references.set_index(["subset", "reference"]).loc[(subset, "pooled_risk")]
-            assert risk["lower"] == 0.0 and risk["value"] < 0.15, (name, subset)  # its interval covers 0
+            # its interval covers 0, and the estimate is within the interval's half-width of 0 (consistent with no
+            # risk at 95%; an absolute bound is not: a secret of few levels leaves the control rate high and the
+            # risk's interval wide, [0, 0.45] for 'group' with 300 attacks)
+            assert risk["lower"] == 0.0 and risk["value"] <= (risk["upper"] - risk["lower"]) / 2, (name, subset)
     assert copied["distance_to_closest_record"].statistic("holdout 5th percentile", "worst") == 1.0
     assert copied["distance_ratio"].statistic("all", "worst") == 0.0
     share = independent["distance_to_closest_record"]
