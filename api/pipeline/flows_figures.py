@@ -61,8 +61,9 @@ def flow_utility(
         The table's columns.
     """
     count = columns.count
+    cells = data[count].to_numpy()  # by position: each dataset's rows are the table's rows in order
     tau_cells = [
-        proportion_of_total_variation(data[count], frame[count]) for _, frame in synthetic.groupby("synthetic")
+        proportion_of_total_variation(cells, frame[count].to_numpy()) for _, frame in synthetic.groupby("synthetic")
     ]
     tau_sensitive = [proportion_of_total_variation(original[count], row) for row in values]
     return {
