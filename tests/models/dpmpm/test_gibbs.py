@@ -36,12 +36,17 @@ def test_with_a_flat_likelihood_the_sampler_returns_the_prior(alpha_update):
     cdf = np.cumsum(pi, axis=1)
     z = (rng.random((20_000, n, 1)) * cdf[:, None, -1:] > cdf[:, None, :]).sum(axis=2)
     occupied = np.array([len(np.unique(row)) for row in z])
-    for k in (1, 2, K):
-        assert (draws["occupied"] == k).mean() == pytest.approx((occupied == k).mean(), abs=0.035)
-    # alpha below the prior's median half of the time, within 4 Monte Carlo standard errors (from the ESS of
-    # the indicator: the alpha | sticks update mixes about three times slower than the collapsed one)
+    # each share of the occupied components within 4 Monte Carlo standard errors of the prior's (from the ESS of
+    # the indicator, and the direct simulation's own error): a fixed tolerance of 0.035 held for one random
+    # stream and not another, as the alpha | sticks update mixes about three times slower than the collapsed one
     import arviz as az
 
+    for k in (1, 2, K):
+        hit = (draws["occupied"] == k).astype(float)
+        p = (occupied == k).mean()
+        error = np.sqrt(p * (1 - p) / float(az.ess(hit)) + p * (1 - p) / len(occupied))
+        assert abs(hit.mean() - p) < 4 * error, (k, hit.mean(), p, error)
+    # alpha below the prior's median half of the time, within 4 Monte Carlo standard errors
     below = (draws["alpha"] < stats.gamma(0.25, scale=4.0).median()).astype(float)
     assert abs(below.mean() - 0.5) < 4 * np.sqrt(0.25 / float(az.ess(below)))
     assert np.median(draws["alpha"]) == pytest.approx(stats.gamma(0.25, scale=4.0).median(), rel=0.5)
