@@ -91,7 +91,7 @@ def check_control(training: pd.DataFrame, control: pd.DataFrame, columns: Sequen
         A column missing, fewer than :data:`MIN_CONTROL_RECORDS` records, or rows that repeat training records
         (the first of them named by their position in ``control``).
     """
-    from bayessdc.risk.copies import copied_reference
+    from bayessdc.risk.copies import copied_reference, rows_in_original
 
     missing = [c for c in columns if c not in control.columns]
     if missing:
@@ -101,8 +101,7 @@ def check_control(training: pd.DataFrame, control: pd.DataFrame, columns: Sequen
             f"the control set has {len(control)} records; the attack measures need at least {MIN_CONTROL_RECORDS}"
         )
     control = control[list(columns)].reset_index(drop=True)
-    keys = pd.MultiIndex.from_frame(training[list(columns)].astype(str)).unique()
-    repeats = pd.MultiIndex.from_frame(control.astype(str)).isin(keys)
+    repeats = rows_in_original(training, control, list(columns))
     expected = copied_reference(training, list(columns))
     n = len(control)
     limit = n * expected + max(4 * math.sqrt(n * expected * (1 - expected)), 5)
@@ -145,7 +144,7 @@ def hold_out(
 def align_control(control: pd.DataFrame, original: pd.DataFrame) -> pd.DataFrame:
     """``control`` on the columns of a release's ``original`` (the measures' confidential records), each column in
     the original's type: a category the original lacks becomes missing, so that it matches no training record."""
-    aligned = control[[c for c in original.columns]].reset_index(drop=True)
+    aligned = control[list(original.columns)].reset_index(drop=True)
     for column in original.columns:
         if aligned[column].dtype != original[column].dtype:
             try:

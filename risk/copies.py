@@ -33,6 +33,7 @@ __all__ = [
     "copied_reference",
     "remove_replicated_uniques",
     "replicated_uniques",
+    "rows_in_original",
 ]
 
 # Combined keys stay below this bound, so that ``key * levels + code`` cannot overflow int64.
@@ -246,11 +247,24 @@ def copied_holdout(original: pd.DataFrame, holdout: pd.DataFrame, columns: Seque
     >>> copied_holdout(original, pd.DataFrame({"x": ["B", "D", "D", "A"]}), ["x"])
     0.5
     """
-    columns = _columns(columns, {"original": original, "holdout": holdout})
     if len(holdout) == 0:
+        _columns(columns, {"original": original, "holdout": holdout})
         return float("nan")
-    original_key, holdout_key = _row_keys([original, holdout], columns)
-    return float(np.mean(np.isin(holdout_key, original_key)))
+    return float(np.mean(rows_in_original(original, holdout, columns)))
+
+
+def rows_in_original(original: pd.DataFrame, other: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Per row of ``other``, whether some original record equals it on all ``columns`` (missing values equal
+    each other, as in :func:`copied_records`).
+
+    Examples
+    --------
+    >>> rows_in_original(pd.DataFrame({"x": ["A", "B"]}), pd.DataFrame({"x": ["B", "C"]}), ["x"]).tolist()
+    [True, False]
+    """
+    columns = _columns(columns, {"original": original, "other": other})
+    original_key, other_key = _row_keys([original, other], columns)
+    return np.isin(other_key, original_key)
 
 
 def replicated_uniques(
