@@ -15,7 +15,7 @@ KEEP = ["gender", "age"]
 KNOWN = [["gender", "county"], ["gender", "age", "county"]]
 SETTINGS = {"draws": 400, "burn": 100, "chains": 8, "thin": 2}
 CLI_OPTIONS = ["--draws", "400", "--burn", "100", "--chains", "8", "--thin", "2", "--K", "6", "--repetitions", "5"]
-CLI_OPTIONS += ["--risk-records", "20", "--risk-draws", "50", "--m", "3", "--seed", "1"]
+CLI_OPTIONS += ["--risk-records", "20", "--risk-draws", "50", "--m", "3", "--seed", "3"]
 
 
 def _table() -> pd.DataFrame:
@@ -38,7 +38,9 @@ def _recipe() -> "bsd.DPMPM":
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("categorical")
     table = _table()
-    release = bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=1, progress=False)
+    # seed 3: the released datasets hold true unique matches on age+county (seed 1's hold none since the named
+    # random streams), which the by-hand test of the three identification figures needs
+    release = bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=3, seed=3, progress=False)
     table.to_csv(folder / "table.csv", index=False)
     argv = ["dpmpm", "--data", str(folder / "table.csv"), "--synthesize", "county", "--keep", "gender,age"]
     argv += ["--known", "gender,county", "--known", "gender,age,county", "--quiet", "--out", str(folder / "cli")]
