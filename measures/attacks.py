@@ -400,7 +400,9 @@ class DistanceRatio(_Distance):
         values = [{"subset": "all", "dataset": int(d), "value": float(v)}
                   for d, v in zip(table["dataset"], table["nndr_mean"], strict=True)]  # fmt: skip
         mean, se = float(table["holdout_nndr_mean"].iloc[0]), float(table["holdout_nndr_se"].iloc[0])
+        rows = int(table["holdout_rows"].iloc[0])
         result = self.result(values, [{"subset": "all", "reference": "holdout", "value": mean,
-                                       "lower": mean - Z95 * se, "upper": mean + Z95 * se}])  # fmt: skip
+                                       "lower": mean - Z95 * se, "upper": mean + Z95 * se, "mc_se": se,
+                                       "repetitions": rows}])  # fmt: skip
         result.details = table
         return result

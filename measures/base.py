@@ -10,10 +10,13 @@ result, a :class:`MeasureResult`, holds
   the m datasets jointly (an intruder who reads them all);
 * ``references``: the figures it is read against, one row per (subset, reference), columns
   :data:`REFERENCE_COLUMNS` (the inherent minimum and maximum of Hu & Savitsky, the share of a held-out
-  sample, the unsmoothed stage's value ...), each with the interval of its own repetitions where it has any;
+  sample, the unsmoothed stage's value ...), each with the 2.5-97.5% range of its own repetitions where it has
+  any, and then the Monte Carlo standard error of its mean and the number of repetitions (``mc_se``,
+  ``repetitions``: the disclosure policy allows for both when it judges a release against the reference);
 * :meth:`MeasureResult.summary`: per subset the pooled value (the mean over the datasets), its Monte Carlo
   standard error ``sd / sqrt(m)`` (the datasets are independent draws of the release), the 95% interval
-  ``pooled +- 1.96 se`` and the worst dataset (the largest for a figure where lower is better);
+  ``pooled +- t(0.975, m - 1) se`` (Student's t: with m = 3 the normal quantile's interval covers about 82%,
+  not 95%) and the worst dataset (the largest for a figure where lower is better);
 * :meth:`MeasureResult.plot`: every dataset's value beside the references, one panel per subset.
 
 The disclosure policy (:mod:`bayessdc.policy`) judges these summaries, the report lays them out, and
@@ -49,12 +52,22 @@ __all__ = [
 #: Columns of :attr:`MeasureResult.values`.
 VALUE_COLUMNS = ("measure", "subset", "dataset", "value")
 #: Columns of :attr:`MeasureResult.references`.
-REFERENCE_COLUMNS = ("measure", "subset", "reference", "value", "lower", "upper")
+REFERENCE_COLUMNS = ("measure", "subset", "reference", "value", "lower", "upper", "mc_se", "repetitions")
 #: Columns of :meth:`MeasureResult.summary` (followed by one column per reference).
 SUMMARY_COLUMNS = ("measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower", "upper", "worst")
 
-#: Two-sided 95% normal quantile of the Monte Carlo interval of a pooled figure.
+#: Two-sided 95% normal quantile (the limit of :func:`t95` for many datasets).
 Z95 = 1.959963984540054
+
+
+def t95(df: float) -> float:
+    """The two-sided 95% quantile of Student's t with ``df`` degrees of freedom (:data:`Z95` when ``df`` is
+    infinite): the half-width of a 95% interval of a mean, in standard errors."""
+    if not np.isfinite(df):
+        return Z95
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
 
 
 @dataclass
@@ -208,7 +221,7 @@ class MeasureResult:
             joint = bool((v["dataset"] == 0).all())
             pooled = float(finite.mean()) if finite.size else float("nan")
             se = float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 and not joint else float("nan")
-            half = Z95 * se if np.isfinite(se) else 0.0
+            half = t95(finite.size - 1) * se if np.isfinite(se) else 0.0
             worst = (finite.max() if self.better == "lower" else finite.min()) if finite.size else float("nan")
             row = {
                 "measure": self.measure, "kind": self.kind, "subset": subset, "datasets": int(values.size),
@@ -230,6 +243,16 @@ class MeasureResult:
         row = self.summary().set_index("subset").loc[subset]
         return float(row[statistic])
 
+    def reference_error(self, subset: str, name: str) -> tuple[float, int] | None:
+        """The Monte Carlo standard error of reference ``name``'s mean for ``subset`` and the number of
+        repetitions it is the mean of (``None``: an exact reference, or one of a single repetition)."""
+        refs = self.references
+        hit = refs.loc[(refs["subset"].astype(str) == subset) & (refs["reference"] == name)]
+        if not len(hit):
+            return None
+        se, count = float(hit["mc_se"].iloc[0]), float(hit["repetitions"].iloc[0])
+        return (se, int(count)) if np.isfinite(se) and np.isfinite(count) and count > 1 else None
+
     def reference(self, subset: str, name: str) -> float | None:
         """The value of reference ``name`` for ``subset`` (``None`` when this measure has no such reference)."""
         refs = self.references
@@ -249,7 +272,7 @@ class MeasureResult:
         values = pd.DataFrame(payload["values"], columns=list(VALUE_COLUMNS))
         values["value"] = values["value"].astype(float)
         references = pd.DataFrame(payload["references"], columns=list(REFERENCE_COLUMNS))
-        for column in ("value", "lower", "upper"):
+        for column in ("value", "lower", "upper", "mc_se", "repetitions"):  # the last two NaN in older files
             references[column] = references[column].astype(float)
         return cls(
             payload["measure"], payload["kind"], payload["better"], values, references, payload.get("title", ""),
@@ -335,7 +358,7 @@ class Measure:
         v["value"] = v["value"].astype(float)
         refs = []
         for r in references:
-            row = {"measure": self.name, "lower": np.nan, "upper": np.nan, **r}
+            row = {"measure": self.name, "lower": np.nan, "upper": np.nan, "mc_se": np.nan, "repetitions": np.nan, **r}
             refs.append(row)
         ref = pd.DataFrame(refs, columns=list(REFERENCE_COLUMNS))
         return MeasureResult(

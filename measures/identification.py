@@ -59,7 +59,8 @@ def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
 
 def inherent_references(data: MeasureInput, column: str, known: str | None) -> list[dict[str, object]]:
     """``inherent_min`` and ``inherent_max`` of one figure (``column`` of the scenarios' tables) for one
-    knowledge set (``None``: a figure that does not depend on it), each with its 2.5-97.5% range."""
+    knowledge set (``None``: a figure that does not depend on it), each the mean of its S repetitions with their
+    2.5-97.5% range, the mean's Monte Carlo standard error ``sd / sqrt(S)`` and S."""
     out = []
     for scenario, table in data.inherent_scenarios().items():
         rows = table if known is None else table[table["known"] == known]
@@ -72,6 +73,7 @@ def inherent_references(data: MeasureInput, column: str, known: str | None) -> l
         out.append({
             "subset": known or "all", "reference": f"inherent_{scenario}", "value": float(v.mean()),
             "lower": float(np.quantile(v, 0.025)), "upper": float(np.quantile(v, 0.975)),
+            "mc_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan"), "repetitions": v.size,
         })  # fmt: skip
     return out
 

@@ -4,6 +4,7 @@ the built-in policy's criteria each with a source."""
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -49,12 +50,50 @@ def test_judged_as_worked_by_hand(tmp_path):
     measures = _measures([1.0, 2.0, 3.0])  # pooled 2, sd 1, se 1/sqrt(3), worst 3
     assert judge(load_policy(pooled), measures, "dpmpm").passed  # 2 <= 2
     verdict = judge(load_policy(upper), measures, "dpmpm")
-    assert not verdict.passed  # 2 + 1.96 / sqrt(3) > 2
+    assert not verdict.passed  # 2 + t(0.975, 2) / sqrt(3) > 2
     (failed,) = verdict.failed()
-    assert failed.figure == pytest.approx(2 + 1.959963984540054 / 3**0.5)
+    assert failed.figure == pytest.approx(2 + 4.302652729911275 / 3**0.5)  # Student's t, 2 degrees of freedom
     assert failed.threshold == 2.0 and failed.threshold_name == "inherent_max"
     assert "fails 'at most 2' (inherent_max)" in failed.sentence()
     assert not judge(load_policy(worst), measures, "dpmpm").passed  # 3 > 2.5
+
+
+def _against_repetitions(values, repetitions):
+    """A release's figures against an inherent maximum that is the mean of simulated repetitions."""
+    reps = np.asarray(repetitions, dtype=float)
+    reference = {"subset": "sex+area", "reference": "inherent_max", "value": reps.mean(),
+                 "mc_se": reps.std(ddof=1) / np.sqrt(reps.size), "repetitions": reps.size}  # fmt: skip
+    result = _Risk().result([{"subset": "sex+area", "dataset": d + 1, "value": v} for d, v in enumerate(values)],
+                            [reference])  # fmt: skip
+    return MeasureSet([result])
+
+
+def test_a_reference_of_repetitions_is_judged_with_its_own_monte_carlo_error(tmp_path):
+    lower = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\nstatistic = "lower"\n'
+                                          'at_most = "inherent_max"\n'))  # fmt: skip
+    # one record matched in each of 3 datasets against 1, 1, 0 in the 3 repetitions: the release's own interval
+    # has zero width, but the reference's mean 2/3 has a standard error of 1/3 on 2 degrees of freedom
+    (judgement,) = judge(lower, _against_repetitions([1.0, 1.0, 1.0], [1.0, 1.0, 0.0]), "dpmpm").judgements
+    assert judgement.passed and judgement.threshold == pytest.approx(2 / 3)
+    assert judgement.figure == pytest.approx(1 - 4.302652729911275 / 3)  # Welch: df = 2, se = 1/3
+    assert "Welch, 2.0 degrees of freedom" in judgement.sentence() and "3 repetitions" in judgement.sentence()
+    # against an exact reference of the same value the same release fails: 1 > 2/3 with no error at all
+    assert not judge(lower, _measures([1.0, 1.0, 1.0], maximum=2 / 3), "dpmpm").passed
+    # a release well above its reference fails beyond both errors; worked by hand with Welch-Satterthwaite
+    values, reps = [3.0, 3.2, 2.8], [1.9, 2.1] * 5
+    se_release, se_reference = 0.2 / 3**0.5, np.std(reps, ddof=1) / 10**0.5
+    se = np.hypot(se_release, se_reference)
+    df = se**4 / (se_release**4 / 2 + se_reference**4 / 9)
+    from scipy.stats import t
+
+    (judgement,) = judge(lower, _against_repetitions(values, reps), "dpmpm").judgements
+    assert judgement.passed is False
+    assert judgement.figure == pytest.approx(3.0 - t.ppf(0.975, df) * se)
+    assert judgement.interval == pytest.approx((3.0 - t.ppf(0.975, df) * se, 3.0 + t.ppf(0.975, df) * se))
+    # the pooled statistic is judged against the reference's mean, as the policy file says
+    pooled = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\n'
+                                           'at_most = "inherent_max"\n'))  # fmt: skip
+    assert not judge(pooled, _against_repetitions([1.0, 1.0, 1.0], [1.0, 1.0, 0.0]), "dpmpm").passed
 
 
 def test_a_criterion_a_release_has_no_measure_for_is_not_judged_never_passed(tmp_path):

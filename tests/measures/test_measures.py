@@ -78,7 +78,7 @@ def test_summary_worked_by_hand():
     se = np.std([1, 2, 3, 6], ddof=1) / 2  # sd / sqrt(m)
     assert summary.loc["a", "pooled"] == 3.0
     assert summary.loc["a", "mc_se"] == pytest.approx(se)
-    assert summary.loc["a", "upper"] == pytest.approx(3.0 + 1.959963984540054 * se)
+    assert summary.loc["a", "upper"] == pytest.approx(3.0 + 3.182446305284263 * se)  # Student's t, m - 1 = 3
     assert summary.loc["a", "worst"] == 6.0
     assert summary.loc["a", "ceiling"] == 5.0
     assert summary.loc["b", "pooled"] == 0.5 and np.isnan(summary.loc["b", "mc_se"])  # one figure of all datasets
