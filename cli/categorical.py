@@ -63,6 +63,15 @@ def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
         help=f"synthetic datasets drawn from each chain for the gate (default {gate_datasets}; only --m are released)",
     )  # fmt: skip
     gate.add_argument(
+        "--max-chains", type=int, default=32,
+        help="chains added while the gate fails on precision alone, up to this many in all (default 32; "
+        "--max-chains equal to --chains judges once)",
+    )  # fmt: skip
+    gate.add_argument(
+        "--time-budget", type=float, default=None, metavar="SECONDS",
+        help="seconds the fit may take, added chains included (default: no limit)",
+    )  # fmt: skip
+    gate.add_argument(
         "--risk-tolerance", type=float, default=0.02,
         help="largest between-chain SE of a risk figure, as a share of its inherent min-max range (default 0.02)",
     )  # fmt: skip
@@ -81,7 +90,8 @@ def shared_recipe_options(args: argparse.Namespace) -> dict[str, Any]:
     ValueError: exit status 2)."""
     import bayessdc as bsd
 
-    gate = {"datasets_per_chain": args.gate_datasets, "risk_tolerance": args.risk_tolerance}
+    gate = {"datasets_per_chain": args.gate_datasets, "risk_tolerance": args.risk_tolerance,
+            "max_chains": args.max_chains, "time_budget": args.time_budget}  # fmt: skip
     return {
         "known": args.known,
         "repetitions": args.repetitions,

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "CHAIN_MARGIN",
     "MIN_CHAINS",
     "FigureKind",
     "ReleaseGatePolicy",
@@ -59,6 +60,7 @@ __all__ = [
     "between_chain_summary",
     "judge_release",
     "measure_figures",
+    "next_chain_count",
 ]
 
 #: The measures (:mod:`bayessdc.measures`) whose figures the gate judges by default: what an agency reads
@@ -80,6 +82,15 @@ FigureKind = tuple[Literal["risk", "utility"], float | None]
 #: Fewest chains from which the between-chain variance is judged.
 MIN_CHAINS = 4
 
+#: Safety margin of the stopping rule's forecast (:func:`next_chain_count`). Simulated by
+#: ``bench/chains_until_certain.py`` (chain means normal, or stuck in one of two regimes; start 8, at most 32
+#: chains): with 1.5 the chance of passing with a true SE more than 1.1 x the tolerance is at or below that of a
+#: user who reruns from scratch with the advised number of chains in every case (0.32 against 0.35 at 12 chains
+#: truly needed, 0.13 against 0.16 at 21; two regimes 0.20 against 0.26, 0.16 against 0.20), at 20-45% fewer
+#: chains fitted; with 1.0 or 1.2 it is above it where 21 or more chains are needed (normal, 21: 0.27 and 0.19
+#: against 0.16).
+CHAIN_MARGIN = 1.5
+
 
 @dataclass(frozen=True)
 class ReleaseGatePolicy:
@@ -97,12 +108,22 @@ class ReleaseGatePolicy:
         The measures judged (names of :func:`bayessdc.measures.registry`): every subset of each is one figure,
         a risk figure when the measure is a risk measure, its range that of its references ``inherent_min``
         and ``inherent_max``.
+    max_chains
+        The stopping rule's budget of chains: when the gate fails on precision alone (no divergence), the
+        pipeline adds the chains :func:`next_chain_count` forecasts, keeps those it has and judges again, up to
+        this many in all (a synthesizer that cannot add chains to a fit refuses at once). Set it to the
+        sampler's ``chains`` to judge once.
+    time_budget
+        Seconds the whole fit, added chains included, may take (``None``: no limit): a round forecast (from the
+        time per chain so far) to end beyond it is not started, and the run is refused with the figures.
     """
 
     datasets_per_chain: int = 50
     risk_tolerance: float = 0.02
     utility_tolerance: float = 0.1
     measures: tuple[str, ...] = GATED_MEASURES
+    max_chains: int = 32
+    time_budget: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets_per_chain, bool) or not isinstance(self.datasets_per_chain, int | np.integer):
@@ -119,6 +140,15 @@ class ReleaseGatePolicy:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if isinstance(self.max_chains, bool) or not isinstance(self.max_chains, int | np.integer):
+            raise ValueError(f"max_chains must be a whole number, got {self.max_chains!r}")
+        if self.max_chains < MIN_CHAINS:
+            raise ValueError(
+                f"max_chains={self.max_chains} is below the release gate's minimum of {MIN_CHAINS} chains"
+            )
+        budget = self.time_budget
+        if budget is not None and not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
+            raise ValueError(f"time_budget must be a positive number of seconds or None, got {budget!r}")
 
     def describe(self, chains: int, divergences: bool = False) -> dict[str, Any]:
         """The policy in words and numbers (no estimate), for ``release/model.json``."""
@@ -132,6 +162,9 @@ class ReleaseGatePolicy:
             "its utility tolerance",
             "utility_tolerance": f"{self.utility_tolerance:g} of the figure's per-dataset standard deviation",
             "parameter_gate": "r_hat, ESS and divergences of the parameters are diagnostics only",
+            "stopping_rule": f"chains added while the gate fails on precision alone: ceil({CHAIN_MARGIN:g} x "
+            f"C (SE / tolerance)^2) at a time, the chains fitted kept, at most {self.max_chains} chains"
+            + (f" and {self.time_budget:g} s" if self.time_budget is not None else ""),
         }
         if divergences:
             out["divergences"] = "none allowed (NUTS)"
@@ -287,6 +320,37 @@ class ReleaseGateReport:
         if self.notes:
             out["notes"] = self.notes
         return out
+
+
+def next_chain_count(chains: int, needed: int | None, *, max_chains: int, margin: float = CHAIN_MARGIN) -> int | None:
+    """How many chains to have after the next round of the gate's stopping rule (``None``: stop and refuse).
+
+    The gate failed on precision at ``chains`` chains and forecasts ``needed``
+    (:meth:`ReleaseGateReport.chains_needed`, ``ceil(C (SE / tolerance)^2)``). The next round brings the chains
+    to ``ceil(margin * needed)`` (at least one more), at most ``max_chains``; it stops when ``needed`` itself is
+    above ``max_chains`` (no round within the budget is forecast to pass) or ``max_chains`` is reached.
+
+    Parameters
+    ----------
+    chains
+        Chains judged.
+    needed
+        The forecast (``None``: no number of chains meets a zero tolerance).
+    max_chains
+        The budget of chains.
+    margin
+        Safety margin on the forecast (:data:`CHAIN_MARGIN`).
+
+    Examples
+    --------
+    >>> next_chain_count(8, 17, max_chains=32), next_chain_count(8, 40, max_chains=32)
+    (26, None)
+    >>> next_chain_count(30, 31, max_chains=32), next_chain_count(32, 33, max_chains=32)
+    (32, None)
+    """
+    if needed is None or needed > max_chains or chains >= max_chains:
+        return None
+    return int(min(max_chains, max(chains + 1, math.ceil(margin * needed - 1e-9))))
 
 
 def judge_release(

@@ -35,6 +35,7 @@ from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
 from .releasing import build_release, decide
+from .stopping import add_chains_until_certain
 
 __all__ = [
     "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
@@ -186,6 +187,10 @@ def _run(
     _log.debug("%s run: %s", synthesizer.name, {k: v for k, v in identity.items() if k != "input"})
     fit_start = time.perf_counter()
     fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
+    if not allow_unconverged:  # chains until the release gate's figures are certain (an override takes them as is)
+        fitted = add_chains_until_certain(
+            synthesizer, prepared, fitted, seed, folder.private if folder else None, progress, fit_start
+        )
     _log.debug("%s: fitted in %.1f s", synthesizer.name, time.perf_counter() - fit_start)
     fitted.diagnostics.allow_unconverged = allow_unconverged
     fitted.diagnostics.summary["allow_unconverged"] = allow_unconverged

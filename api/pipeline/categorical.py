@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,9 +45,13 @@ _log = logging.getLogger(__name__)
 @dataclass
 class CategoricalFit(PosteriorFit):
     """The posterior of a categorical synthesizer and the inherent risk scenarios, computed once by the release
-    gate for its tolerances and read again by the release's risk figures."""
+    gate for its tolerances and read again by the release's risk figures; ``gate_frames`` holds the release
+    gate's figures of each chain's datasets (by chain), so that chains added by the stopping rule are the only
+    ones measured again."""
 
     inherent: dict[str, pd.DataFrame] | None = None
+    gate_frames: dict[int, pd.DataFrame] = field(default_factory=dict)
+    gate_kinds: dict[str, Any] = field(default_factory=dict)
 
 
 def _say(prefix: str, progress: bool) -> Callable[[str], None]:
@@ -112,19 +116,21 @@ class CategoricalRecipe(Recipe):
         figures = CategoricalReleaseFigures(
             x.original, x.synthesize, x.keep, x.known, ways=(1, 2, 3), pmse=True, seed=seed
         )
-        state.inherent = inherent_risk(
-            x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed
-        )
+        if state.inherent is None:
+            state.inherent = inherent_risk(
+                x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed
+            )
         synthesizer, posterior = state.synthesizer, state.idata.posterior
         chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
         per_chain = self.gate.datasets_per_chain
-        say(f"release gate: {per_chain} synthetic datasets from each of {chains} chains ...")
+        todo = [chain for chain in range(chains) if chain not in state.gate_frames]
+        say(f"release gate: {per_chain} synthetic datasets from each of {len(todo)} chains ...")
         stacked = stack_draws(posterior)
         records = max(len(x.original), 1)
         batch = max(1, min(per_chain, 20_000_000 // records))  # bounds the memory of one batch of datasets
-        frames, kinds = [], {}
-        with _progress.bar(chains * per_chain, "release gate datasets") as bar:
-            for chain in range(chains):
+        with _progress.bar(len(todo) * per_chain, "release gate datasets") as bar:
+            for chain in todo:
+                frames = []
                 rng = streams.rng(seed, "gate", chain)
                 positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
                 for start in range(0, per_chain, batch):
@@ -137,10 +143,12 @@ class CategoricalRecipe(Recipe):
                         kept=x.keep, known_sets=x.known, partially_synthetic=True, inherent=state.inherent,
                         repetitions=self.repetitions, seed=seed, cache={"release_figures": figures},
                     )  # fmt: skip
-                    table, kinds = measure_figures(compute_measures(data, self.gate.measures))
+                    table, state.gate_kinds = measure_figures(compute_measures(data, self.gate.measures))
                     frames.append(table.drop(columns="synthetic").assign(chain=chain))
                     bar.advance(len(chosen))
-        return judge_release(pd.concat(frames, ignore_index=True), kinds, self.gate, divergences=divergences)
+                state.gate_frames[chain] = pd.concat(frames, ignore_index=True)
+        by_dataset = pd.concat([state.gate_frames[chain] for chain in range(chains)], ignore_index=True)
+        return judge_release(by_dataset, state.gate_kinds, self.gate, divergences=divergences)
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""

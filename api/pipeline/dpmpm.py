@@ -156,12 +156,40 @@ class DPMPM(CategoricalRecipe):
         data, synthesizer = prepared.data, self.synthesizer()
         say = _say(self.label, progress)
         say(f"fitting K = {self.K} to {data.n_records} records in {len(data.cell_counts)} cells ...")
+        idata = self._sample(synthesizer, data, seed, workdir, say, range(self.settings.chains))
+        return self._gate_fit(prepared, CategoricalFit(idata, synthesizer), seed, say)
+
+    def more_chains(
+        self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None,
+        progress: bool,
+    ) -> Fitted:
+        """The fit with chains ``C .. chains - 1`` added (each from its own stream, as in a run started with
+        ``chains`` chains), the posterior of all of them and the release gate judged again (the gate datasets of
+        the chains it has are not drawn again)."""  # fmt: skip
+        state: CategoricalFit = fitted.state
+        have = int(state.idata.posterior.sizes["chain"])
+        synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
+        say = _say(self.label, progress)
+        added = self._sample(synthesizer, prepared.data, seed, workdir, say, range(have, chains))
+        idata = DPMPMSynthesizer.combine_chains([state.idata, added])
+        return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
+
+    def _sample(
+        self, synthesizer: DPMPMSynthesizer, data: Any, seed: int, workdir: Path | None, say: Callable[[str], None],
+        chains: range,
+    ) -> Any:
+        """The posterior of ``chains`` (of the synthesizer's ``settings.chains``): in threads, or as parts."""
         if self.scheduler is None and self.workers is None:
-            idata = synthesizer.fit(data, seed)
-        else:
-            idata = self._fit_chains(synthesizer, data, seed, workdir, say)
+            every = chains == range(synthesizer.settings.chains)
+            return synthesizer.fit(data, seed) if every else synthesizer.fit(data, seed, chains=list(chains))
+        return self._fit_chains(synthesizer, data, seed, workdir, say, chains)
+
+    def _gate_fit(
+        self, prepared: CategoricalPrepared, state: CategoricalFit, seed: int, say: Callable[[str], None]
+    ) -> Fitted:
+        """The parameter gate's figures (a diagnostic), the posterior summary and the release gate's verdict."""
+        idata, synthesizer, data = state.idata, state.synthesizer, prepared.data
         report = synthesizer.check(idata, data)
-        state = CategoricalFit(idata, synthesizer)
         occupied = idata.posterior["occupied"].to_numpy().ravel()
         summary = self._fit_summary(
             prepared, state, report,
@@ -218,8 +246,10 @@ class DPMPM(CategoricalRecipe):
         seed: int,
         workdir: Path | None,
         say: Callable[[str], None],
+        chains: range,
     ) -> Any:
-        """Every chain as a part of the part runner (kept under ``workdir / "chains"``), stacked in chain order."""
+        """Each of ``chains`` as a part of the part runner (kept under ``workdir / "chains"``), stacked in chain
+        order."""
 
         def report(done: int, total: int, name: str, idata: Any, resumed: bool) -> None:
             took = "resumed" if resumed else f"{idata.attrs['sampling_seconds']:.1f} s"
@@ -227,7 +257,7 @@ class DPMPM(CategoricalRecipe):
 
         parts = run_parts(
             _FitChain(synthesizer, data, seed),
-            [(f"chain-{c}", c) for c in range(self.settings.chains)],
+            [(f"chain-{c}", c) for c in chains],
             store=InferenceDataStore(Path(workdir) / "chains") if workdir is not None else None,
             scheduler=self.scheduler,
             workers=self.workers,

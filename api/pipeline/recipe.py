@@ -258,6 +258,14 @@ class Recipe(ABC):
         tries them when the release fails its disclosure policy (by default none)."""
         return []
 
+    def more_chains(
+        self, prepared: Prepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None, progress: bool
+    ) -> Fitted | None:
+        """``fitted`` with its chains brought to ``chains`` (the chains it has kept, the others fitted from their
+        own streams) and gated again, for the release gate's stopping rule
+        (:mod:`bayessdc.pipeline.stopping`); ``None`` (the default): this recipe cannot add chains to a fit."""
+        return None
+
     def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[Recipe, Fitted]:
         """This recipe and its fit under ``setting`` (one of :meth:`no_refit_settings`): the same posterior,
         drawn and described by the pipeline's same steps."""

@@ -67,7 +67,8 @@ def test_the_help_states_the_library_defaults(capsys):
         "--K": "K", "--draws": "settings.draws", "--chains": "settings.chains", "--thin": "settings.thin",
         "--burn": "settings.burn", "--tune": "settings.tune", "--min-leaf": "min_leaf", "--bootstrap": "bootstrap",
         "--repetitions": "repetitions", "--risk-records": "risk_records", "--risk-draws": "risk_draws",
-        "--max-levels": "max_levels", "--target-accept": "settings.target_accept",
+        "--max-levels": "max_levels", "--target-accept": "settings.target_accept", "--max-chains": "gate.max_chains",
+        "--gate-datasets": "gate.datasets_per_chain",
     }  # fmt: skip
     checked = 0
     for command, recipe in recipes.items():
@@ -76,7 +77,8 @@ def test_the_help_states_the_library_defaults(capsys):
         text = " ".join(capsys.readouterr().out.split())
         for flag, field in fields.items():
             found = re.search(re.escape(flag) + r" \S+ [^()]*\(default ([0-9.]+)", text)
-            owner, name = (getattr(recipe, "settings", None), field[9:]) if "." in field else (recipe, field)
+            owner, name = (getattr(recipe, field.split(".")[0], None), field.split(".")[1]) if "." in field else (
+                recipe, field)  # fmt: skip
             if found is None or not hasattr(owner, name):
                 continue
             assert float(found.group(1)) == float(getattr(owner, name)), (command, flag)
