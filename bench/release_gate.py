@@ -102,6 +102,7 @@ def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: 
         "records": len(frame),
         "release_gate": "passed" if gate["passed"] else "FAILED",
         "chains": gate["chains"],
+        "stopping_rule": {k: gate.get("stopping_rule", {}).get(k) for k in ("started_with", "rounds", "stopped")},
         "datasets_per_chain": gate["datasets_per_chain"],
         "largest_se_over_tolerance": round(judged[worst]["between_chain_se"] / judged[worst]["tolerance"], 3),
         "figure": worst,
