@@ -56,6 +56,7 @@ def synthesize(
     allow_unconverged: bool = False,
     policy: Policy | str | os.PathLike[str] | None = None,
     holdout: float | pd.DataFrame | str | os.PathLike[str] | None = None,
+    resume: ConvergenceError | None = None,
     progress: bool = True,
 ) -> Release:
     """Fit ``synthesizer`` to ``frame`` and draw ``m`` synthetic datasets with their risk and utility.
@@ -94,6 +95,12 @@ def synthesize(
         record, run again at the same settings without ``holdout`` (its report shows no attack figures: the
         evaluation run's are never presented as its own; ``bayessdc report`` puts the two runs side by side), or
         give a control frame of records from outside ``frame``, which leaves the fit on every record.
+    resume
+        A refusal of the gate (:class:`bayessdc.ConvergenceError`) of an earlier call on the same data, columns,
+        model and seed: its fit is taken instead of fitting again, so that an override (``allow_unconverged=
+        True``) or a larger budget of chains (``gate=ReleaseGatePolicy(max_chains=...)``; the chains it fitted are
+        kept and more added) costs no refit. The release is the one a run without ``resume`` gives. Refused
+        (before anything is done) when anything but ``m``, the policy and the release gate's budget differs.
     progress
         Progress bars (on a terminal or in a notebook, see :mod:`bayessdc.progress`) and the stages of the run
         as INFO messages of the ``bayessdc`` logger. ``False``: neither, for this call; notices (columns
@@ -156,16 +163,48 @@ def synthesize(
         identity["control_set"] = control_set
     if not disclosure_policy.builtin:
         identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
+    resumed = _resumed_fit(resume, identity)
     folder = OutputFolder(out, identity) if out is not None else None
     try:
         with _progress.call_logging(progress):
             return _run(
                 synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy, progress, start,
-                control,
+                control, resumed,
             )
     finally:
         if folder is not None:
             folder.close()
+
+
+#: What a resumed run may change: the number of datasets, the policy, the release gate's budget of chains and
+#: time (the fit is the refused run's).
+_RESUMABLE = ("m", "policy", "release_gate.max_chains", "release_gate.time_budget")
+
+
+def _resumed_fit(resume: ConvergenceError | None, identity: dict[str, Any]) -> Fitted | None:
+    """The refused run's fit, checked against this run's identity (``None`` when nothing is resumed)."""
+    if resume is None:
+        return None
+    fitted, earlier = getattr(resume, "fitted", None), getattr(resume, "identity", None)
+    if not isinstance(resume, ConvergenceError) or fitted is None or earlier is None:
+        raise InputError("resume= takes the bayessdc.ConvergenceError of a refused bsd.synthesize call")
+
+    def comparable(run: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in run.items() if k not in ("m", "policy")}
+        if isinstance(out.get("release_gate"), dict):
+            out["release_gate"] = {
+                k: v for k, v in out["release_gate"].items() if k not in ("max_chains", "time_budget")
+            }
+        return out
+
+    now, then = comparable(identity), comparable(earlier)
+    differ = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
+    if differ:
+        raise InputError(
+            f"resume= takes a refused run of the same data, columns, model and seed; {', '.join(differ)} differ "
+            f"(only {', '.join(_RESUMABLE)} may)"
+        )
+    return fitted
 
 
 def _run(
@@ -180,13 +219,19 @@ def _run(
     progress: bool,
     start: float,
     control: pd.DataFrame | None = None,
+    resumed: Fitted | None = None,
 ) -> Release:
-    """Fit, gate, release, measure, judge and write (the steps of :func:`synthesize` after its checks)."""
+    """Fit, gate, release, measure, judge and write (the steps of :func:`synthesize` after its checks);
+    ``resumed``: the fit of a refused run, taken instead of fitting again."""
     for notice in prepared.notices:  # what is dropped or released unchanged is said even when quiet
         _log.warning("%s", notice)
     _log.debug("%s run: %s", synthesizer.name, {k: v for k, v in identity.items() if k != "input"})
     fit_start = time.perf_counter()
-    fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
+    if resumed is None:
+        fitted = synthesizer.fit(prepared, m, seed, folder.private if folder else None, progress)
+    else:
+        _log.info("%s", "the refused run's fit, resumed (no refit)", extra={"synthesizer": synthesizer.name})
+        fitted = resumed
     if not allow_unconverged:  # chains until the release gate's figures are certain (an override takes them as is)
         fitted = add_chains_until_certain(
             synthesizer, prepared, fitted, seed, folder.private if folder else None, progress, fit_start
@@ -212,6 +257,7 @@ def _run(
             fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice
         )
         refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
+        refusal.fitted, refusal.identity = fitted, identity  # what synthesize(..., resume=refusal) takes up
         if folder is not None:
             _write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal

@@ -124,3 +124,30 @@ def test_the_command_line_names_the_flag(tmp_path, capsys):
     assert main(argv) == 2
     assert "--max-chains 2 is below the release gate's minimum of 4 chains" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_refused_run_is_resumed_without_a_refit(extended, monkeypatch):
+    with pytest.raises(bsd.ConvergenceError) as refused:
+        _synthesize(_recipe(4, max_chains=5))
+    fitted = refused.value.fitted
+    assert fitted.release_gate["chains"] == 4
+    with pytest.raises(bsd.ConvergenceError) as again:
+        _synthesize(_recipe(4, max_chains=4))
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("the resumed run fitted again")
+
+    monkeypatch.setattr(bsd.DPMPM, "fit", no_refit)
+    # a larger budget: the 4 chains kept, more added, the release of the run that had the budget from the start
+    resumed = _synthesize(_recipe(4), resume=refused.value)
+    pd.testing.assert_frame_equal(resumed.synthetic, extended[0].synthetic)
+    assert resumed.diagnostics["release_gate"]["chains"] == extended[0].diagnostics["release_gate"]["chains"]
+    # an override takes the 4 chains as they are
+    forced = _synthesize(_recipe(4, max_chains=4), resume=again.value, allow_unconverged=True)
+    assert forced.diagnostics["release_gate"]["chains"] == 4 and forced.diagnostics.allow_unconverged
+    # anything but m, the policy and the budget differs: refused before anything is done
+    with pytest.raises(bsd.InputError, match="seed differ"):
+        bsd.synthesize(_table(), _recipe(4), synthesize=["county"], keep=["gender", "age"], m=3, seed=2,
+                       policy=REPORT_ONLY, progress=False, resume=again.value)  # fmt: skip
+    with pytest.raises(bsd.InputError, match="resume= takes the bayessdc.ConvergenceError"):
+        _synthesize(_recipe(4), resume=ValueError("not a refusal"))
