@@ -1,7 +1,9 @@
 """Analysis-specific utility: the overlap of confidence intervals of the analyst's regression (Karr et al. 2006).
 
 The analyst's OLS is fitted to the original and to each synthetic dataset, the m synthetic estimates are
-combined by Reiter's (2003) rules for partially synthetic data, and each coefficient's interval overlap (the
+combined by the rules of the kind of release the regression names (:attr:`RegressionInput.kind`: Reiter's 2003
+rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 for fully synthetic data,
+:mod:`bayessdc.synthesis.combining`), and each coefficient's interval overlap (the
 average share of each interval covered by the other) is the figure: one per coefficient (the subset), of the
 m datasets jointly (dataset 0). Reference ``unsmoothed``: the same overlap from a reference release (the
 spatial synthesizer's model without differential smoothing).
@@ -35,6 +37,11 @@ class RegressionInput:
         A reference release's datasets, stacked likewise (``None``: no reference).
     model
         ``"ols"`` or ``"ordered_logit"``.
+    kind
+        The combining rules: ``"partial"`` when the release keeps some collected values (Reiter 2003),
+        ``"full"`` when every value is synthesized (Raghunathan, Reiter & Rubin 2003);
+        :func:`bayessdc.synthesis.combining.kind_of_release` gives it from the kept columns. Set by whoever
+        builds the input (the pipeline knows its release); ``reference`` is combined by the same rules.
     coefficients
         The fit when the synthesizer has made it already (the ordered logits of its own utility figures): one
         row per coefficient judged, columns ``original``, ``original_lower``, ``original_upper``,
@@ -48,6 +55,7 @@ class RegressionInput:
     reference: pd.DataFrame | None = None
     model: str = "ols"
     coefficients: pd.DataFrame | None = None
+    kind: str = "partial"
 
     def fit(self, synthetic: pd.DataFrame | None = None) -> pd.DataFrame:
         """The coefficient table of the regression on the original and combined over ``synthetic`` (default
@@ -58,13 +66,13 @@ class RegressionInput:
         if self.model == "ordered_logit":
             from bayessdc.synthesis.categorical import ordered_logit_combined
 
-            table = ordered_logit_combined(self.original, synthetic, self.response, self.predictors)
+            table = ordered_logit_combined(self.original, synthetic, self.response, self.predictors, kind=self.kind)
             table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
                                           "interval_overlap": "ci_overlap"})  # fmt: skip
             return table.dropna(subset=["ci_overlap"])
         from bayessdc.synthesis.regression import regression_utility
 
-        return regression_utility(self.original, synthetic, self.response, self.predictors)
+        return regression_utility(self.original, synthetic, self.response, self.predictors, kind=self.kind)
 
 
 @register
@@ -96,8 +104,10 @@ class IntervalOverlap(Measure):
                 ref = r.fit(r.reference)
                 references += [{"subset": f"{prefix}{name}", "reference": "unsmoothed", "value": float(v)}
                                for name, v in ref["ci_overlap"].items()]  # fmt: skip
-            columns = ["original", "original_lower", "original_upper", "estimate", "ci_lower", "ci_upper", "ci_overlap"]
+            columns = ["original", "original_lower", "original_upper", "estimate", "ci_lower", "ci_upper", "ci_overlap",
+                       "adjusted"]  # fmt: skip
             shown = table[[c for c in columns if c in table]].copy()
+            shown["combining_rules"] = r.kind
             shown.index = [f"{prefix}{name}" for name in shown.index]
             details.append(shown)
         result = self.result(values, references)

@@ -4,7 +4,8 @@ Hu & Savitsky, Section 3: sums of absolute deviations of the
 one-, two- and three-way tables that involve the synthesized variables (Table 2), within-pattern
 distributions of the synthesized variables (Section 3.3), the pMSE of a logistic propensity model
 (Woo et al. 2009; Snoke et al. 2018), and the analyst's model fitted per synthetic dataset and combined
-with the partially-synthetic combining rules of Reiter (2003) (Table 3).
+with the partially-synthetic combining rules of Reiter (2003) (Table 3), or, for a release that keeps no
+column, the fully synthetic rules of Raghunathan, Reiter & Rubin (2003) (:mod:`bayessdc.synthesis.combining`).
 
 Synthetic datasets travel as one long table with a ``synthetic`` column (1..m), every dataset holding the
 records in the original order.
@@ -22,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from . import streams
-from .combining import combine_partially_synthetic
+from .combining import Kind, combine
 
 __all__ = [
     "CombinedEstimate",
@@ -253,7 +254,8 @@ def weighted_pmse(
 
 @dataclass(frozen=True)
 class CombinedEstimate:
-    """Reiter's (2003) combination of one estimand over m partially synthetic datasets.
+    """The combination of one estimand over m synthetic datasets: Reiter's (2003) partially synthetic rules or
+    Raghunathan, Reiter & Rubin's (2003) fully synthetic ones (:mod:`bayessdc.synthesis.combining`).
 
     Attributes
     ----------
@@ -263,49 +265,104 @@ class CombinedEstimate:
         Between-dataset variance ``sum (q_l - q_bar)^2 / (m - 1)``.
     u_bar
         Mean of the m within-dataset variances.
-    T_p
-        Variance of ``q_bar``: ``u_bar + b_m / m``.
+    total
+        Variance of ``q_bar``: ``T_p = u_bar + b_m / m`` (partial), or ``T_f = (1 + 1/m) b_m - u_bar`` (full;
+        Reiter's 2002 ``(n_syn / n) u_bar`` where ``T_f <= 0``). Also :attr:`T_p` or :attr:`T_f` by the kind.
     df
-        Degrees of freedom ``(m - 1) (1 + m u_bar / b_m)^2`` (infinite when ``b_m = 0``).
+        Degrees of freedom: ``(m - 1) (1 + m u_bar / b_m)^2`` (partial; infinite when ``b_m = 0``), or
+        ``(m - 1) (1 - m u_bar / ((m + 1) b_m))^2`` (full; infinite where adjusted).
     lower, upper
-        The t interval ``q_bar -+ t_{df, 1 - (1 - level)/2} sqrt(T_p)``.
+        The t interval ``q_bar -+ t_{df, 1 - (1 - level)/2} sqrt(total)``.
     level
         Its coverage.
+    kind
+        ``"partial"`` or ``"full"``.
+    adjusted
+        Fully synthetic estimands whose ``T_f <= 0`` (always False for partially synthetic data).
     """
 
     q_bar: Any
     b_m: Any
     u_bar: Any
-    T_p: Any
+    total: Any
     df: Any
     lower: Any
     upper: Any
     level: float
+    kind: str = "partial"
+    adjusted: Any = False
+
+    @property
+    def T_p(self) -> Any:
+        """The partially synthetic total variance ``u_bar + b_m / m``."""
+        if self.kind != "partial":
+            raise AttributeError("a fully synthetic combination has T_f, not T_p")
+        return self.total
+
+    @property
+    def T_f(self) -> Any:
+        """The fully synthetic total variance ``(1 + 1/m) b_m - u_bar`` (or its adjustment where ``adjusted``)."""
+        if self.kind != "full":
+            raise AttributeError("a partially synthetic combination has T_p, not T_f")
+        return self.total
 
     def to_frame(self, index: Sequence[Any] | None = None) -> pd.DataFrame:
-        """The figures as a table, one row per estimand."""
-        data = {k: np.atleast_1d(getattr(self, k)) for k in ("q_bar", "b_m", "u_bar", "T_p", "df", "lower", "upper")}
-        return pd.DataFrame(data, index=index)
+        """The figures as a table, one row per estimand: ``q_bar``, ``b_m``, ``u_bar``, ``T_p`` or ``T_f``,
+        ``df``, ``lower``, ``upper`` (and ``adjusted`` for fully synthetic data)."""
+        total = "T_p" if self.kind == "partial" else "T_f"
+        names = {"q_bar": "q_bar", "b_m": "b_m", "u_bar": "u_bar", "total": total, "df": "df", "lower": "lower",
+                 "upper": "upper", **({"adjusted": "adjusted"} if self.kind == "full" else {})}  # fmt: skip
+        return pd.DataFrame({name: np.atleast_1d(getattr(self, k)) for k, name in names.items()}, index=index)
 
 
-def combined_estimate(estimates: Any, variances: Any, level: float = 0.95) -> CombinedEstimate:
-    """Reiter's (2003) partially-synthetic combining rules as a :class:`CombinedEstimate`.
+def combined_estimate(
+    estimates: Any, variances: Any, level: float = 0.95, kind: Kind = "partial", *, n_syn: float | None = None,
+    n: float | None = None,
+) -> CombinedEstimate:  # fmt: skip
+    """The combining rules of the kind of release as a :class:`CombinedEstimate`.
 
-    A view of :func:`bayessdc.synthesis.combining.combine_partially_synthetic` (the one implementation):
-    ``estimates`` and ``variances`` of shape ``(m,)`` or ``(m, q)``; scalars come back for one estimand.
+    A view of :func:`bayessdc.synthesis.combining.combine` (the one implementation).
+
+    Parameters
+    ----------
+    estimates, variances
+        Point estimates and their variances, shape ``(m,)`` (scalars come back) or ``(m, q)``.
+    level
+        Coverage of the intervals.
+    kind
+        ``"partial"`` (Reiter 2003) or ``"full"`` (Raghunathan, Reiter & Rubin 2003).
+    n_syn, n
+        Records per synthetic dataset and records collected: the fully synthetic rules' adjustment where
+        ``T_f <= 0`` (Reiter 2002; neither given: ``n_syn = n``).
+
+    Returns
+    -------
+    CombinedEstimate
+        The combined figures.
+
+    References
+    ----------
+    .. [1] Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets. *Survey
+        Methodology*, 29, 181-188.
+    .. [2] Raghunathan, T. E., Reiter, J. P., & Rubin, D. B. (2003). Multiple imputation for statistical
+        disclosure limitation. *Journal of Official Statistics*, 19, 1-16.
+    .. [3] Reiter, J. P. (2002). Satisfying disclosure restrictions with synthetic data sets. *Journal of
+        Official Statistics*, 18, 531-543.
     """
     q = np.asarray(estimates, dtype=float)
-    table = combine_partially_synthetic(q, np.asarray(variances, dtype=float), level=level)
-    squeeze = (lambda x: float(x[0])) if q.ndim == 1 else (lambda x: x)
+    table = combine(q, np.asarray(variances, dtype=float), kind, level, n_syn=n_syn, n=n)
+    squeeze = (lambda x: x[0].item()) if q.ndim == 1 else (lambda x: x)
     return CombinedEstimate(
         q_bar=squeeze(table["estimate"].to_numpy()),
         b_m=squeeze(table["between_variance"].to_numpy()),
         u_bar=squeeze(table["within_variance"].to_numpy()),
-        T_p=squeeze(table["total_variance"].to_numpy()),
+        total=squeeze(table["total_variance"].to_numpy()),
         df=squeeze(table["df"].to_numpy()),
         lower=squeeze(table["ci_lower"].to_numpy()),
         upper=squeeze(table["ci_upper"].to_numpy()),
         level=level,
+        kind=kind,
+        adjusted=squeeze(table["adjusted"].to_numpy()) if "adjusted" in table else False,
     )
 
 
@@ -463,29 +520,46 @@ def ordered_logit_combined(
     predictors: Sequence[str],
     by: str = "synthetic",
     level: float = 0.95,
+    kind: Kind = "partial",
 ) -> pd.DataFrame:
     """The analyst's ordered logistic regression on the original and on every synthetic dataset (Table 3).
 
     ``outcome`` (ordered by its sorted values) on one-hot ``predictors`` (first level of each the reference),
     fitted with statsmodels' ``OrderedModel`` per dataset; coefficients combined with
-    :func:`combined_estimate`.
+    :func:`combined_estimate` by the rules of ``kind`` (``"partial"``, Reiter 2003, or ``"full"``,
+    Raghunathan, Reiter & Rubin 2003, whose adjustment takes ``n_syn`` as the mean size of a synthetic dataset
+    and ``n`` as the original's).
 
     Returns
     -------
     pandas.DataFrame
         One row per coefficient: ``original`` estimate and its Wald interval (``original_lower``,
-        ``original_upper``), the combined ``q_bar``, ``T_p``, ``df``, ``lower``, ``upper`` and
-        ``interval_overlap`` (the CI overlap measure of Karr et al. 2006, 1 identical, 0 or less disjoint).
+        ``original_upper``), the combined ``q_bar``, ``T_p`` (or ``T_f`` and ``adjusted``), ``df``, ``lower``,
+        ``upper`` and ``interval_overlap`` (the CI overlap measure of Karr et al. 2006, 1 identical, 0 or less
+        disjoint).
+
+    References
+    ----------
+    .. [1] Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets. *Survey
+        Methodology*, 29, 181-188.
+    .. [2] Raghunathan, T. E., Reiter, J. P., & Rubin, D. B. (2003). Multiple imputation for statistical
+        disclosure limitation. *Journal of Official Statistics*, 19, 1-16.
+    .. [3] Karr, A. F., Kohnen, C. N., Oganian, A., Reiter, J. P., & Sanil, A. P. (2006). A framework for
+        evaluating the utility of data altered to protect confidentiality. *The American Statistician*, 60,
+        224-232.
     """
     levels = {c: sorted(original[c].unique()) for c in [outcome, *predictors]}
     base = _ordered_logit(original, outcome, predictors, levels)
     z = stats.norm.ppf(1 - (1 - level) / 2)
-    estimates, variances = [], []
+    estimates, variances, sizes = [], [], []
     for _, frame in synthetic.groupby(by, sort=True):
         result = _ordered_logit(frame, outcome, predictors, levels)
         estimates.append(result.params.reindex(base.params.index).to_numpy())
         variances.append(result.bse.reindex(base.params.index).to_numpy() ** 2)
-    combined = combined_estimate(np.array(estimates), np.array(variances), level)
+        sizes.append(len(frame))
+    combined = combined_estimate(
+        np.array(estimates), np.array(variances), level, kind, n_syn=float(np.mean(sizes)), n=len(original)
+    )
     table = combined.to_frame(index=base.params.index)
     table.insert(0, "original", base.params.to_numpy())
     table.insert(1, "original_lower", base.params.to_numpy() - z * base.bse.to_numpy())

@@ -1,7 +1,8 @@
-"""The analyst's linear regression on partially synthetic data, against the same regression on the original.
+"""The analyst's linear regression on synthetic data, against the same regression on the original.
 
 Each synthetic dataset is analysed as if it were the real one (statsmodels OLS), the ``m`` results are
-combined with Reiter's (2003) rules (:func:`bayessdc.synthesis.combining.combine_partially_synthetic`), and
+combined by the rules of the kind of release (:func:`bayessdc.synthesis.combining.combine`: Reiter's 2003
+rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 for fully synthetic data), and
 the combined intervals are compared with the original data's intervals by their overlap (Karr et al. 2006):
 ``I = (overlap / length_original + overlap / length_synthetic) / 2`` (1 for identical intervals, 0 or less
 for disjoint ones; negative values measure how far apart they are).
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .combining import combine_partially_synthetic
+from .combining import Kind, combine
 
 __all__ = ["interval_overlap", "ols_fit", "regression_utility"]
 
@@ -43,6 +44,7 @@ def regression_utility(
     *,
     dataset: str = "synthetic",
     level: float = 0.95,
+    kind: Kind = "partial",
 ) -> pd.DataFrame:
     """The regression table: original-data OLS beside the combined synthetic-data OLS, with CI overlap.
 
@@ -58,12 +60,26 @@ def regression_utility(
         Name of the column that numbers the synthetic datasets.
     level
         Coverage of the intervals (t intervals with the OLS residual df for the original data).
+    kind
+        The combining rules: ``"partial"`` (some columns kept, Reiter 2003) or ``"full"`` (every value
+        synthesized, Raghunathan, Reiter & Rubin 2003; its adjustment where ``T_f <= 0`` takes ``n_syn`` as
+        the mean number of records of a synthetic dataset and ``n`` as the original's).
 
     Returns
     -------
     pandas.DataFrame
         One row per coefficient: ``original``, ``original_lower``, ``original_upper``, the columns of
-        :func:`combine_partially_synthetic`, and ``ci_overlap``.
+        :func:`bayessdc.synthesis.combining.combine`, and ``ci_overlap``.
+
+    References
+    ----------
+    .. [1] Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets. *Survey
+        Methodology*, 29, 181-188.
+    .. [2] Raghunathan, T. E., Reiter, J. P., & Rubin, D. B. (2003). Multiple imputation for statistical
+        disclosure limitation. *Journal of Official Statistics*, 19, 1-16.
+    .. [3] Karr, A. F., Kohnen, C. N., Oganian, A., Reiter, J. P., & Sanil, A. P. (2006). A framework for
+        evaluating the utility of data altered to protect confidentiality. *The American Statistician*, 60,
+        224-232.
     """
     import statsmodels.api as sm
 
@@ -71,12 +87,14 @@ def regression_utility(
     fit = sm.OLS(original[response].to_numpy(dtype=float), X).fit()
     names = ["intercept", *predictors]
     ci = np.asarray(fit.conf_int(1 - level))
-    estimates, variances = [], []
+    estimates, variances, sizes = [], [], []
     for _, frame in synthetic.groupby(dataset, sort=True):
         q, u = ols_fit(frame, response, predictors)
         estimates.append(q)
         variances.append(u)
-    combined = combine_partially_synthetic(pd.DataFrame(estimates), pd.DataFrame(variances), level=level)
+        sizes.append(len(frame))
+    combined = combine(pd.DataFrame(estimates), pd.DataFrame(variances), kind, level,
+                       n_syn=float(np.mean(sizes)), n=len(original))  # fmt: skip
     table = pd.DataFrame(
         {"original": fit.params, "original_lower": ci[:, 0], "original_upper": ci[:, 1]}, index=names
     ).join(combined)

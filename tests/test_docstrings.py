@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 #: Modules whose docstrings hold Examples: the verbs (synthesize, adjust, load, the release's methods), the
-#: recipes, the measures and the generic risk functions.
+#: recipes, the measures, the generic risk functions and the combining rules.
 MODULES = (
     "bayessdc.pipeline",
     "bayessdc.pipeline.dpmpm",
@@ -23,6 +23,7 @@ MODULES = (
     "bayessdc.risk.copies",
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",
+    "bayessdc.synthesis.combining",
 )
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayessdc.measures import MeasureInput, RegressionInput
 from bayessdc.risk.categorical import categorical_risk
+from bayessdc.synthesis.combining import Kind, kind_of_release
 
 from ..release import Measures
 from .categorical_input import KnownSets, OrderedLogits, check_known_sets
@@ -29,20 +30,45 @@ def _finite(value: Any) -> float | None:
 
 
 def ordered_logit_summary(
-    original: pd.DataFrame, synthetic: pd.DataFrame, response: str, predictors: list[str]
+    original: pd.DataFrame, synthetic: pd.DataFrame, response: str, predictors: list[str], kind: Kind = "partial"
 ) -> dict[str, Any]:
     """One ordered logit, original vs combined over the synthetic datasets, as JSON-ready figures.
 
-    The coefficients of :func:`bayessdc.synthesis.categorical.ordered_logit_combined` and the mean interval
-    overlap of the identified slopes (a level seen with one response value only has no finite estimate: it
-    is listed in ``not_identified``, not averaged).
+    Parameters
+    ----------
+    original, synthetic
+        The confidential records and the m synthetic datasets stacked (a column ``synthetic``).
+    response, predictors
+        The analyst's cumulative logit.
+    kind
+        The combining rules: ``"partial"`` (Reiter 2003, total variance ``T_p``) or ``"full"`` (Raghunathan,
+        Reiter & Rubin 2003, ``T_f`` and whether Reiter's 2002 adjustment replaced it).
+
+    Returns
+    -------
+    dict
+        The coefficients of :func:`bayessdc.synthesis.categorical.ordered_logit_combined`, ``combining_rules``
+        (the kind), and the mean interval overlap of the identified slopes (a level seen with one response
+        value only has no finite estimate: it is listed in ``not_identified``, not averaged).
+
+    References
+    ----------
+    .. [1] Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets. *Survey
+        Methodology*, 29, 181-188.
+    .. [2] Raghunathan, T. E., Reiter, J. P., & Rubin, D. B. (2003). Multiple imputation for statistical
+        disclosure limitation. *Journal of Official Statistics*, 19, 1-16.
     """
     from bayessdc.synthesis.categorical import ordered_logit_combined
 
-    table = ordered_logit_combined(original, synthetic, response, predictors)
-    columns = ["original", "original_lower", "original_upper", "q_bar", "T_p", "df", "lower", "upper"]
+    table = ordered_logit_combined(original, synthetic, response, predictors, kind=kind)
+    total = "T_p" if kind == "partial" else "T_f"
+    columns = ["original", "original_lower", "original_upper", "q_bar", total, "df", "lower", "upper"]
     coefficients = {
-        str(name): {**{c: _finite(row[c]) for c in columns}, "interval_overlap": _finite(row["interval_overlap"])}
+        str(name): {
+            **{c: _finite(row[c]) for c in columns},
+            "interval_overlap": _finite(row["interval_overlap"]),
+            **({"adjusted": bool(row["adjusted"])} if "adjusted" in table else {}),
+        }
         for name, row in table.iterrows()
     }
     overlap = table["interval_overlap"].to_numpy(dtype=float)
@@ -53,11 +79,17 @@ def ordered_logit_summary(
     width = (table["original_upper"] - table["original_lower"]).to_numpy(dtype=float)
     identified = np.isfinite(width) & (width < 2 * 1.96 * 10)
     chosen = slopes & identified & np.isfinite(overlap)
+    rules = (
+        "Reiter's (2003) partially synthetic rules"
+        if kind == "partial"
+        else "Raghunathan, Reiter & Rubin's (2003) fully synthetic rules (Reiter's 2002 adjustment where T_f <= 0)"
+    )
     return {
         "response": response,
         "predictors": predictors,
+        "combining_rules": kind,
         "model": "cumulative logit, one-hot predictors (first level the reference); thresholds as statsmodels' "
-        "OrderedModel (first cut point, then log increments); combined with Reiter's (2003) partially synthetic rules",
+        f"OrderedModel (first cut point, then log increments); combined with {rules}",
         "mean_interval_overlap": _finite(overlap[chosen].mean()) if chosen.any() else None,
         "not_identified": [str(name) for name in table.index[~identified]],
         "averaged": [str(name) for name in table.index[chosen]],
@@ -75,7 +107,10 @@ def categorical_utility(
     ordered_logits: OrderedLogits = (),
     say: Callable[[str], None] = lambda msg: None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Utility of m partially synthetic categorical datasets (Hu & Savitsky, Section 3).
+    """Utility of m synthetic categorical datasets (Hu & Savitsky, Section 3).
+
+    The ordered logits are combined by the rules of the release's kind: partially synthetic when ``keep`` names
+    a column, fully synthetic when it is empty (:func:`bayessdc.synthesis.combining.kind_of_release`).
 
     Returns
     -------
@@ -100,7 +135,7 @@ def categorical_utility(
         m = synthetic["synthetic"].nunique()
         say(f"{len(ordered_logits)} ordered logistic regression(s), original and {m} synthetic datasets ...")
         utility["ordered_logit"] = [
-            ordered_logit_summary(original, synthetic, response, list(predictors))
+            ordered_logit_summary(original, synthetic, response, list(predictors), kind=kind_of_release(keep))
             for response, predictors in ordered_logits
         ]
     return utility, cells.astype({c: str for c in keep + synthesize})
@@ -150,9 +185,12 @@ class CategoricalMeasures(Measures):
 
 def ordered_logit_input(original: pd.DataFrame, synthetic: pd.DataFrame, fit: dict[str, Any]) -> RegressionInput:
     """An ordered logit of the utility figures as the generic interval-overlap measure reads it: the slopes
-    averaged in its ``mean_interval_overlap`` (identified, thresholds left out), fitted once."""
+    averaged in its ``mean_interval_overlap`` (identified, thresholds left out), fitted once, with the combining
+    rules it was fitted with."""
     table = pd.DataFrame.from_dict(fit["coefficients"], orient="index").loc[fit["averaged"]]
     table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
                                   "interval_overlap": "ci_overlap"}).astype(float)  # fmt: skip
+    if "adjusted" in table:
+        table["adjusted"] = table["adjusted"].astype(bool)
     return RegressionInput(original, synthetic, fit["response"], list(fit["predictors"]), model="ordered_logit",
-                           coefficients=table)  # fmt: skip
+                           coefficients=table, kind=fit.get("combining_rules", "partial"))  # fmt: skip

@@ -256,3 +256,31 @@ def test_interval_overlap_of_a_copy_is_one():
     # quantile, so the intervals nearly coincide: overlap (1 + 1.960/1.972) / 2
     assert summary.loc["x", "pooled"] == pytest.approx((1 + 1.959964 / 1.971957) / 2, abs=2e-4)
     assert summary.loc["intercept", "unsmoothed"] < 0  # a shift of 10: disjoint intervals (Karr et al.: negative)
+
+
+def test_interval_overlap_combines_by_the_kind_the_regression_names():
+    from bayessdc.measures import RegressionInput
+
+    rng = np.random.default_rng(0)
+    original = pd.DataFrame({"x": rng.normal(size=200)})
+    original["y"] = 1 + 2 * original["x"] + rng.normal(size=200)
+    frames = [original.assign(synthetic=k, y=original["y"] + rng.normal(0, 0.3, 200)) for k in (1, 2, 3)]
+    synthetic = pd.concat(frames, ignore_index=True)
+    results = {
+        kind: compute_measures(
+            MeasureInput(synthetic, regression=RegressionInput(original, synthetic, "y", ["x"], kind=kind)),
+            ["ci_overlap"],
+        )["ci_overlap"]
+        for kind in ("partial", "full")
+    }
+    # the details say which rules; the fully synthetic ones mark the estimands they adjusted
+    assert set(results["partial"].details["combining_rules"]) == {"partial"}
+    assert set(results["full"].details["combining_rules"]) == {"full"}
+    assert "adjusted" not in results["partial"].details and "adjusted" in results["full"].details
+    # the same datasets give other intervals under the other rules, hence other overlaps
+    from bayessdc.synthesis.regression import regression_utility
+
+    table = regression_utility(original, synthetic, "y", ["x"], kind="full")
+    values = results["full"].values.set_index("subset")["value"]
+    assert values.to_dict() == pytest.approx(table["ci_overlap"].to_dict())
+    assert not np.allclose(values, results["partial"].values.set_index("subset")["value"])

@@ -53,6 +53,14 @@ def test_combining_rules_worked_by_hand():
     many = combined_estimate([[1.0, 5.0], [1.0, 7.0]], [[0.04, 1.0], [0.04, 1.0]])
     assert np.isinf(many.df[0]) and many.upper[0] == pytest.approx(1 + 1.959964 * 0.2, rel=1e-6)
     assert many.T_p[1] == pytest.approx(1.0 + 2.0 / 2)
+    # the fully synthetic rules on the first numbers: T_f = (1 + 1/3) 1 - 0.5 = 5/6,
+    # nu_f = 2 (1 - 3 * 0.5 / (4 * 1))^2 = 2 (5/8)^2 = 0.78125
+    full = combined_estimate([1.0, 2.0, 3.0], [0.5, 0.5, 0.5], kind="full")
+    assert full.T_f == pytest.approx(5 / 6) and full.df == pytest.approx(0.78125) and full.adjusted is False
+    with pytest.raises(AttributeError, match="T_f"):
+        _ = full.T_p
+    assert list(full.to_frame().columns) == ["q_bar", "b_m", "u_bar", "T_f", "df", "lower", "upper", "adjusted"]
+    assert list(out.to_frame().columns) == ["q_bar", "b_m", "u_bar", "T_p", "df", "lower", "upper"]
 
 
 def test_pmse_separates_a_distorted_release_from_a_faithful_one():
@@ -82,6 +90,10 @@ def test_ordered_logit_on_copies_of_the_original_reproduces_its_intervals():
     assert np.allclose(table["q_bar"], table["original"], atol=1e-5)
     assert np.allclose(table["b_m"], 0.0, atol=1e-8) and np.allclose(table["interval_overlap"], 1.0, atol=1e-4)
     assert table.loc["county_2", "q_bar"] == pytest.approx(1.6, abs=0.45)  # the simulated effect
+    # the fully synthetic rules on the same copies: b_m = 0, so T_f < 0 and Reiter's (2002) (n_syn / n) u_bar = u_bar
+    full = ordered_logit_combined(frame, copies, "income", ["county", "gender"], kind="full")
+    assert full["adjusted"].all() and np.allclose(full["T_f"], full["u_bar"])
+    assert np.allclose(full["interval_overlap"], 1.0, atol=1e-4)
 
 
 def test_ordered_logit_fit_matches_statsmodels_and_recovers_the_simulated_effects():

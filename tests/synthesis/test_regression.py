@@ -24,3 +24,22 @@ def test_regression_utility_of_copies_matches_original():
     assert np.allclose(table["between_variance"], 0)
     assert table.loc["x", "original"] == pytest.approx(2, abs=0.2)
     assert (table["ci_overlap"] > 0.95).all()
+
+
+def test_regression_utility_combines_by_the_kind_of_release():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=200)
+    original = pd.DataFrame({"x": x, "y": 1 + 2 * x + rng.normal(size=200)})
+    copies = pd.concat([original.assign(synthetic=k) for k in (1, 2, 3)], ignore_index=True)
+    partial = regression_utility(original, copies, "y", ["x"])
+    full = regression_utility(original, copies, "y", ["x"], kind="full")
+    assert "adjusted" not in partial and full["adjusted"].all()
+    # identical datasets: T_f = (1 + 1/3) 0 - u_bar < 0, so Reiter's (2002) (n_syn / n) u_bar with n_syn = n:
+    # the same normal interval as the partially synthetic rules' T_p = u_bar + 0
+    assert np.allclose(full["total_variance"], full["within_variance"])
+    assert np.isinf(full["df"]).all()
+    assert np.allclose(full[["ci_lower", "ci_upper"]], partial[["ci_lower", "ci_upper"]])
+    # datasets twice the original's size (each record twice): n_syn / n = 2 doubles the adjusted variance
+    doubled = pd.concat([copies, copies], ignore_index=True)
+    twice = regression_utility(original, doubled, "y", ["x"], kind="full")
+    assert np.allclose(twice["total_variance"], 2 * twice["within_variance"])
