@@ -36,6 +36,7 @@ text), the ``sampler_seed`` and the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import arviz as az
@@ -52,6 +53,7 @@ __all__ = [
     "SupportsReleaseRisk",
     "SupportsSamplerSettings",
     "Synthesizer",
+    "concat_chains",
     "sample_candidates",
     "stack_draws",
 ]
@@ -147,6 +149,33 @@ class SupportsContinuation(Protocol):
     def continue_fit(self, idata: az.InferenceData, data: Any, draws: int, seed: int) -> az.InferenceData | None:
         """``idata`` with every chain continued by ``draws`` draws from its last state and adapted sampler
         settings (``None`` when this fit cannot be continued: the runner then refits)."""
+
+
+def concat_chains(parts: Sequence[az.InferenceData]) -> az.InferenceData:
+    """Stack fits of different chains (each labelled by its own indices on ``chain``) into one, in chain order.
+
+    Every group is concatenated along ``chain`` (the values are copied, not recomputed: the result is bitwise
+    the fit of those chains together where each chain's draws do not depend on the others); the attributes
+    are the first part's, with ``sampling_seconds`` summed over the parts.
+    """
+    if not parts:
+        raise ValueError("no chains to combine")
+    parts = sorted(parts, key=lambda part: int(part.posterior["chain"][0]))
+    groups = {
+        group: xr.concat(
+            [part[group] for part in parts],
+            dim="chain",
+            data_vars="minimal",
+            coords="minimal",
+            compat="override",
+            join="exact",
+        )
+        for group in parts[0].groups()
+    }
+    idata = az.InferenceData(**groups)
+    idata.attrs.update(parts[0].attrs)
+    idata.attrs["sampling_seconds"] = float(sum(float(part.attrs.get("sampling_seconds", 0.0)) for part in parts))
+    return idata
 
 
 def stack_draws(posterior: xr.Dataset) -> xr.Dataset:

@@ -5,12 +5,14 @@ effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
 
+from bayessdc.models.base import concat_chains
 from bayessdc.models.dp_areal import DEFAULT_K, DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.synthesis.output import fingerprint_frame
@@ -138,8 +140,31 @@ class DPAreal(CategoricalRecipe):
             f"({data.n_distinct} distinct pattern/count pairs) ..."
         )
         idata = synthesizer.fit(data, seed)
+        return self._gate_fit(prepared, CategoricalFit(idata, synthesizer), seed, say)
+
+    def more_chains(
+        self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None,
+        progress: bool,
+    ) -> Fitted:
+        """The fit with chains ``C .. chains - 1`` added (NUTS from the stream ``(seed, "chains", C)``), the
+        posterior of all of them and the release gate judged again (the gate datasets of the chains it has are
+        not drawn again; divergences are counted over every chain)."""  # fmt: skip
+        state: CategoricalFit = fitted.state
+        have = int(state.idata.posterior.sizes["chain"])
+        synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
+        say = _say(self.label, progress)
+        say(f"fitting chains {have} to {chains - 1} ...")
+        added = synthesizer.fit(prepared.data, seed, chains=range(have, chains))
+        idata = concat_chains([state.idata, added])
+        return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
+
+    def _gate_fit(
+        self, prepared: CategoricalPrepared, state: CategoricalFit, seed: int, say: Callable[[str], None]
+    ) -> Fitted:
+        """The parameter gate's figures (a diagnostic, divergences included), the posterior summary and the
+        release gate's verdict."""
+        idata, synthesizer, data = state.idata, state.synthesizer, prepared.data
         report = synthesizer.check(idata, data)
-        state = CategoricalFit(idata, synthesizer)
         occupied = idata.posterior["occupied"].to_numpy().ravel()
         meaning = "expected number of components holding at least one pattern x label cell, per draw"
         summary = self._fit_summary(

@@ -17,11 +17,10 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.categorical import prepare_categorical
-from bayessdc.models.dpmpm import DEFAULT_K, DPMPMPriors, DPMPMSynthesizer, GibbsSettings, level_dim
+from bayessdc.models.dpmpm import DEFAULT_K, DPMPMPriors, DPMPMSynthesizer, GibbsSettings
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
-from bayessdc.synthesis.runner import InferenceDataStore, run_parts
 
 from ..errors import InputError
 from ..release import Diagnostics
@@ -34,6 +33,7 @@ from .categorical_input import (
     check_ordered_logits,
     release_notices,
 )
+from .dpmpm_chains import fit_chains_apart
 from .recipe import Fitted, Lever
 
 __all__ = ["DPMPM"]
@@ -182,7 +182,7 @@ class DPMPM(CategoricalRecipe):
         if self.scheduler is None and self.workers is None:
             every = chains == range(synthesizer.settings.chains)
             return synthesizer.fit(data, seed) if every else synthesizer.fit(data, seed, chains=list(chains))
-        return self._fit_chains(synthesizer, data, seed, workdir, say, chains)
+        return fit_chains_apart(synthesizer, data, seed, workdir, say, chains, self.scheduler, self.workers)
 
     def _gate_fit(
         self, prepared: CategoricalPrepared, state: CategoricalFit, seed: int, say: Callable[[str], None]
@@ -239,39 +239,6 @@ class DPMPM(CategoricalRecipe):
         state = replace(fitted.state, synthesizer=replace(fitted.state.synthesizer, **setting))
         return replace(self, **setting), replace(fitted, state=state)
 
-    def _fit_chains(
-        self,
-        synthesizer: DPMPMSynthesizer,
-        data: Any,
-        seed: int,
-        workdir: Path | None,
-        say: Callable[[str], None],
-        chains: range,
-    ) -> Any:
-        """Each of ``chains`` as a part of the part runner (kept under ``workdir / "chains"``), stacked in chain
-        order."""
-
-        def report(done: int, total: int, name: str, idata: Any, resumed: bool) -> None:
-            took = "resumed" if resumed else f"{idata.attrs['sampling_seconds']:.1f} s"
-            say(f"[{done}/{total}] {name} {took}")
-
-        parts = run_parts(
-            _FitChain(synthesizer, data, seed),
-            [(f"chain-{c}", c) for c in chains],
-            store=InferenceDataStore(Path(workdir) / "chains") if workdir is not None else None,
-            scheduler=self.scheduler,
-            workers=self.workers,
-            progress=report,
-            label="chains",
-        )
-        # Chains read back from the store carry text level coordinates (netCDF's limit): the data's own.
-        levels = {level_dim(v): data.levels[v] for v in data.variables}
-        for idata in parts:
-            idata.posterior = idata.posterior.assign_coords(
-                {k: v for k, v in levels.items() if k in idata.posterior.coords}
-            )
-        return DPMPMSynthesizer.combine_chains(parts)
-
     def _drawing(self) -> str:
         return f" ({self.conditioning} conditioning)"
 
@@ -309,15 +276,3 @@ class DPMPM(CategoricalRecipe):
         records = records.assign(chance=1.0 / len(synthesizer.candidates(data)))  # the intruder's uniform prior
         return records[["record", "true_probability", "correct", "relevant_khat", "chance"]], {
             **summary, "intruder": intruder}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _FitChain:
-    """The part runner's task for the DPMPM: ``(name, chain) ->`` that chain's posterior (picklable)."""
-
-    synthesizer: DPMPMSynthesizer
-    data: Any
-    seed: int
-
-    def __call__(self, name: str, chain: int) -> Any:
-        return self.synthesizer.fit(self.data, self.seed, chains=[chain])

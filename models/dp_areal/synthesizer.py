@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
 from ..sampling import (
@@ -129,14 +130,27 @@ class DPArealSynthesizer:
 
     # -- fitting ------------------------------------------------------------------------------------
 
-    def fit(self, data: ArealData, seed: int) -> az.InferenceData:
+    def fit(self, data: ArealData, seed: int, chains: range | None = None) -> az.InferenceData:
         """Sample the posterior; returns InferenceData with ``chain`` and ``draw`` dimensions.
 
         The posterior holds ``alpha``, ``rho`` (component), ``location`` (component, pattern), the precisions,
         and two label-invariant summaries computed exactly from every draw: ``expected_log_rate``
         (distinct pair: ``E[log lambda | c, parameters]``) and ``occupied`` (the expected number of components
         holding at least one cell, the paper's check that ``K`` is large enough).
+
+        ``chains``: fit only these chains of ``settings.chains``, labelled by their indices on ``chain`` (default:
+        all). NUTS samplers seed their chains together from one seed, so chains ``a .. b - 1`` fitted apart draw
+        from the stream ``(seed, "chains", a)``: a fit that added chains is a valid posterior of that many chains
+        but not the draws of a fit started with them (the DPMPM's Gibbs chains, seeded one by one, are).
         """
+        if chains is not None and chains != range(self.settings.chains):
+            part = replace(self, settings=replace(self.settings, chains=len(chains)))
+            idata = part.fit(data, streams.integer_seed(seed, "chains", chains.start))
+            labels = np.arange(chains.start, chains.stop)
+            for group in idata.groups():
+                if "chain" in idata[group].dims:
+                    setattr(idata, group, idata[group].assign_coords(chain=labels))
+            return idata
         model = build_model(
             data,
             self.K,

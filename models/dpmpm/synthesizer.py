@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..base import concat_chains
 from ..categorical import CategoricalData
 from ..sampling import ConvergenceCriteria, ConvergenceReport, check_convergence
 from .gibbs import SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
@@ -153,24 +154,7 @@ class DPMPMSynthesizer:
         bitwise the fit of those chains together); the attributes are the first part's, with
         ``sampling_seconds`` summed over the parts.
         """
-        if not parts:
-            raise ValueError("no chains to combine")
-        parts = sorted(parts, key=lambda part: int(part.posterior["chain"][0]))
-        groups = {
-            group: xr.concat(
-                [part[group] for part in parts],
-                dim="chain",
-                data_vars="minimal",
-                coords="minimal",
-                compat="override",
-                join="exact",
-            )
-            for group in parts[0].groups()
-        }
-        idata = az.InferenceData(**groups)
-        idata.attrs.update(parts[0].attrs)
-        idata.attrs["sampling_seconds"] = float(sum(float(part.attrs.get("sampling_seconds", 0.0)) for part in parts))
-        return idata
+        return concat_chains(parts)
 
     def convergence_quantities(self, idata: az.InferenceData, data: CategoricalData) -> dict[str, xr.DataArray]:
         """The label-invariant quantities the gate monitors, each with ``chain`` and ``draw`` dimensions.

@@ -190,3 +190,4 @@ def test_diagnostics_share_one_schema(run):
     for report in gate["fits"].values():
         assert {"max_r_hat", "min_ess_bulk", "divergences", "passed"} <= set(report)
     assert gate["passed"] == all(r["passed"] for r in gate["fits"].values())
+

@@ -151,3 +151,4 @@ def test_a_refused_run_is_resumed_without_a_refit(extended, monkeypatch):
                        policy=REPORT_ONLY, progress=False, resume=again.value)  # fmt: skip
     with pytest.raises(bsd.InputError, match="resume= takes the bayessdc.ConvergenceError"):
         _synthesize(_recipe(4), resume=ValueError("not a refusal"))
+

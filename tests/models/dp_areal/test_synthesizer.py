@@ -131,3 +131,24 @@ def test_explicit_label_sampler_runs_end_to_end_with_the_pymc_sampler(tmp_path):
     assert "within Gibbs" in synthesizer.describe()["computation"]["sampler"]
     with pytest.raises(ValueError, match="labels must be"):
         DPArealSynthesizer(labels="sampled")
+
+
+def test_chains_fitted_apart_are_labelled_by_their_own_indices_and_stack(fitted):
+    """The stopping rule's added chains (``fit(..., chains=range(a, b))``): labelled a .. b - 1, drawn from their
+    own stream (reproducible, not copies of the first chains), stacked with the first ones by ``concat_chains``.
+    The fixture's model (same table and K) is compiled already."""
+    from bayessdc.models.base import concat_chains
+
+    _, _, data, _, _, _ = fitted
+    synthesizer = DPArealSynthesizer(K=8, settings=SamplerSettings(draws=20, tune=30, chains=4, target_accept=0.9))
+    first = synthesizer.fit(data, 1, chains=range(0, 2))
+    added = synthesizer.fit(data, 1, chains=range(2, 4))
+    assert added.posterior["chain"].to_numpy().tolist() == [2, 3]
+    assert added.sample_stats["chain"].to_numpy().tolist() == [2, 3]
+    again = synthesizer.fit(data, 1, chains=range(2, 4))
+    np.testing.assert_array_equal(again.posterior["alpha"].to_numpy(), added.posterior["alpha"].to_numpy())
+    assert not np.array_equal(first.posterior["alpha"].to_numpy(), added.posterior["alpha"].to_numpy())
+    stacked = concat_chains([added, first])  # in chain order whatever the order given
+    assert stacked.posterior["chain"].to_numpy().tolist() == [0, 1, 2, 3]
+    np.testing.assert_array_equal(stacked.posterior["alpha"].sel(chain=3), added.posterior["alpha"].sel(chain=3))
+    assert stacked.sample_stats.sizes["chain"] == 4  # divergences counted over every chain
