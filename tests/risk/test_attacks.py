@@ -311,6 +311,18 @@ def test_linkability_counted_by_hand():
     assert (two["successes"], two["control_successes"]) == (4, 1)
 
 
+def test_a_link_through_ties_counts_its_chance():
+    """The target (0, 0): on a the synthetic rows 0 and 1 tie (a = 0), on b the rows 1 and 2 (b = 0). Ties broken
+    at random link it when both halves draw row 1: 1/2 x 1/2 = 1/4 of a success. The control target (9, 5)
+    finds row 2 alone on a and row 0 alone on b: no link."""
+    target = pd.DataFrame({"a": [0.0], "b": [0.0]})
+    synthetic = pd.DataFrame({"a": [0.0, 0.0, 9.0], "b": [5.0, 0.0, 0.0], "synthetic": 1})
+    row = linkability(target, synthetic, pd.DataFrame({"a": [9.0], "b": [5.0]}), (["a"], ["b"])).iloc[0]
+    assert row["successes"] == 0.25 and row["control_successes"] == 0.0
+    value, half = residual_risk(wilson(0.25, 1), wilson(0.0, 1))
+    assert row["risk"] == pytest.approx(max(value, 0.0))
+
+
 def test_the_naive_linker_links_as_often_as_two_random_draws_meet():
     rng = np.random.default_rng(6)
     training = pd.DataFrame({"a": rng.normal(size=3000), "b": rng.normal(size=3000)})
