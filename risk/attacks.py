@@ -614,7 +614,7 @@ def anonymeter_size_correction(control_size: int, training_size: int, predicates
     factor is the ratio of the sizes plus one (to 1e-6 for 500 predicates; for a handful it stops short: 0.2487
     for 4 predicates where the ratio is 0.2212), whatever the predicates do. This function makes that fit.
     Given the successes, the same ``curve_fit`` is fragile: on the Adult bench's 500 multivariate predicates it
-    gave 0.22 for three of the five datasets and 1.6 to 2.2 for the others (two runs), as its random subsamples
+    gave 0.22 for three of the five datasets and 1.3 to 2.2 for the others (three runs), as its random subsamples
     fell, where our fit
     gives 1.4 to 2.2. Given as the figure in anonymeter's form (``compatibility="anonymeter"`` of
     :func:`singling_out`), not as an estimate: ``bench/attacks_control_size.py`` measures the factors against
