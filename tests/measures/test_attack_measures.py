@@ -82,6 +82,22 @@ def test_each_figure_is_its_risk_function(sets):
     assert len(measures["inference"].details) == 3 * len(COLUMNS)  # two datasets and the pooled row per secret
 
 
+def test_the_singling_out_figure_in_anonymeters_form_is_its_risk_function(sets):
+    """compatibility="anonymeter" reaches singling_out: the same predicates, the rates over those asked for."""
+    training, control, _, fresh, _ = sets
+    settings = AttackSettings(n_attacks=150, max_rows=400, compatibility="anonymeter")
+    data = MeasureInput(fresh, training, released=COLUMNS, holdout=control, attacks=settings, seed=5)
+    values = compute_measures(data, ["singling_out"])["singling_out"].values.set_index(["subset", "dataset"])
+    for mode in ("univariate", "multivariate"):
+        table = singling_out(training, fresh, control, COLUMNS, mode=mode, n_attacks=150, seed=5,
+                             compatibility="anonymeter").set_index("dataset")  # fmt: skip
+        assert (table.loc[[1, 2], "attacks"] == 150).all()
+        for d in (1, 2):
+            assert values.loc[(mode, d), "value"] == table.loc[d, "risk"]
+    with pytest.raises(ValueError, match="compatibility"):
+        AttackSettings(compatibility="anonymous")
+
+
 def test_a_partially_synthetic_release_is_attacked_on_the_columns_its_docstrings_name():
     frame = population(10, 0)
     data = MeasureInput(stack([frame]), frame, released=COLUMNS, synthesized=["y", "colour"], kept=["x", "group"],

@@ -9,6 +9,7 @@ from scipy.special import comb
 
 from bayessdc.risk import attacks
 from bayessdc.risk.attacks import (
+    anonymeter_size_correction,
     control_size_correction,
     distance_to_closest_record,
     inference,
@@ -211,6 +212,78 @@ def test_control_size_correction_takes_the_control_count_to_the_training_size():
     assert control_size_correction(matches, n_training, n_training) == 1.0
 
 
+def test_anonymeter_size_correction_is_its_fit_to_a_constant_count():
+    """Anonymeter 1.1 fits c (1 - (n w + 1)(1 - w)^n) / (n + 1) to the number of predicates evaluated, the same at
+    every size: from its start (w = 1 / n_max, one success at n_max) curve_fit goes to a large w, where
+    (1 - w)^n vanishes and the model is c / (n + 1), so the factor is (n_control + 1) / (n_training + 1): 5692 /
+    25728 for the bench's first dataset, 100 / 400 for 99 control and 399 training records."""
+    assert anonymeter_size_correction(5691, 25727, 500) == pytest.approx(5692 / 25728, rel=1e-6)
+    assert anonymeter_size_correction(999, 3999, 500) == pytest.approx(0.25, rel=1e-6)
+    assert anonymeter_size_correction(400, 400, 500) == 1.0
+    # the same factor whatever the control count it scales: the predicates' counts play no part
+    assert anonymeter_size_correction(999, 3999, 200) == pytest.approx(0.25, rel=1e-4)
+
+
+def test_only_our_size_correction_follows_the_predicates():
+    """The predicates of the correction test above (weights uniform on [0, 3 / 2400]): 600 control records,
+    2400 training records. The expected count at 2400 is about 1.3 times the control count; anonymeter's factor
+    601 / 2401 takes it to a quarter of the count, ours to within 10% of the expected count."""
+    rng = np.random.default_rng(5)
+    weights = rng.uniform(0, 3 / 2400, 4000)
+    matches = rng.binomial(600, weights)
+    expected = np.sum(2400 * weights * (1 - weights) ** 2399)
+    count = np.sum(matches == 1)
+    assert count * control_size_correction(matches, 600, 2400) == pytest.approx(expected, rel=0.1)
+    assert count * anonymeter_size_correction(600, 2400) < expected / 4
+
+
+def test_singling_out_in_anonymeter_form_counted_by_hand():
+    """The univariate copy of SIX above: seven predicates made of ten asked for. In anonymeter's form the rates
+    are over the ten (7 of 10 single out a training record). The control set here has 4 distinct records (ages
+    23, 41, 60 and 70, all f and a), in which age <= 23, age >= 67, age == 23 and age == 41 single out one: 4
+    scaled by anonymeter's fit to the constant 7 at the single size 4, 0.762 (at so small a size the fit stops
+    short of its limit (4 + 1) / (6 + 1) = 0.714). The default form divides the same counts by the seven made
+    and scales the control count by our fitted factor."""
+    control = pd.DataFrame({"sex": "f", "age": [23, 23, 41, 60, 70, 70], "town": "a"})
+    compatible = singling_out(SIX, SIX.assign(synthetic=1), control, ["sex", "age", "town"], mode="univariate",
+                              n_attacks=10, seed=4, compatibility="anonymeter").iloc[0]  # fmt: skip
+    assert (compatible["predicates"], compatible["attacks"], compatible["successes"]) == (7, 10, 7)
+    assert compatible["control_attacks"] == 10
+    assert compatible["control_correction"] == anonymeter_size_correction(4, 6, 7) == pytest.approx(0.762, abs=1e-3)
+    assert compatible["control_successes"] == pytest.approx(4 * compatible["control_correction"])
+    value, half = residual_risk(wilson(7, 10), wilson(4 * compatible["control_correction"], 10))
+    assert compatible["risk"] == pytest.approx(value) and compatible["risk_lower"] == pytest.approx(value - half)
+    default = singling_out(SIX, SIX.assign(synthetic=1), control, ["sex", "age", "town"], mode="univariate",
+                           n_attacks=10, seed=4).iloc[0]  # fmt: skip
+    assert (default["attacks"], default["control_attacks"], default["successes"]) == (7, 7, 7)
+    factor = default["control_correction"]
+    assert default["control_successes"] == pytest.approx(min(4 * factor, 7))
+    with pytest.raises(ValueError, match="compatibility"):
+        singling_out(SIX, SIX.assign(synthetic=1), control, ["age"], compatibility="anonymous")
+
+
+def test_the_predicates_and_targets_are_given_for_another_tool():
+    """The seven univariate predicates of the copy of SIX, decoded (column, operator, value), and the targets of
+    linkability and inference: with as many attacks as records, every record of each set once."""
+    table = singling_out(SIX, SIX.assign(synthetic=1), SIX, ["sex", "age", "town"], mode="univariate", n_attacks=10)
+    made = sorted(tuple(map(tuple, p)) for p in table.attrs["predicates"][1])
+    assert made == sorted([(("age", "<=", 23),), (("age", ">=", 67),), (("age", "==", 23),), (("age", "==", 41),),
+                           (("age", "==", 52),), (("age", "==", 67),), (("town", "==", "c"),)])  # fmt: skip
+    multivariate = singling_out(SIX, SIX.assign(synthetic=1), SIX, ["sex", "age", "town"], n_attacks=5, seed=1)
+    assert (("age", "<=", 23), ("sex", "==", "f"), ("town", "==", "a")) in [
+        tuple(sorted(map(tuple, p))) for p in multivariate.attrs["predicates"][1]]  # fmt: skip
+    missing = pd.DataFrame({"age": [20.5, 30.0, np.nan], "town": ["a", None, "b"]})
+    single = singling_out(missing, missing.assign(synthetic=1), missing, ["age", "town"], mode="univariate",
+                          n_attacks=10).attrs["predicates"][1]  # fmt: skip
+    assert [("age", "==", None)] in single and [("town", "==", None)] in single and [("age", "<=", 20.5)] in single
+    link = linkability(FOUR, FOUR.assign(synthetic=1), FOUR_CONTROL, (["a"], ["b"]), n_attacks=4)
+    training, held = link.attrs["targets"][1]
+    assert sorted(training) == [0, 1, 2, 3] and sorted(held) == [0, 1, 2, 3]
+    guessed = inference(FOUR, FOUR.assign(synthetic=1), FOUR_CONTROL, ["b"], ["a"], n_attacks=3)
+    training, held = guessed.attrs["targets"][1]
+    assert len(set(training)) == 3 and set(training) <= {0, 1, 2, 3} and len(set(held)) == 3
+
+
 @pytest.mark.parametrize("mode", ["univariate", "multivariate"])
 def test_singling_out_of_a_copy_is_near_the_maximum_and_of_an_independent_draw_near_zero(samples, mode):
     training, control, copy, fresh = samples
@@ -236,6 +309,18 @@ def test_linkability_counted_by_hand():
     two = linkability(FOUR, FOUR.assign(synthetic=1), FOUR_CONTROL, (["a"], ["b"]), n_neighbors=2).iloc[0]
     assert (one["successes"], one["control_successes"]) == (4, 0)
     assert (two["successes"], two["control_successes"]) == (4, 1)
+
+
+def test_a_link_through_ties_counts_its_chance():
+    """The target (0, 0): on a the synthetic rows 0 and 1 tie (a = 0), on b the rows 1 and 2 (b = 0). Ties broken
+    at random link it when both halves draw row 1: 1/2 x 1/2 = 1/4 of a success. The control target (9, 5)
+    finds row 2 alone on a and row 0 alone on b: no link."""
+    target = pd.DataFrame({"a": [0.0], "b": [0.0]})
+    synthetic = pd.DataFrame({"a": [0.0, 0.0, 9.0], "b": [5.0, 0.0, 0.0], "synthetic": 1})
+    row = linkability(target, synthetic, pd.DataFrame({"a": [9.0], "b": [5.0]}), (["a"], ["b"])).iloc[0]
+    assert row["successes"] == 0.25 and row["control_successes"] == 0.0
+    value, half = residual_risk(wilson(0.25, 1), wilson(0.0, 1))
+    assert row["risk"] == pytest.approx(max(value, 0.0))
 
 
 def test_the_naive_linker_links_as_often_as_two_random_draws_meet():
