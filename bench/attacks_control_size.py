@@ -1,6 +1,6 @@
 """Which control-size factor of the singling-out attack is right: a small simulation on Adult records.
 
-Below the public API (``bayessdc.risk.attacks``' predicate helpers). The singling-out risk compares the share of
+Below the public API: ``bayessdc.risk.attacks``' predicate helpers. The singling-out risk compares the share of
 predicates that single out a training record with the share that single out a control record; when the control
 set is smaller, its count is scaled to the training set's size. Here the Adult extract (48,842 records) is the
 population: per repetition, a shuffle gives ``--n`` training records, ``--control`` control records and the rest;

@@ -62,15 +62,10 @@ def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
         "--gate-datasets", type=int, default=gate_datasets,
         help=f"synthetic datasets drawn from each chain for the gate (default {gate_datasets}; only --m are released)",
     )  # fmt: skip
-    gate.add_argument(
-        "--max-chains", type=int, default=32,
-        help="chains added while the gate fails on precision alone, up to this many in all (default 32; "
-        "--max-chains equal to --chains judges once)",
-    )  # fmt: skip
-    gate.add_argument(
-        "--time-budget", type=float, default=None, metavar="SECONDS",
-        help="seconds the fit may take, added chains included (default: no limit)",
-    )  # fmt: skip
+    gate.add_argument("--max-chains", type=int, default=32, help="chains added while the gate fails on precision "
+                      "alone, up to this many in all (default 32; equal to --chains: judged once)")  # fmt: skip
+    gate.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                      help="seconds the fit may take, added chains included (default: no limit)")  # fmt: skip
     gate.add_argument(
         "--risk-tolerance", type=float, default=0.02,
         help="largest between-chain SE of a risk figure, as a share of its inherent min-max range (default 0.02)",

@@ -35,6 +35,7 @@ from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
 from .releasing import build_release, decide
+from .resuming import resumed_fit
 from .stopping import add_chains_until_certain
 
 __all__ = [
@@ -163,7 +164,7 @@ def synthesize(
         identity["control_set"] = control_set
     if not disclosure_policy.builtin:
         identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
-    resumed = _resumed_fit(resume, identity)
+    resumed = resumed_fit(resume, identity)
     folder = OutputFolder(out, identity) if out is not None else None
     try:
         with _progress.call_logging(progress):
@@ -174,37 +175,6 @@ def synthesize(
     finally:
         if folder is not None:
             folder.close()
-
-
-#: What a resumed run may change: the number of datasets, the policy, the release gate's budget of chains and
-#: time (the fit is the refused run's).
-_RESUMABLE = ("m", "policy", "release_gate.max_chains", "release_gate.time_budget")
-
-
-def _resumed_fit(resume: ConvergenceError | None, identity: dict[str, Any]) -> Fitted | None:
-    """The refused run's fit, checked against this run's identity (``None`` when nothing is resumed)."""
-    if resume is None:
-        return None
-    fitted, earlier = getattr(resume, "fitted", None), getattr(resume, "identity", None)
-    if not isinstance(resume, ConvergenceError) or fitted is None or earlier is None:
-        raise InputError("resume= takes the bayessdc.ConvergenceError of a refused bsd.synthesize call")
-
-    def comparable(run: dict[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in run.items() if k not in ("m", "policy")}
-        if isinstance(out.get("release_gate"), dict):
-            out["release_gate"] = {
-                k: v for k, v in out["release_gate"].items() if k not in ("max_chains", "time_budget")
-            }
-        return out
-
-    now, then = comparable(identity), comparable(earlier)
-    differ = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
-    if differ:
-        raise InputError(
-            f"resume= takes a refused run of the same data, columns, model and seed; {', '.join(differ)} differ "
-            f"(only {', '.join(_RESUMABLE)} may)"
-        )
-    return fitted
 
 
 def _run(
