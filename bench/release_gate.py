@@ -41,8 +41,10 @@ table_deviation[one-way], 0.77 pmse_ratio, 0.81 table_deviation[three-way]; 104-
 disclosure policy met, 5 of 5, under full conditioning), so the stopping rule adds no chain there. Where the
 gate does fail on precision the pipeline adds the chains it forecasts (``stopping_rule`` in the printed JSON):
 the same VLSS run with a stricter ``ReleaseGatePolicy(utility_tolerance=0.06)`` failed at 8 chains on
-table_deviation[one-way], forecast 9, added 6 (x1.5) and passed at 14 chains; 203 s, 4.5 GB. The r_hat column is the parameter gate's (a diagnostic), which fails
-everywhere: the regimes. Where the release gate fails, the chains' disagreement reaches the released figures.
+table_deviation[one-way], forecast 9, added 6 (x1.5) and passed at 14 chains; 203 s, 4.5 GB.
+
+The r_hat column is the parameter gate's (a diagnostic), which fails everywhere: the regimes. Where the release
+gate fails, the chains' disagreement reaches the released figures.
 """
 
 from __future__ import annotations
