@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,6 +26,7 @@ import pandas as pd
 
 from bayessdc import progress as _progress
 from bayessdc.measures import MeasureInput
+from bayessdc.models.base import concat_chains
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis import streams
@@ -149,6 +151,18 @@ class CategoricalRecipe(Recipe):
                 state.gate_frames[chain] = pd.concat(frames, ignore_index=True)
         by_dataset = pd.concat([state.gate_frames[chain] for chain in range(chains)], ignore_index=True)
         return judge_release(by_dataset, state.gate_kinds, self.gate, divergences=divergences)
+
+    def more_chains(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
+                    workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
+        """The fit with chains ``C .. chains - 1`` added (the recipe's ``_sample``) and the release gate judged
+        again (``_gate_fit``; the gate datasets of the chains it has are not drawn again)."""
+        state: CategoricalFit = fitted.state
+        have = int(state.idata.posterior.sizes["chain"])
+        synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
+        say = _say(self.label, progress)
+        added = self._sample(synthesizer, prepared.data, seed, workdir, say, range(have, chains))
+        idata = concat_chains([state.idata, added])
+        return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""

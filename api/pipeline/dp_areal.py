@@ -6,13 +6,12 @@ effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
 
-from bayessdc.models.base import concat_chains
 from bayessdc.models.dp_areal import DEFAULT_K, DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.synthesis.output import fingerprint_frame
@@ -142,21 +141,14 @@ class DPAreal(CategoricalRecipe):
         idata = synthesizer.fit(data, seed)
         return self._gate_fit(prepared, CategoricalFit(idata, synthesizer), seed, say)
 
-    def more_chains(
-        self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None,
-        progress: bool,
-    ) -> Fitted:
-        """The fit with chains ``C .. chains - 1`` added (NUTS from the stream ``(seed, "chains", C)``), the
-        posterior of all of them and the release gate judged again (the gate datasets of the chains it has are
-        not drawn again; divergences are counted over every chain)."""  # fmt: skip
-        state: CategoricalFit = fitted.state
-        have = int(state.idata.posterior.sizes["chain"])
-        synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
-        say = _say(self.label, progress)
-        say(f"fitting chains {have} to {chains - 1} ...")
-        added = synthesizer.fit(prepared.data, seed, chains=range(have, chains))
-        idata = concat_chains([state.idata, added])
-        return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
+    def _sample(
+        self, synthesizer: DPArealSynthesizer, data: Any, seed: int, workdir: Path | None, say: Callable[[str], None],
+        chains: range,
+    ) -> Any:
+        """The posterior of ``chains`` added by the stopping rule: NUTS from the stream ``(seed, "chains", C)``
+        (divergences are then counted over every chain)."""
+        say(f"fitting chains {chains.start} to {chains.stop - 1} ...")
+        return synthesizer.fit(data, seed, chains=chains)
 
     def _gate_fit(
         self, prepared: CategoricalPrepared, state: CategoricalFit, seed: int, say: Callable[[str], None]

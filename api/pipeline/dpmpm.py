@@ -159,26 +159,13 @@ class DPMPM(CategoricalRecipe):
         idata = self._sample(synthesizer, data, seed, workdir, say, range(self.settings.chains))
         return self._gate_fit(prepared, CategoricalFit(idata, synthesizer), seed, say)
 
-    def more_chains(
-        self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None,
-        progress: bool,
-    ) -> Fitted:
-        """The fit with chains ``C .. chains - 1`` added (each from its own stream, as in a run started with
-        ``chains`` chains), the posterior of all of them and the release gate judged again (the gate datasets of
-        the chains it has are not drawn again)."""  # fmt: skip
-        state: CategoricalFit = fitted.state
-        have = int(state.idata.posterior.sizes["chain"])
-        synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
-        say = _say(self.label, progress)
-        added = self._sample(synthesizer, prepared.data, seed, workdir, say, range(have, chains))
-        idata = DPMPMSynthesizer.combine_chains([state.idata, added])
-        return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
-
     def _sample(
         self, synthesizer: DPMPMSynthesizer, data: Any, seed: int, workdir: Path | None, say: Callable[[str], None],
         chains: range,
     ) -> Any:
-        """The posterior of ``chains`` (of the synthesizer's ``settings.chains``): in threads, or as parts."""
+        """The posterior of ``chains`` (of the synthesizer's ``settings.chains``): in threads, or as parts. Each
+        chain draws from its own stream, so chains added by the stopping rule are those of a run started with
+        them."""
         if self.scheduler is None and self.workers is None:
             every = chains == range(synthesizer.settings.chains)
             return synthesizer.fit(data, seed) if every else synthesizer.fit(data, seed, chains=list(chains))
