@@ -2,6 +2,7 @@
 
 import io
 import os
+import sys
 
 import pytest
 
@@ -41,3 +42,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
         (notebooks if notebook else others).append(item)
     items[:] = notebooks + others
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse to run when ``--dist loadgroup`` would not group: each test file's module-scoped fits would then run
+    on both workers (pytest 9.2 with pytest-xdist 3.8 ignores the groups silently, pytest-dev/pytest-xdist#1386;
+    pyproject.toml pins pytest below 9.2). A worker's items carry their group after the ``@`` of their node id."""
+    config = session.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup") or not session.items:
+        return
+    if not all("@" in item.nodeid for item in session.items):
+        message = (
+            "pytest-xdist's --dist loadgroup did not group the tests (node ids without '@group'): module-scoped "
+            f"fits would run on both workers; pytest {pytest.__version__} with this pytest-xdist is the known cause "
+            "(pytest-dev/pytest-xdist#1386): install the versions pinned in pyproject.toml (make install-dev)"
+        )
+        print(message, file=sys.__stderr__, flush=True)  # a worker's exception reaches the terminal as a bare assert
+        raise pytest.UsageError(message)
