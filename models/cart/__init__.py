@@ -15,7 +15,7 @@ Modules:
 * :mod:`~bayessdc.models.cart.states`: missing values, missing-value codes and spikes of numeric columns, a state
   synthesized before the value (R synthpop's ``cont.na`` and ``semicont``);
 * :mod:`~bayessdc.models.cart.smoothing`: the Gaussian-kernel smoothing of numeric draws (``smoothing="density"``);
-* :mod:`~bayessdc.models.cart.simulate`: an ACS-like person file and its rules;
+* :mod:`~bayessdc.models.cart.simulate`: an ACS-like person file, its rules, and work columns with missing values;
 * :mod:`~bayessdc.models.cart.synthesizer`: :class:`CartSynthesizer`.
 
 There is no PyMC model: the synthesizer is nonparametric (trees and a Bayesian bootstrap), with no
@@ -24,7 +24,7 @@ posterior to sample.
 
 from .bootstrap import MAX_PAIRS_PER_CHUNK, CartSynthesisError, draw_column
 from .data import CartDataError, check_rules_hold, encode_columns, validate_columns
-from .simulate import acs_example_rules, simulate_acs_persons
+from .simulate import acs_example_rules, simulate_acs_persons, simulate_acs_work
 from .smoothing import ValueSmoother, bandwidth_nrd0
 from .states import NumericStates, numeric_states
 from .synthesizer import CartSynthesizer
@@ -47,5 +47,6 @@ __all__ = [
     "fit_column_tree",
     "numeric_states",
     "simulate_acs_persons",
+    "simulate_acs_work",
     "validate_columns",
 ]
