@@ -64,9 +64,9 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def column_values(flags: list[str] | None, flag: str) -> dict[str, list[float]]:
+def column_values(flags: list[str] | None, flag: str) -> dict[str, list[float]] | None:
     """``["hours=-8,-9", "income=0"]`` as ``{"hours": [-8, -9], "income": [0]}`` (``flag`` names the option in
-    errors)."""
+    errors); None without the flag, the library's default."""
     from bayessdc import InputError
 
     out: dict[str, list[float]] = {}
@@ -79,7 +79,7 @@ def column_values(flags: list[str] | None, flag: str) -> dict[str, list[float]]:
         if not sep or not column.strip() or not numbers:
             raise InputError(f"{flag} {text!r}: write COLUMN=V1,V2 with numbers, e.g. {flag} hours=-8,-9")
         out.setdefault(column.strip(), []).extend(int(v) if v.is_integer() else v for v in numbers)
-    return out
+    return out or None
 
 
 def _columns(text: str) -> list[str]:
