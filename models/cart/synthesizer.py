@@ -43,7 +43,7 @@ import pandas as pd
 import bayessdc.synthesis.streams as streams
 
 from .bootstrap import draw_column
-from .data import check_rules_hold, decode_categorical, encode_columns, encode_like, validate_columns
+from .data import CartDataError, check_rules_hold, decode_categorical, encode_columns, encode_like, validate_columns
 from .rules import ColumnSchema, Rule, parse_rules, rule_violations
 from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
@@ -172,6 +172,9 @@ class CartSynthesizer:
         rules = list(self.rules)
         check_rules_hold(rules, codes, schema)
         self._states = numeric_states(codes, schema, self.missing_codes, self.spikes)
+        taken = [states.state_column for states in self._states.values() if states.state_column in schema]
+        if taken:
+            raise CartDataError(f"column(s) {', '.join(map(repr, taken))} clash with the state columns of CART")
         for column, states in self._states.items():
             schema[column] = ColumnSchema(column, False, schema[column].levels, fill=states.fill, filled=states.codes)
             schema[states.state_column] = states.schema()
