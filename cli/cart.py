@@ -14,7 +14,7 @@ from typing import Any
 
 from . import DATA_HELP
 
-__all__ = ["add_parser", "demo", "run", "summary"]
+__all__ = ["add_parser", "column_values", "demo", "run", "summary"]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -48,7 +48,38 @@ def add_parser(subparsers: Any) -> None:
         "cut into deciles)",
     )
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the original (default 1000)")
+    p.add_argument(
+        "--missing-code", action="append", default=None, metavar="COLUMN=V1,V2",
+        help="values of a numeric column that stand for a missing value (repeatable; synthpop's cont.na): "
+        "synthesized as states before the value and released as the codes themselves",
+    )  # fmt: skip
+    p.add_argument(
+        "--spike", action="append", default=None, metavar="COLUMN=V1,V2",
+        help="spikes of a numeric column's distribution, e.g. income=0 (repeatable; synthpop's semicont)",
+    )  # fmt: skip
+    p.add_argument(
+        "--smoothing", choices=["density"], default=None,
+        help="perturb drawn numeric values by a Gaussian kernel (leaf bw.nrd0 bandwidth, within the observed range)",
+    )  # fmt: skip
     p.set_defaults(func=run)
+
+
+def column_values(flags: list[str] | None, flag: str) -> dict[str, list[float]] | None:
+    """``["hours=-8,-9", "income=0"]`` as ``{"hours": [-8, -9], "income": [0]}`` (``flag`` names the option in
+    errors); None without the flag, the library's default."""
+    from bayessdc import InputError
+
+    out: dict[str, list[float]] = {}
+    for text in flags or []:
+        column, sep, values = text.partition("=")
+        try:
+            numbers = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            numbers = []
+        if not sep or not column.strip() or not numbers:
+            raise InputError(f"{flag} {text!r}: write COLUMN=V1,V2 with numbers, e.g. {flag} hours=-8,-9")
+        out.setdefault(column.strip(), []).extend(int(v) if v.is_integer() else v for v in numbers)
+    return out or None
 
 
 def _columns(text: str) -> list[str]:
@@ -70,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         categorical=_columns(args.categorical),
         tables=args.table,
         bootstrap=args.bootstrap,
+        missing_codes=column_values(args.missing_code, "--missing-code"),
+        spikes=column_values(args.spike, "--spike"),
+        smoothing=args.smoothing,
     )
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,

@@ -80,8 +80,8 @@ class CountTau(Measure):
             values.append({"subset": "all cells", "dataset": int(number),
                            "value": proportion_of_total_variation(original, frame[count].to_numpy(float))})
             for margin in data.count_margins:
-                totals = data.original.groupby(margin)[count].sum()
-                synthetic = frame.groupby(margin)[count].sum().reindex(totals.index, fill_value=0)
+                totals = data.original.groupby(margin, dropna=False)[count].sum()
+                synthetic = frame.groupby(margin, dropna=False)[count].sum().reindex(totals.index, fill_value=0)
                 values.append({"subset": f"totals by {'+'.join(margin)}", "dataset": int(number),
                                "value": proportion_of_total_variation(totals.to_numpy(float),
                                                                       synthetic.to_numpy(float))})

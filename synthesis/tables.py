@@ -50,7 +50,11 @@ class TableSpec:
         ``"age >= 18"``).
     bins
         Numeric columns of ``by`` cut into intervals: column -> increasing edges, intervals closed on the left
-        (``[18, 25, 45]`` gives 18-24 and 25-44; values outside become a missing group and are not counted).
+        (``[18, 25, 45]`` gives 18-24 and 25-44; records with a value outside are not counted).
+
+    Notes
+    -----
+    A missing value (NaN, None) is a cell of its own, counted like any value, binned columns included.
     """
 
     name: str
@@ -78,20 +82,24 @@ def _classify(frame: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
         raise ValueError(f"table {spec.name!r}: unknown column(s) {missing}")
     selected = frame.query(spec.where) if spec.where else frame
     columns = {}
+    outside = np.zeros(len(selected), dtype=bool)
     for column in spec.by:
         values = selected[column]
         if column in spec.bins:
-            values = pd.cut(values, list(spec.bins[column]), right=False)
+            binned = pd.cut(values, list(spec.bins[column]), right=False)
+            outside |= (binned.isna() & values.notna()).to_numpy()  # outside the bins: not counted
+            values = binned
         if isinstance(values.dtype, pd.CategoricalDtype):
             # plain values, so that tables from categorical and object columns align cell by cell
             values = values.astype(object)
         columns[column] = values
-    return pd.DataFrame(columns, index=selected.index)
+    return pd.DataFrame(columns, index=selected.index)[~outside]
 
 
 def count_table(frame: pd.DataFrame, spec: TableSpec) -> pd.Series:
-    """Counts of the table ``spec`` in ``frame``: a Series indexed by the cells that occur."""
-    return _classify(frame, spec).groupby(list(spec.by), observed=True).size()
+    """Counts of the table ``spec`` in ``frame``: a Series indexed by the cells that occur, a missing value
+    being a cell of its own (NaN in the index)."""
+    return _classify(frame, spec).groupby(list(spec.by), observed=True, dropna=False).size()
 
 
 def tau_synthetic(original: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> pd.Series:
@@ -243,7 +251,7 @@ def relative_cell_errors(
 def summarize_relative_errors(errors: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Median, quartiles and extremes of the relative error per category (from :func:`relative_cell_errors`)."""
     out = {}
-    for category, group in errors.groupby("category", sort=False, observed=True):
+    for category, group in errors.groupby("category", sort=False, observed=True, dropna=False):
         summary = _quartiles(group["relative_error"].to_numpy())
         summary["original"] = int(group["original"].iloc[0])
         out[str(category)] = summary

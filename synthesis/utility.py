@@ -44,6 +44,8 @@ def total_variation_by_dataset(
 ) -> pd.Series:
     """``tau`` of the table ``by`` (sum of ``value``, or record counts) for each synthetic dataset.
 
+    A missing value of a ``by`` column is a cell of its own.
+
     Returns a Series indexed by the ``synthetic`` number.
     """
     by = list(by)
@@ -94,6 +96,7 @@ def margin_deviation(original: pd.DataFrame, synthetic: pd.DataFrame, by: Sequen
 
 
 def _table(frame: pd.DataFrame, by: list[str], value: str | None) -> pd.Series:
+    """Counts (or sums of ``value``) over the cells of ``by``; a missing value is a cell of its own."""
     if value is None:
-        return frame.groupby(by, observed=True).size()
-    return frame.groupby(by, observed=True)[value].sum()
+        return frame.groupby(by, observed=True, dropna=False).size()
+    return frame.groupby(by, observed=True, dropna=False)[value].sum()

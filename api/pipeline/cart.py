@@ -104,9 +104,20 @@ class CART(Recipe):
         or ``"A,B,C"`` strings (see :func:`parse_table`); default :func:`default_tables`.
     bootstrap
         Bootstrap replicates of the original per table (``--bootstrap``, default 1000).
+    missing_codes
+        Numeric column -> values standing for a missing value (``--missing-code hours=-8,-9``; synthpop's
+        ``cont.na``): states synthesized before the value and released as the codes themselves.
+    spikes
+        Numeric column -> spikes of its distribution (``--spike income=0``; synthpop's ``semicont``).
+    smoothing
+        ``None`` (donor values) or ``"density"`` (``--smoothing density``): drawn numeric values perturbed by a
+        Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range.
 
     Notes
     -----
+    Missing values are synthesized, never dropped: a level of their own in a categorical column, a state drawn
+    before the value in a numeric one (:mod:`bayessdc.models.cart.states`); the release holds NaN (or the
+    declared code) where the trees put them, and the utility tables count them as cells of their own.
     Columns of the input that are neither kept nor synthesized are not released. See the module docstring
     for what the diagnostics and the risk of a CART release hold.
 
@@ -125,6 +136,9 @@ class CART(Recipe):
     categorical: Sequence[str] = ()
     tables: Sequence[TableSpec | str] | None = None
     bootstrap: int = 1000
+    missing_codes: Mapping[str, Sequence[float]] | None = None
+    spikes: Mapping[str, Sequence[float]] | None = None
+    smoothing: str | None = None
     name: ClassVar[str] = "cart"
 
     def _rules(self) -> list[Rule]:
@@ -141,6 +155,9 @@ class CART(Recipe):
             ccp_alpha=self.ccp_alpha,
             max_depth=self.max_depth,
             categorical=list(self.categorical),
+            missing_codes=dict(self.missing_codes or {}),
+            spikes=dict(self.spikes or {}),
+            smoothing=self.smoothing,
         )
 
     def prepare(
@@ -150,7 +167,10 @@ class CART(Recipe):
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
         synthesize, keep = list(synthesize or []), list(keep or [])
-        synthesizer = self._synthesizer(synthesize, keep, self._rules())
+        try:
+            synthesizer = self._synthesizer(synthesize, keep, self._rules())
+        except ValueError as err:  # a setting out of range (smoothing=)
+            raise InputError(str(err)) from None
         released = synthesizer.validate(frame)
         tables = table_specs(self.tables, frame, released, synthesize, keep)
         _check_rules(synthesizer, released)
@@ -166,6 +186,9 @@ class CART(Recipe):
                 "max_depth": self.max_depth,
             },
             "categorical": list(self.categorical),
+            "missing_codes": synthesizer.missing_codes,
+            "spikes": synthesizer.spikes,
+            "smoothing": self.smoothing,
             "tables": {t.name: t.to_dict() for t in tables},
             "bootstrap": self.bootstrap,
         }
@@ -242,6 +265,7 @@ class CART(Recipe):
         return [
             Lever("min_leaf", "larger leaves: each synthetic value drawn from more confidential records"),
             Lever("ccp_alpha", "more pruning: fewer, larger leaves"),
+            Lever("smoothing", "'density': numeric values perturbed by a Gaussian kernel, fewer copies of real values"),
             Lever("replicated uniques", "removed from the synthetic datasets by the pipeline when a policy criterion "
                   "on replicated_uniques fails", refit=False),
         ]  # fmt: skip

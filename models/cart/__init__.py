@@ -12,7 +12,10 @@ Modules:
 * :mod:`~bayessdc.models.cart.bootstrap`: the Bayesian bootstrap in the leaves, restricted by the rules;
 * :mod:`~bayessdc.models.cart.rules`: the logical rules;
 * :mod:`~bayessdc.models.cart.data`: input checks and the encoding of the columns;
-* :mod:`~bayessdc.models.cart.simulate`: an ACS-like person file and its rules;
+* :mod:`~bayessdc.models.cart.states`: missing values, missing-value codes and spikes of numeric columns, a state
+  synthesized before the value (R synthpop's ``cont.na`` and ``semicont``);
+* :mod:`~bayessdc.models.cart.smoothing`: the Gaussian-kernel smoothing of numeric draws (``smoothing="density"``);
+* :mod:`~bayessdc.models.cart.simulate`: an ACS-like person file, its rules, and work columns with missing values;
 * :mod:`~bayessdc.models.cart.synthesizer`: :class:`CartSynthesizer`.
 
 There is no PyMC model: the synthesizer is nonparametric (trees and a Bayesian bootstrap), with no
@@ -21,7 +24,9 @@ posterior to sample.
 
 from .bootstrap import MAX_PAIRS_PER_CHUNK, CartSynthesisError, draw_column
 from .data import CartDataError, check_rules_hold, encode_columns, validate_columns
-from .simulate import acs_example_rules, simulate_acs_persons
+from .simulate import acs_example_rules, simulate_acs_persons, simulate_acs_work
+from .smoothing import ValueSmoother, bandwidth_nrd0
+from .states import NumericStates, numeric_states
 from .synthesizer import CartSynthesizer
 from .tree import ColumnTree, design_matrix, fit_column_tree
 
@@ -31,12 +36,17 @@ __all__ = [
     "CartSynthesisError",
     "CartSynthesizer",
     "ColumnTree",
+    "NumericStates",
+    "ValueSmoother",
     "acs_example_rules",
+    "bandwidth_nrd0",
     "check_rules_hold",
     "design_matrix",
     "draw_column",
     "encode_columns",
     "fit_column_tree",
+    "numeric_states",
     "simulate_acs_persons",
+    "simulate_acs_work",
     "validate_columns",
 ]

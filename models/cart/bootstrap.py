@@ -149,17 +149,24 @@ def _draw_chunk(
     w = weights[pair]
     if fitted.rules:
         spec = schema[fitted.column]
-        candidate = fitted.pair_code[pair]
-        if not spec.categorical:
-            candidate = spec.levels.astype(float)[candidate]
+        code = fitted.pair_code[pair]
+        if fitted.rule_numbers is not None:  # a state tree: the number each state gives its column
+            candidate = fitted.rule_numbers[code]
+        elif not spec.categorical:
+            candidate = spec.levels.astype(float)[code]
+        else:
+            candidate = code
         record_of_pair = records[owner]
+        rule_column = fitted.rule_column or fitted.column
 
         def env(column: str) -> np.ndarray:
-            return candidate if column == fitted.column else values[column][record_of_pair]
+            return candidate if column == rule_column else values[column][record_of_pair]
 
         admissible = np.ones(len(pair), dtype=bool)
         for rule in fitted.rules:
             admissible &= np.broadcast_to(rule.holds(env, schema), admissible.shape)
+        if fitted.unjudged is not None:  # the "value" state: its number is drawn, and judged, next
+            admissible |= fitted.unjudged[code]
         w = np.where(admissible, w, 0.0)
     cumulative = np.concatenate([[0.0], np.cumsum(w)])
     before = cumulative[segment_begin]

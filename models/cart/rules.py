@@ -25,6 +25,13 @@ Rules are read from JSON or YAML (:func:`load_rules`) or built as Python objects
 Rules are evaluated on *encoded* values: integer codes into the column's levels for a categorical column,
 floats for a numeric one (see :class:`ColumnSchema`); arrays broadcast, so one call checks every record
 against every candidate value at once.
+
+Missing values: a condition on a missing value is false, whatever it says (``in``, ``not_in``, ``min``,
+``max``, or a bound read from a column whose value is missing), as a comparison with NULL in SQL. So a
+missing value in an ``if`` column means the rule does not apply to that record, and a missing value in a
+``then`` or ``allowed`` column violates the rule: ``{"if": {"employed": "yes"}, "then": {"hours": {"min": 1}}}``
+requires hours to be reported for the employed. A rule cannot name the missing value itself (no value of a
+rule matches it). Declared missing-value codes and spikes of a numeric column are numbers like any other.
 """
 
 from __future__ import annotations
@@ -87,21 +94,50 @@ class ColumnSchema:
     categorical
         True for a categorical column.
     levels
-        The distinct observed values (categorical: the value of code ``k`` is ``levels[k]``).
+        The distinct observed values (categorical: the value of code ``k`` is ``levels[k]``; numeric: the
+        distinct values that are not missing).
+    has_missing
+        Categorical only: missing values are a level of their own, the last (``levels[-1]`` is NaN).
+    fill
+        Numeric only: the number standing for a missing value or a missing-value code in the trees' predictor
+        matrix (None: the column has neither).
+    filled
+        Numeric only: the declared missing-value codes, replaced by ``fill`` as predictors like NaN.
     """
 
     name: str
     categorical: bool
     levels: np.ndarray
+    has_missing: bool = False
+    fill: float | None = None
+    filled: tuple[float, ...] = ()
+
+    @property
+    def missing_code(self) -> int | None:
+        """Categorical: the code of the missing level (None without one)."""
+        return len(self.levels) - 1 if self.has_missing else None
+
+    @property
+    def observed_levels(self) -> np.ndarray:
+        """The levels that are values (without the missing level)."""
+        return self.levels[:-1] if self.has_missing else self.levels
+
+    def predictor(self, values: np.ndarray) -> np.ndarray:
+        """Numeric: the values as a predictor, missing values and missing-value codes replaced by ``fill``."""
+        if self.fill is None:
+            return values
+        values = np.asarray(values, dtype=float)
+        return np.where(np.isnan(values) | np.isin(values, self.filled), self.fill, values)
 
     def codes_of(self, values: Sequence[Any], rule: str) -> np.ndarray:
         """Codes of ``values`` (a :class:`RuleError` naming ``rule`` for a value the column never takes)."""
-        known = {_plain(v): k for k, v in enumerate(self.levels)}
+        levels = self.observed_levels
+        known = {_plain(v): k for k, v in enumerate(levels)}  # the missing level is no value a rule can name
         codes = []
         for value in values:
             if _plain(value) not in known:
-                shown = ", ".join(repr(_plain(v)) for v in self.levels[:20])
-                more = f", ... ({len(self.levels)} values)" if len(self.levels) > 20 else ""
+                shown = ", ".join(repr(_plain(v)) for v in levels[:20])
+                more = f", ... ({len(levels)} values)" if len(levels) > 20 else ""
                 raise RuleError(
                     f"rule {rule!r}: {value!r} is not a value of column {self.name!r} (its values: {shown}{more})"
                 )
@@ -185,12 +221,15 @@ class Condition:
             if self.values_not_in is not None:
                 mask = np.ones(len(own.levels), dtype=bool)
                 mask[own.codes_of(self.values_not_in, rule)] = False
+                if own.has_missing:
+                    mask[own.missing_code] = False  # a condition on a missing value is false
                 result = result & mask[values]
             return np.asarray(result)
         if self.values_in is not None:
             result = result & np.isin(values, np.asarray(self.values_in, dtype=float))
         if self.values_not_in is not None:
-            result = result & ~np.isin(values, np.asarray(self.values_not_in, dtype=float))
+            present = ~np.isnan(np.asarray(values, dtype=float))  # a condition on a missing value is false
+            result = result & ~np.isin(values, np.asarray(self.values_not_in, dtype=float)) & present
         if self.minimum is not None:
             result = result & (values >= _bound_value(self.minimum, env))
         if self.maximum is not None:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["acs_example_rules", "simulate_acs_persons"]
+__all__ = ["acs_example_rules", "simulate_acs_persons", "simulate_acs_work"]
 
 _GRADES = ("not attending", "preschool", "grades 1-8", "grades 9-12", "undergraduate", "graduate")
 _EDUCATION = ("none", "less than high school", "high school", "some college", "bachelor", "graduate degree")
@@ -60,6 +60,26 @@ def simulate_acs_persons(n: int = 2000, seed: int = 0) -> pd.DataFrame:
             "marital": marital,
         }
     )
+
+
+def simulate_acs_work(persons: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """``persons`` with work columns holding values missing by design, a missing-value code and a spike.
+
+    Columns added: ``employed`` (``"yes"`` for about 60% of those aged 18 to 70, ``"no"`` otherwise),
+    ``hours`` (usual weekly hours, 1-80, missing exactly for those not employed: no job, no hours) and
+    ``income`` (yearly, two decimals; a spike at 0 for about half of those not employed and 5% of the employed,
+    and the missing-value code -8, "refused", for 6% of records). Declare them as
+    ``missing_codes={"income": [-8]}, spikes={"income": [0]}``.
+    """
+    rng = np.random.default_rng([seed, 1])
+    n, age = len(persons), persons["age"].to_numpy()
+    employed = (age >= 18) & (age <= 70) & (rng.random(n) < 0.6)
+    hours = np.where(employed, np.round(rng.normal(38, 9, n)).clip(1, 80), np.nan)
+    income = np.round(np.exp(rng.normal(9.6 + 0.6 * employed + 0.01 * np.minimum(age, 60), 0.8)), 2)
+    zero = np.where(employed, rng.random(n) < 0.05, rng.random(n) < 0.5)
+    income[zero] = 0.0
+    income[rng.random(n) < 0.06] = -8.0
+    return persons.assign(employed=np.where(employed, "yes", "no"), hours=hours, income=income)
 
 
 def acs_example_rules() -> list[dict[str, Any]]:

@@ -16,6 +16,12 @@ whose columns are all kept or synthesized up to ``X_j`` restricts the draw to th
 admissible given the record's already-fixed values. A record whose leaf holds no admissible value draws from
 the nearest ancestor node holding one; such fallbacks are counted.
 
+Missing values are synthesized like values, as R synthpop does: a categorical column's missing values are a
+level of their own; a numeric column with missing values, declared missing-value codes (synthpop's
+``cont.na``) or spikes (``semicont``) gets a *state* tree drawn before its value tree
+(:mod:`bayessdc.models.cart.states`). Numeric draws may be smoothed by a Gaussian kernel
+(:mod:`bayessdc.models.cart.smoothing`).
+
 References
 ----------
 .. [1] Rodriguez, R. A., Freiman, M. H., Reiter, J. P., & Lauger, A. D. *Preserving privacy in person-level data
@@ -37,8 +43,10 @@ import pandas as pd
 import bayessdc.synthesis.streams as streams
 
 from .bootstrap import draw_column
-from .data import check_rules_hold, encode_columns, validate_columns
+from .data import CartDataError, check_rules_hold, decode_categorical, encode_columns, encode_like, validate_columns
 from .rules import ColumnSchema, Rule, parse_rules, rule_violations
+from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
+from .states import NumericStates, numeric_states
 from .tree import ColumnTree, design_matrix, fit_column_tree
 
 __all__ = ["CartSynthesizer"]
@@ -67,6 +75,17 @@ class CartSynthesizer:
         Largest depth of a tree (default none).
     categorical
         Numeric columns to treat as categorical (columns of non-numeric type always are).
+    missing_codes
+        Numeric column -> values standing for a missing value (synthpop's ``cont.na``), e.g.
+        ``{"hours": [-8, -9]}``: each is a state of the column, synthesized before the value and released as
+        the code itself.
+    spikes
+        Numeric column -> spikes of its distribution (synthpop's ``semicont``), e.g. ``{"income": [0]}``:
+        states like the codes, but entering later trees with their number.
+    smoothing
+        ``None`` (default): numeric values are donors' values; ``"density"``: each drawn value is perturbed by a
+        Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range
+        (:mod:`bayessdc.models.cart.smoothing`).
     name
         Short name used in outputs.
 
@@ -84,6 +103,9 @@ class CartSynthesizer:
     ccp_alpha: float = 0.0
     max_depth: int | None = None
     categorical: Sequence[str] = ()
+    missing_codes: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    spikes: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    smoothing: str | None = None
     name: str = "cart"
     #: Per synthesized column, fallbacks of the last :meth:`synthesize` (records drawn from an ancestor node
     #: and, of those, from the root, i.e. the whole column), and the number of draws.
@@ -100,14 +122,18 @@ class CartSynthesizer:
             raise ValueError(f"ccp_alpha must be non-negative, got {self.ccp_alpha}")
         if self.max_depth is not None and self.max_depth < 1:
             raise ValueError(f"max_depth must be at least 1, got {self.max_depth}")
+        if self.smoothing not in SMOOTHING:
+            raise ValueError(f"smoothing must be None or 'density', got {self.smoothing!r}")
+        self.missing_codes = {str(c): _numbers(v) for c, v in dict(self.missing_codes or {}).items()}
+        self.spikes = {str(c): _numbers(v) for c, v in dict(self.spikes or {}).items()}
         self._trees: list[ColumnTree] = []
+        self._states: dict[str, NumericStates] = {}
+        self._smoothers: dict[str, ValueSmoother] = {}
         self._schema: dict[str, ColumnSchema] = {}
         self._codes: dict[str, np.ndarray] = {}
         self._data: pd.DataFrame | None = None
         self._seed: int | None = None
         self.fit_seconds: float | None = None
-
-    # -- input -------------------------------------------------------------------------------------------
 
     # -- input -------------------------------------------------------------------------------------------
 
@@ -117,9 +143,10 @@ class CartSynthesizer:
         Raises
         ------
         CartDataError
-            Unknown or repeated columns, a column both kept and synthesized, missing values (the rows are named).
+            Unknown or repeated columns, a column both kept and synthesized, a missing-value code or spike that is
+            not a value of its numeric column (the column and value are named).
         """
-        return validate_columns(data, self.synthesize, self.keep, self.categorical)
+        return validate_columns(data, self.synthesize, self.keep, self.categorical, self.missing_codes, self.spikes)
 
     # -- fitting (Section 2, steps 1-3) ---------------------------------------------------------------------
 
@@ -144,51 +171,96 @@ class CartSynthesizer:
         schema, codes = encode_columns(frame, self.categorical)
         rules = list(self.rules)
         check_rules_hold(rules, codes, schema)
+        self._states = numeric_states(codes, schema, self.missing_codes, self.spikes)
+        taken = [states.state_column for states in self._states.values() if states.state_column in schema]
+        if taken:
+            raise CartDataError(f"column(s) {', '.join(map(repr, taken))} clash with the state columns of CART")
+        for column, states in self._states.items():
+            schema[column] = ColumnSchema(column, False, schema[column].levels, fill=states.fill, filled=states.codes)
+            schema[states.state_column] = states.schema()
+            codes[states.state_column] = states.state_of(codes[column])
         self._schema, self._codes, self._data, self._seed = schema, codes, frame, int(seed)
         tree_seed = streams.integer_seed(seed, "tree")
-        self._trees = []
+        settings = {
+            "min_samples_leaf": self.min_samples_leaf,
+            "ccp_alpha": self.ccp_alpha,
+            "max_depth": self.max_depth,
+            "seed": tree_seed,
+        }
+        self._trees, self._smoothers = [], {}
         for j, column in enumerate(self.synthesize):
-            predictors = [*self.keep, *self.synthesize[:j]]
-            known = set(predictors) | {column}
+            predictors = self._with_states([*self.keep, *self.synthesize[:j]])
+            known = {*self.keep, *self.synthesize[: j + 1]}
             # A rule is enforced when its last column is drawn: the rules on this column whose other columns
             # are all fixed by now.
             step_rules = [r for r in rules if column in r.columns and r.columns <= known]
-            tree = fit_column_tree(
-                column,
-                predictors,
-                step_rules,
-                schema,
-                codes,
-                min_samples_leaf=self.min_samples_leaf,
-                ccp_alpha=self.ccp_alpha,
-                max_depth=self.max_depth,
-                seed=tree_seed,
-            )
+            rows = None
+            states = self._states.get(column)
+            if states is not None:
+                state_tree = fit_column_tree(states.state_column, predictors, step_rules, schema, codes, **settings)
+                state_tree.rule_column, state_tree.rule_numbers = column, states.numbers
+                state_tree.unjudged = np.arange(len(states.levels)) == 0
+                self._trees.append(state_tree)
+                rows = np.flatnonzero(codes[states.state_column] == 0)
+                if not len(rows):
+                    continue  # no record in the "value" state: the state tree puts back every value
+            tree = fit_column_tree(column, predictors, step_rules, schema, codes, rows=rows, **settings)
+            if states is not None:
+                tree.gate = states.state_column
+            if self.smoothing == "density" and not schema[column].categorical:
+                tree.bandwidth = leaf_bandwidths(tree, schema[column].levels)
+                observed = codes[column] if rows is None else codes[column][rows]
+                self._smoothers[column] = ValueSmoother.of(observed, states.numbers[1:] if states else ())
             self._trees.append(tree)
         self.fit_seconds = time.perf_counter() - start
         return self
 
     # -- synthesis (Section 2, step 4) ---------------------------------------------------------------------
 
-    def synthesize_dataset(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """One synthetic dataset: encoded values of every kept and synthesized column.
+    def synthesize_dataset(
+        self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None = None
+    ) -> dict[str, np.ndarray]:
+        """One synthetic dataset: encoded values of every kept and synthesized column (and of the states).
 
         The kept columns are the confidential values; each synthesized column is drawn in order, each record
         in the leaf its kept and earlier synthetic values lead to, from a fresh Bayesian bootstrap of every
         leaf's observed values restricted to the values the rules admit for that record
-        (:func:`bayessdc.models.cart.bootstrap.draw_column`).
+        (:func:`bayessdc.models.cart.bootstrap.draw_column`). A numeric column with states draws its state
+        first, then its value for the records in the "value" state only.
+
+        Parameters
+        ----------
+        rng
+            The bootstrap weights and draws.
+        smoothing_rng
+            The smoothing's normal draws (with ``smoothing="density"``; default ``rng``).
         """
         self._check_fitted()
+        smoothing_rng = rng if smoothing_rng is None else smoothing_rng
         n = len(self._data)
-        values = {c: self._codes[c] for c in self.keep}
+        values = {c: self._codes[c] for c in self._with_states(self.keep)}
         for fitted in self._trees:
             spec = self._schema[fitted.column]
-            design = design_matrix(fitted.predictors, values, n, self._schema)
+            rows = np.arange(n) if fitted.gate is None else np.flatnonzero(values[fitted.gate] == 0)
+            fixed = values if fitted.gate is None else {c: v[rows] for c, v in values.items()}
+            design = design_matrix(fitted.predictors, fixed, len(rows), self._schema)
             nodes = fitted.tree.apply(design).astype(np.int64)
+            leaves = nodes.copy()
             stats = self.fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
-            chosen = draw_column(fitted, nodes, values, self._schema, rng, stats)
-            code = fitted.pair_code[chosen]
-            values[fitted.column] = code if spec.categorical else spec.levels.astype(float)[code]
+            code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats)]
+            if spec.categorical:
+                values[fitted.column] = code
+                if fitted.rule_numbers is not None:  # a state: the number it puts back (NaN for "value")
+                    values[fitted.rule_column] = fitted.rule_numbers[code].astype(float)
+                continue
+            drawn = spec.levels.astype(float)[code]
+            if fitted.bandwidth is not None:
+                drawn = self._smoothers[fitted.column].smooth(drawn, fitted.bandwidth[leaves], smoothing_rng)
+            if fitted.gate is None:
+                values[fitted.column] = drawn
+            else:
+                values[fitted.column] = values[fitted.column].copy()
+                values[fitted.column][rows] = drawn
         return values
 
     def synthesize_datasets(self, m: int, seed: int | None = None) -> pd.DataFrame:
@@ -216,7 +288,7 @@ class CartSynthesizer:
         frames = []
         for k in range(1, m + 1):
             rng = streams.rng(seed, "cart-dataset", k)
-            values = self.synthesize_dataset(rng)
+            values = self.synthesize_dataset(rng, streams.rng(seed, "cart-smoothing", k))
             frames.append(self._decode_dataset(values, k))
         return pd.concat(frames, ignore_index=True)
 
@@ -225,12 +297,21 @@ class CartSynthesizer:
         for column in self._data.columns:
             spec = self._schema[column]
             if spec.categorical:
-                columns[column] = pd.Categorical.from_codes(values[column], categories=spec.levels)
+                columns[column] = decode_categorical(values[column], spec)
             elif column in self.keep:
                 columns[column] = self._data[column].to_numpy()
             else:
-                columns[column] = values[column].astype(spec.levels.dtype)
+                columns[column] = _as_dtype(values[column], self._data[column].dtype)
         return pd.DataFrame(columns)
+
+    def _with_states(self, columns: Sequence[str]) -> list[str]:
+        """``columns`` with each numeric column's state column right after it (the trees' predictors)."""
+        out = []
+        for column in columns:
+            out.append(column)
+            if column in self._states:
+                out.append(self._states[column].state_column)
+        return out
 
     # -- description --------------------------------------------------------------------------------------
 
@@ -247,6 +328,7 @@ class CartSynthesizer:
             "synthesized_in_order": list(self.synthesize),
             "kept": list(self.keep),
             "predictors": {c: [*self.keep, *self.synthesize[:j]] for j, c in enumerate(self.synthesize)},
+            "missing_values": self._describe_missing(),
             "trees": kinds,
             "tree_settings": {
                 "min_samples_leaf": self.min_samples_leaf,
@@ -259,9 +341,36 @@ class CartSynthesizer:
             "leaf_draw": "Bayesian bootstrap: Dirichlet(1,...,1) weights over the leaf's observed values, "
             "one bootstrap per leaf per synthetic dataset, one draw per record; leaves found from synthetic "
             "values of earlier columns",
+            "smoothing": self._describe_smoothing(),
             "rules": [r.to_dict() for r in self.rules],
             "rule_enforcement": "draws restricted to the values admissible given the record's fixed values; "
-            "a leaf without one falls back to the nearest ancestor node holding one",
+            "a leaf without one falls back to the nearest ancestor node holding one; a condition on a missing "
+            "value is false (a missing 'if' value: the rule does not apply; a missing 'then' value violates it)",
+        }
+
+    def _describe_missing(self) -> dict[str, Any]:
+        """How the missing values, codes and spikes of each released column were synthesized (no figures)."""
+        categorical = [c for c, spec in self._schema.items() if spec.categorical and spec.has_missing]
+        return {
+            "categorical": "missing values are a level of their own, synthesized and used as a predictor like "
+            "any level; released as NaN",
+            "categorical_with_missing": categorical,
+            "numeric": {column: states.describe() for column, states in self._states.items()},
+            "missing_value_codes": {c: list(v) for c, v in self.missing_codes.items()},
+            "spikes": {c: list(v) for c, v in self.spikes.items()},
+        }
+
+    def _describe_smoothing(self) -> dict[str, Any] | None:
+        if self.smoothing is None:
+            return None
+        return {
+            "method": "density",
+            "kernel": "Gaussian, added to the drawn donor value",
+            "bandwidth": "bw.nrd0 of the leaf's donor values, 0.9 min(sd, IQR/1.34) n^(-1/5); a leaf whose "
+            "donors share one value is not smoothed",
+            "range": "clipped to the column's observed minimum and maximum, rounded to its decimal places; a value "
+            "landing on a missing-value code or spike keeps the donor's",
+            "columns": sorted(self._smoothers),
         }
 
     def tree_summary(self) -> dict[str, Any]:
@@ -283,17 +392,14 @@ class CartSynthesizer:
         Values of a categorical column that the confidential data never take are refused with a ValueError.
         """
         self._check_fitted()
-        encoded = {}
-        for column, spec in self._schema.items():
-            if spec.categorical:
-                codes = pd.Categorical(np.asarray(frame[column], dtype=object), categories=spec.levels).codes
-                if (codes < 0).any():
-                    raise ValueError(f"column {column!r} holds values the fitted data never take")
-                encoded[column] = codes.astype(np.int64)
-            else:
-                encoded[column] = frame[column].to_numpy(dtype=float)
+        encoded = {column: encode_like(frame[column], self._schema[column]) for column in self._data.columns}
         violated = rule_violations(self.rules, encoded, self._schema)
         return {rule.name: len(violated.get(rule.name, ())) for rule in self.rules}
+
+    @property
+    def states(self) -> dict[str, NumericStates]:
+        """The states of the numeric columns with missing values, codes or spikes (after :meth:`fit`)."""
+        return dict(self._states)
 
     @property
     def data(self) -> pd.DataFrame:
@@ -304,3 +410,18 @@ class CartSynthesizer:
     def _check_fitted(self) -> None:
         if self._data is None:
             raise RuntimeError("fit the synthesizer first")
+
+
+def _numbers(values: Any) -> list[float]:
+    """A scalar or a sequence of numbers as a list (the values are checked against the data by ``fit``)."""
+    return [values] if np.isscalar(values) else list(values)
+
+
+def _as_dtype(values: np.ndarray, dtype: Any) -> Any:
+    """Synthetic numbers in the column's original type (floats when an integer column holds missing values)."""
+    if np.isnan(values).any() and pd.api.types.is_integer_dtype(dtype) and isinstance(dtype, np.dtype):
+        return values
+    try:
+        return pd.array(values, dtype=dtype) if not isinstance(dtype, np.dtype) else values.astype(dtype)
+    except (TypeError, ValueError):
+        return values

@@ -7,7 +7,9 @@ variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn
 Encoding of categorical predictors: one-hot. A CART split on a one-hot column separates one category from
 the rest, so no order is imposed on unordered categories (an ordinal code would let a split group
 "Divorced" with "Married" only because their codes are adjacent); several splits build any grouping.
-Numeric predictors enter as numbers.
+Numeric predictors enter as numbers; a numeric column with missing values or missing-value codes enters as
+its number with those replaced by a fill constant, beside its state column (one-hot), which the sequence
+lists right after it (:mod:`bayessdc.models.cart.states`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ class ColumnTree:
     pair_code: np.ndarray
     pair_count: np.ndarray
     rules: list[Rule]
+    #: The column a candidate stands for in the rules (a state tree: its numeric column; default ``column``).
+    rule_column: str | None = None
+    #: Per candidate code, the number it gives ``rule_column`` in the rules (a state tree: NaN, codes, spikes).
+    rule_numbers: np.ndarray | None = None
+    #: Per candidate code, True when the rules cannot judge it yet (the "value" state: its number comes next).
+    unjudged: np.ndarray | None = None
+    #: A value tree: the state column whose "value" state (code 0) selects the records it draws for.
+    gate: str | None = None
+    #: Smoothing of a numeric column's draws: per node, the bandwidth of its donors (NaN: not smoothed).
+    bandwidth: np.ndarray | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -75,7 +87,7 @@ def design_matrix(
             design[rows, offset + values[column]] = 1.0
             offset += len(spec.levels)
         else:
-            design[:, offset] = values[column]
+            design[:, offset] = spec.predictor(values[column])
             offset += 1
     return design
 
@@ -91,6 +103,7 @@ def fit_column_tree(
     ccp_alpha: float,
     max_depth: int | None,
     seed: int,
+    rows: np.ndarray | None = None,
 ) -> ColumnTree:
     """Fit the tree of ``column`` on the confidential values and index its leaves' observed values.
 
@@ -108,8 +121,12 @@ def fit_column_tree(
         scikit-learn's tree settings.
     seed
         ``random_state`` of the tree (tie-breaking among equally good splits).
+    rows
+        The records the tree is fitted on (default all; a value tree: those in the "value" state).
     """
     spec = schema[column]
+    if rows is not None:
+        codes = {c: codes[c][rows] for c in {column, *predictors}}
     n = len(codes[column])
     design = design_matrix(predictors, codes, n, schema)
     settings = {

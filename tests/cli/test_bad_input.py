@@ -101,7 +101,7 @@ class Command:
         ``{NAME}`` is filled in with the path of each of ``files``, ``{tmp}`` with the test's folder.
     missing
         Kind of column -> a column of that kind the command reads; a missing value in each is refused. The
-        first is also dropped for the missing-column case.
+        first is also dropped for the missing-column case (unless ``dropped`` is given).
     numeric
         Columns that must hold numbers: text in them is refused.
     fractional
@@ -116,6 +116,10 @@ class Command:
     files
         Auxiliary files the command reads (name -> content), given as ``--NAME``; each is also given as a file
         that does not exist and as one that cannot be read.
+    dropped
+        The column dropped for the missing-column case, when ``missing`` is empty.
+    missing_accepted
+        Columns whose missing values the command synthesizes: a missing value in each reaches the sampler.
     """
 
     name: str
@@ -129,6 +133,8 @@ class Command:
     key: tuple[str, ...] = ()
     options: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    dropped: str | None = None
+    missing_accepted: tuple[str, ...] = ()
 
 
 #: The options of dpmpm and dp-areal that name columns.
@@ -181,12 +187,15 @@ COMMANDS = [
         for name in ("dpmpm", "dp-areal")
     ),
     # cart: a column's type is read from the data, so text in a column is wrong only where a rule needs a
-    # number (age here); a negative age breaks the declared rule. Records have no key.
+    # number (age here); a negative age breaks the declared rule. Records have no key. Missing values are
+    # synthesized (a level, or a state drawn before the value), not refused.
     Command(
         "cart",
         _persons,
         ("--synthesize", "enrolled,grade", "--keep", "age,sex", "--rules", "{rules}", "--quiet"),
-        missing={"kept (numeric)": "age", "synthesized (categorical)": "grade"},
+        missing={},
+        dropped="age",
+        missing_accepted=("grade", "sex"),
         numeric=("age",),
         negative=("age", "rule 'age is non-negative' is violated"),
         options={
@@ -257,7 +266,7 @@ def _cases(c: Command) -> list[Case]:
     """The rows of the table for command ``c`` (only the cases that apply to it)."""
     row = rf"data row {ROW + 1}\b"
     unknown = r"missing column|not in the|unknown column|neither kept nor synthesized|not columns of the"
-    dropped = next(iter(c.missing.values()))
+    dropped = c.dropped or next(iter(c.missing.values()))
     cases = [
         Case(c, "valid", None),
         Case(c, f"missing column {dropped}", [_word(dropped), unknown], lambda f: f.drop(columns=dropped)),
@@ -275,6 +284,8 @@ def _cases(c: Command) -> list[Case]:
     for kind, column in c.missing.items():
         expect = [f"'{column}'", "missing value", row]
         cases.append(Case(c, f"missing value in the {kind} column", expect, _at(column, np.nan)))
+    for column in c.missing_accepted:
+        cases.append(Case(c, f"missing value in {column} (synthesized, not refused)", None, _at(column, np.nan)))
     for column in c.numeric:
         expect = [f"'{column}'", r"not numeric|not a number", row]
         cases.append(Case(c, f"text in {column}", expect, _at(column, "many")))

@@ -135,7 +135,10 @@ RULE_FILES = {
         ({"rules": "unknown_column"}, "names column 'school', which is neither kept nor synthesized"),
         ({"rules": "unknown_value"}, "'kindergarten' is not a value of column 'grade'"),
         ({"rules": "violated"}, "rule 'old enough' is violated by the original data at data rows"),
-        ({"data": "missing"}, "column 'relationship' has missing values at data row 3 (1 row)"),
+        ({"missing-code": "age=-8"}, "missing-value code -8 is not a value of column 'age'"),
+        ({"spike": "sex=0"}, "spikes given for categorical column 'sex'"),
+        ({"spike": "hours=0"}, "spikes given for column 'hours', which is neither kept nor synthesized"),
+        ({"spike": "age=zero"}, "--spike 'age=zero': write COLUMN=V1,V2 with numbers"),
     ],
 )
 def test_bad_input_fails_before_fitting_with_a_clear_message(run, tmp_path, capsys, options, message):
@@ -143,14 +146,33 @@ def test_bad_input_fails_before_fitting_with_a_clear_message(run, tmp_path, caps
     if "rules" in options:
         (tmp_path / "rules.json").write_text(json.dumps(RULE_FILES[options["rules"]]))
         options = {"rules": str(tmp_path / "rules.json")}
-    if "data" in options:
-        bad = data.copy()
-        bad.loc[2, "relationship"] = None
-        bad.to_csv(tmp_path / "bad.csv", index=False)
-        options = {"data": str(tmp_path / "bad.csv")}
     assert main([*_args(folder, **options), "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_missing_values_codes_and_smoothing_from_the_command_line(run, tmp_path):
+    folder, data, _, _ = run
+    frame = data.head(400).copy()
+    frame.loc[2, "relationship"] = None  # a kept column's missing value passes through
+    frame.loc[frame["enrolled"] == "no", "grade"] = None  # missing by design
+    frame["hours"] = np.where(frame["age"] >= 18, 20.0 + frame["age"] % 30, -8.0)  # -8: not asked under 18
+    frame.to_csv(tmp_path / "holes.csv", index=False)
+    args = _args(
+        folder, data=str(tmp_path / "holes.csv"), synthesize="enrolled,grade,hours", keep="age,sex,relationship",
+        m="2", bootstrap="20", table=["enrolled,grade"], **{"missing-code": "hours=-8", "smoothing": "density"},
+    )  # fmt: skip
+    args.remove("--rules")
+    args.remove(str(folder / "rules.json"))
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    synthetic = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
+    assert len(synthetic) == 2 * len(frame)
+    assert synthetic["relationship"].isna().sum() == 2
+    assert ((synthetic["enrolled"] == "no") == synthetic["grade"].isna()).all()
+    assert ((synthetic["hours"] == -8) == (synthetic["age"] < 18)).all()
+    model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
+    text = json.dumps(model)
+    assert "code -8" in text and "bw.nrd0" in text
 
 
 #: Digest of the release of the fixture's run, taken before the restructuring of issue 18 (dd69ef4ce2d47113).
