@@ -325,7 +325,10 @@ class DPMPMSynthesizer:
 
         How a released value depends on the true one is set by the conditioning: under ``"full"`` the
         latent class is drawn given the true value ``c``; under ``"pattern"`` and ``"prior"`` it does not
-        depend on ``c`` (constant along ``candidate``).
+        depend on ``c`` (constant along ``candidate``). Under structural zeros the rejection divides by the
+        probability that a draw is allowed, ``sum_k p(k | ...) M_tk`` with ``M_tk`` the mass of ``theta_k`` on the
+        synthesized values allowed with item ``t``'s kept values (an impossible candidate keeps its value: the
+        intruder is not assumed to exclude it).
         """
         pi, thetas = self._arrays(posterior, data)
         joint = self._joint_theta(thetas, data)  # (S, K, C)
@@ -333,10 +336,13 @@ class DPMPMSynthesizer:
         n_syn, n_items = released.shape
         n_cand = joint.shape[-1]
         out = np.empty((n_syn, pi.shape[0], n_items, n_cand))
+        mass = None  # M: (S, item, K), the mass of theta_k on the allowed values of each item
+        if self.structural_zeros:
+            mass = np.einsum("skc,tc->stk", joint, self._allowed_candidates(data).astype(float))
         if self.conditioning == "full":
             log_a = self._log_class_weights(pi, thetas, data.codes, data.keep_index)  # (S, item, K)
             a = np.exp(log_a - log_a.max(axis=-1, keepdims=True))  # the ratio below is invariant to this scale
-            norm = np.einsum("stk,skc->stc", a, joint)
+            norm = np.einsum("stk,skc->stc", a, joint) if mass is None else np.einsum("stk,skc->stc", a * mass, joint)
             for l in range(n_syn):
                 theta_rel = joint[:, :, released[l]]  # theta_k[y~_t]: (S, K, item)
                 # p(y~ | c) = sum_k p(k | kept values, c) theta_k[y~] = sum_k a_tk theta_k[c] theta_k[y~] / norm_tc
@@ -344,9 +350,10 @@ class DPMPMSynthesizer:
                 out[l] = np.log(num) - np.log(norm)
         else:
             weights = self._class_weights(pi, thetas, data, data.codes, self.conditioning)  # (S, item, K)
+            allowed = 1.0 if mass is None else np.einsum("stk,stk->st", weights, mass)
             for l in range(n_syn):
                 theta_rel = joint[:, :, released[l]]  # (S, K, item)
-                p = np.einsum("stk,skt->st", weights, theta_rel)
+                p = np.einsum("stk,skt->st", weights, theta_rel) / allowed
                 out[l] = np.log(p)[..., None]
         return xr.DataArray(
             out,
@@ -354,6 +361,16 @@ class DPMPMSynthesizer:
             coords={"sample": posterior["sample"].to_numpy(), "candidate": np.arange(n_cand)},
             name="release_log_prob",
         )
+
+    def _allowed_candidates(self, data: CategoricalData) -> np.ndarray:
+        """``(item, candidate)``: whether each joint candidate of the synthesized values is allowed with the
+        item's kept values (the structural zeros)."""
+        n_cand = int(np.prod(data.synthesized_shape))
+        grid = np.repeat(data.codes[:, None, :], n_cand, axis=1)
+        levels = np.unravel_index(np.arange(n_cand), data.synthesized_shape)
+        for j, codes in zip(data.synthesize_index, levels, strict=True):
+            grid[:, :, j] = codes[None, :]
+        return allowed_records(self.structural_zeros, data, grid)
 
     def posterior_predictive(
         self, posterior: xr.Dataset, data: CategoricalData, rng: np.random.Generator

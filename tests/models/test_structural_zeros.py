@@ -82,6 +82,20 @@ def test_dpmpm_rejection_releases_no_impossible_record_and_keeps_the_allowed_pro
     assert np.array_equal(again.synthesize_codes(posterior, data, np.random.default_rng(5))[0], codes)
 
 
+@pytest.mark.parametrize("conditioning", ["full", "pattern", "prior"])
+def test_the_release_likelihood_of_the_risk_is_that_of_the_rejection(conditioning):
+    _, data, posterior = _hand(1)
+    rules = tuple(check_structural_zeros(read_structural_zeros(NO_G0), data))
+    synth = DPMPMSynthesizer(K=2, conditioning=conditioning, structural_zeros=rules)
+    released = xr.DataArray([[1, 0, 2, 2]], dims=("synthetic", "item"))
+    got = np.exp(synth.release_log_prob(posterior, data, released).sel(synthetic=0, sample=0).to_numpy())
+    for item in range(4):
+        a = data.codes[item, 0]
+        for c in range(3):
+            want = _allowed_probabilities(conditioning, a, c)[int(released[0, item])]
+            assert got[item, c] == pytest.approx(want)
+
+
 def test_dpmpm_fit_and_draws_never_release_an_impossible_record():
     rng = np.random.default_rng(1)
     a = rng.integers(0, 2, 400)
