@@ -14,15 +14,9 @@ from typing import Any
 from . import UserError
 
 __all__ = [
-    "add_shared_options",
-    "categorical_lines",
-    "gate_lines",
-    "demo_rows",
-    "gate_verdict",
-    "parse_ordered_logit",
-    "refusal",
-    "shared_recipe_options",
-]
+    "add_shared_options", "categorical_lines", "gate_lines", "demo_rows", "gate_verdict", "parse_ordered_logit",
+    "refusal", "shared_recipe_options",
+]  # fmt: skip
 
 
 def parse_ordered_logit(spec: str) -> tuple[str, list[str]]:
@@ -35,9 +29,9 @@ def parse_ordered_logit(spec: str) -> tuple[str, list[str]]:
 
 
 def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
-    """The options both commands take: knowledge sets, inherent repetitions, missing values, level limit,
-    ordered logits, the release gate's settings and ``--allow-unconverged`` (``--quiet`` and ``--verbose`` are
-    every subcommand's)."""
+    """The options both commands take: knowledge sets, inherent repetitions, missing values, level limits,
+    structural zeros, ordered logits, the release gate's settings and ``--allow-unconverged`` (``--quiet`` and
+    ``--verbose`` are every subcommand's)."""
     p.add_argument(
         "--known", action="append", default=None, help="columns an intruder knows, comma-separated; repeat for "
         "several knowledge sets (default: every kept and synthesized column)",
@@ -48,6 +42,10 @@ def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
         "as a level",
     )  # fmt: skip
     p.add_argument("--max-levels", type=int, default=500, help="most distinct values a column may have (default 500)")
+    p.add_argument("--max-numeric-levels", type=int, default=50, help="most distinct values of a numeric column that "
+                   "is not a run of codes (default 50; beyond: band it first)")  # fmt: skip
+    p.add_argument("--rules", type=Path, default=None, help="structural zeros (combinations that can never occur): "
+                   "JSON or YAML in the format of bayessdc cart --rules (models.structural_zeros)")  # fmt: skip
     p.add_argument(
         "--ordered-logit", action="append", default=None, metavar="RESPONSE:PRED1,PRED2",
         help="the analyst's ordered logistic regression of RESPONSE (ordered by its sorted values) on the one-hot "
@@ -92,6 +90,8 @@ def shared_recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "repetitions": args.repetitions,
         "missing": args.missing,
         "max_levels": args.max_levels,
+        "max_numeric_levels": args.max_numeric_levels,
+        "structural_zeros": args.rules,
         "ordered_logits": [parse_ordered_logit(spec) for spec in args.ordered_logit or []],
         "gate": bsd.ReleaseGatePolicy(**gate, utility_tolerance=args.utility_tolerance),
     }

@@ -20,10 +20,21 @@ import pandas as pd
 from .errors import InputError
 from .validation import name_rows
 
-__all__ = ["MISSING_LEVEL", "CategoricalData", "CategoricalDataError", "distinct_cells", "prepare_categorical"]
+__all__ = [
+    "MAX_NUMERIC_LEVELS",
+    "MISSING_LEVEL",
+    "CategoricalData",
+    "CategoricalDataError",
+    "check_numeric_levels",
+    "distinct_cells",
+    "prepare_categorical",
+]
 
 #: The level that stands for a missing value under ``prepare_categorical(..., missing="level")``.
 MISSING_LEVEL = "<missing>"
+
+#: Most distinct values of a numeric column that is not a run of codes (:func:`check_numeric_levels`).
+MAX_NUMERIC_LEVELS = 50
 
 
 class CategoricalDataError(InputError):
@@ -144,6 +155,50 @@ def distinct_cells(codes: np.ndarray, n_levels: Sequence[int]) -> tuple[np.ndarr
     return cell_codes, record_cell.ravel(), cell_counts
 
 
+def check_numeric_levels(column: str, values: pd.Series, limit: int | None = MAX_NUMERIC_LEVELS) -> None:
+    """Refuse a numeric column with more than ``limit`` distinct values that are not codes.
+
+    The categorical synthesizers treat every distinct value as an unordered level: a dollar income with 266
+    values would become 266 unrelated categories, each with a handful of records. Numeric label codes (county
+    numbers 1..133) are categorical and legitimate, so the limit applies only to a numeric column whose values
+    are not a dense run of integers: integers covering less than half of the range they span
+    (``distinct < (max - min + 1) / 2``). (Non-integer numbers are refused as continuous by
+    :func:`prepare_categorical` itself, with the same advice.) 50 levels is already more than a
+    measurement banded for a table usually needs (deciles, five-year age groups) while leaving room for
+    genuine many-level numeric labels, which pass as codes. Pandas categoricals and text are never numeric.
+
+    Parameters
+    ----------
+    column
+        The column's name (for the message).
+    values
+        Its values (missing values already removed or recoded).
+    limit
+        The largest number of distinct values; None: no limit.
+
+    Raises
+    ------
+    CategoricalDataError
+        Naming the column, its number of distinct values and how to band it.
+    """
+    if limit is None or not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+        return
+    distinct = np.unique(values.to_numpy(dtype=float))
+    if len(distinct) <= limit:
+        return
+    if not np.all(distinct == np.round(distinct)):
+        return  # continuous: refused by prepare_categorical's own check, which names the rows
+    if len(distinct) >= (distinct[-1] - distinct[0] + 1) / 2:
+        return  # a dense run of integer codes (county numbers): a label
+    raise CategoricalDataError(
+        f"column {column!r} is numeric with {len(distinct)} distinct values from {distinct[0]:g} to {distinct[-1]:g}"
+        f", more than {limit}: the categorical synthesizers would treat each value as an unordered level. Band it "
+        f"first, for example frame[{column!r}] = pd.qcut(frame[{column!r}], 10) (deciles) or pd.cut with your "
+        "own break points, and pass the banded column; if the numbers really are labels, pass them as text or "
+        "a pandas Categorical (or raise max_numeric_levels=)"
+    )
+
+
 def _with_cells(
     variables: Sequence[str],
     keep: Sequence[str],
@@ -172,6 +227,7 @@ def prepare_categorical(
     *,
     max_levels: int = 500,
     missing: Literal["refuse", "level"] = "refuse",
+    max_numeric_levels: int | None = MAX_NUMERIC_LEVELS,
 ) -> CategoricalData:
     """Check a table and code it for the categorical models, refusing bad input before any sampling.
 
@@ -188,6 +244,9 @@ def prepare_categorical(
     missing
         ``"refuse"`` (default) stops at a missing value; ``"level"`` treats missing values as a level
         of their own (``"<missing>"``).
+    max_numeric_levels
+        Largest number of distinct values of a numeric column that does not look like codes (see
+        :func:`check_numeric_levels`); None: no limit.
 
     Returns
     -------
@@ -197,7 +256,8 @@ def prepare_categorical(
     ------
     CategoricalDataError
         No column to synthesize, a column both synthesized and kept or named twice, an unknown column,
-        a column with too many levels or with non-integer numbers (continuous: bin it first), missing
+        a column with too many levels or with non-integer numbers (continuous: bin it first), a numeric column
+        with many distinct values that are not codes (:func:`check_numeric_levels`), missing
         values (unless ``missing="level"``), an empty table.
     """
     synthesize, keep = list(synthesize), list(keep)
@@ -235,6 +295,8 @@ def prepare_categorical(
                     f"column {col!r} has {int(is_missing.sum())} missing value(s) at {name_rows(is_missing)}; "
                     "remove or impute them, or treat missing as a level of its own (missing=level)"
                 )
+        check_numeric_levels(col, values[~is_missing], max_numeric_levels)
+        if is_missing.any():
             values = values.astype(object).where(~is_missing, MISSING_LEVEL)
         if pd.api.types.is_float_dtype(values.dtype):
             finite = values.to_numpy(dtype=float)

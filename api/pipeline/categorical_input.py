@@ -7,10 +7,12 @@ ordered logistic regressions, and notices on dropped columns and patterns of a s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+
+from bayessdc.models.cart.rules import Rule
 
 from ..errors import InputError
 from .recipe import Prepared
@@ -39,6 +41,8 @@ class CategoricalPrepared(Prepared):
         Records alone in their pattern of kept values.
     ordered_logits
         The analyst's ordered logistic regressions, checked.
+    structural_zeros
+        The structural zeros (rules), checked against the data (:mod:`bayessdc.models.structural_zeros`).
     """
 
     original: pd.DataFrame
@@ -47,6 +51,7 @@ class CategoricalPrepared(Prepared):
     known: list[list[str]]
     singles: int
     ordered_logits: list[tuple[str, list[str]]]
+    structural_zeros: list[Rule] = field(default_factory=list)
 
 
 def check_known_sets(known: KnownSets, synthesize: Sequence[str], keep: Sequence[str]) -> list[list[str]]:

@@ -6,14 +6,16 @@ effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
 
+from bayessdc.models.categorical import MAX_NUMERIC_LEVELS
 from bayessdc.models.dp_areal import DEFAULT_K, DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.sampling import SamplerSettings
+from bayessdc.models.structural_zeros import StructuralZeroSpec, read_structural_zeros
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 
@@ -49,8 +51,12 @@ class DPAreal(CategoricalRecipe):
     parameterization
         How the cluster effects are sampled (``"identified"``, ``"identified_centred"``, ``"noncentred"``,
         ``"centred"``).
-    known, repetitions, missing, max_levels, ordered_logits
+    known, repetitions, missing, max_levels, max_numeric_levels, ordered_logits
         As for :class:`DPMPM`.
+    structural_zeros
+        (pattern, label) combinations that cannot occur, in the rules format of ``bsd.CART(rules=...)``: rules,
+        ``{"rules": [...]}`` or a JSON/YAML file, checked before any fitting. The truncated model: those cells'
+        counts are fixed at zero, left out of the likelihood, and never drawn (no rejection).
     max_cells
         Most label x pattern cells (beyond: the DPMPM).
 
@@ -71,6 +77,8 @@ class DPAreal(CategoricalRecipe):
     gate: ReleaseGatePolicy = field(default_factory=lambda: ReleaseGatePolicy(datasets_per_chain=200))
     missing: str = "refuse"
     max_levels: int = 500
+    max_numeric_levels: int | None = MAX_NUMERIC_LEVELS
+    structural_zeros: StructuralZeroSpec = None
     max_cells: int = 300_000
     ordered_logits: OrderedLogits = ()
 
@@ -104,6 +112,8 @@ class DPAreal(CategoricalRecipe):
             max_cells=self.max_cells,
             missing=self.missing,
             notices=model_notices,
+            max_numeric_levels=self.max_numeric_levels,
+            structural_zeros=read_structural_zeros(self.structural_zeros),
         )
         original = data.records.frame()
         known = check_known_sets(self.known, synthesize, keep)
@@ -123,16 +133,18 @@ class DPAreal(CategoricalRecipe):
             "repetitions": self.repetitions,
             "missing": self.missing,
             "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
+            "structural_zeros": [r.to_dict() for r in data.structural_zeros],
         }
         notices = [n.removeprefix("notice: ") for n in model_notices] + notices
         return CategoricalPrepared(
             data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
-            singles=singles, ordered_logits=ordered_logits,
+            singles=singles, ordered_logits=ordered_logits, structural_zeros=list(data.structural_zeros),
         )  # fmt: skip
 
     def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """NUTS on the model with the labels summed out; the gate monitors label-invariant quantities."""
-        data, synthesizer = prepared.data, self.synthesizer()
+        data = prepared.data
+        synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))
         say = _say(self.label, progress)
         say(
             f"fitting K = {self.K} to {data.n_patterns} patterns x {data.n_labels} labels "

@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayessdc.models.categorical import prepare_categorical
+from bayessdc.models.categorical import MAX_NUMERIC_LEVELS, prepare_categorical
 from bayessdc.models.dpmpm import DEFAULT_K, DPMPMPriors, DPMPMSynthesizer, GibbsSettings
+from bayessdc.models.structural_zeros import StructuralZeroSpec, check_structural_zeros, read_structural_zeros
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
@@ -67,6 +68,13 @@ class DPMPM(CategoricalRecipe):
         Missing values: ``"refuse"`` or ``"level"`` (a level of their own).
     max_levels
         Most distinct values a column may have.
+    max_numeric_levels
+        Most distinct values of a numeric column that is not a run of codes (a dollar income): beyond it the
+        column is refused with how to band it (:func:`bayessdc.models.categorical.check_numeric_levels`).
+    structural_zeros
+        Combinations of levels that cannot occur, in the rules format of ``bsd.CART(rules=...)``
+        (:mod:`bayessdc.models.structural_zeros`): rules, ``{"rules": [...]}`` or a JSON/YAML file. Checked
+        before any fitting; honoured by exact rejection of the synthetic records (the rate in model.json).
     ordered_logits
         The analyst's ordered logistic regressions ``(response, predictors)``, fitted to the original and
         every synthetic dataset and combined with the partially synthetic rules (``utility()["ordered_logit"]``).
@@ -99,6 +107,8 @@ class DPMPM(CategoricalRecipe):
     risk_draws: int = 200
     missing: str = "refuse"
     max_levels: int = 500
+    max_numeric_levels: int | None = MAX_NUMERIC_LEVELS
+    structural_zeros: StructuralZeroSpec = None
     ordered_logits: OrderedLogits = ()
     scheduler: str | None = None
     workers: int | None = None
@@ -121,7 +131,9 @@ class DPMPM(CategoricalRecipe):
         """Code the table (errors name the column), check the knowledge sets and the ordered logits."""
         self._check_repetitions()
         synthesize, keep = list(synthesize or []), list(keep or [])
-        data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing)
+        data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing,
+                                   max_numeric_levels=self.max_numeric_levels)  # fmt: skip
+        rules = check_structural_zeros(read_structural_zeros(self.structural_zeros), data)
         if not keep:
             raise InputError("the DPMPM needs at least one kept column (keep=): the patterns the risk is measured in")
         ordered_logits = check_ordered_logits(self.ordered_logits, data.levels, keep, synthesize)
@@ -144,16 +156,18 @@ class DPMPM(CategoricalRecipe):
             "release_gate": self.gate.to_dict(),
             "missing": self.missing,
             "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
+            "structural_zeros": [r.to_dict() for r in rules],
         }
         return CategoricalPrepared(
             data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
-            singles=singles, ordered_logits=ordered_logits,
+            singles=singles, ordered_logits=ordered_logits, structural_zeros=rules,
         )  # fmt: skip
 
     def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """Blocked Gibbs; the gate monitors alpha, the occupied components, the marginals and the pattern
         conditionals of the synthesized levels (the posterior summary is written to ``private/posterior.nc``)."""
-        data, synthesizer = prepared.data, self.synthesizer()
+        data = prepared.data
+        synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))
         say = _say(self.label, progress)
         say(f"fitting K = {self.K} to {data.n_records} records in {len(data.cell_counts)} cells ...")
         idata = self._sample(synthesizer, data, seed, workdir, say, range(self.settings.chains))

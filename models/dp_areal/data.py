@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..categorical import CategoricalData, CategoricalDataError, prepare_categorical
+from ..cart.rules import Rule
+from ..categorical import MAX_NUMERIC_LEVELS, CategoricalData, CategoricalDataError, prepare_categorical
+from ..structural_zeros import allowed_records, check_structural_zeros
 
-__all__ = ["MAX_CELLS", "ArealData", "prepare_areal"]
+__all__ = ["MAX_CELLS", "ArealData", "possible_cells", "prepare_areal"]
 
 #: Largest number of label x pattern cells accepted by default (see :func:`prepare_areal`).
 MAX_CELLS = 300_000
@@ -47,6 +49,13 @@ class ArealData:
         The distinct ``(b, c)`` pairs and ``n_{b,c}``, how many labels have count ``c`` in pattern ``b``.
     cell_distinct
         ``(B, G)`` index of every cell's distinct pair.
+    possible
+        ``(B, G)`` False at the cells the structural zeros make impossible: their count is fixed at zero, not
+        modelled (left out of ``distinct_weight``, so of the likelihood), and no record is ever given that
+        label. With structural zeros, this *is* the truncated model: the counts of the cells are independent
+        Poisson given the parameters, so conditioning on the impossible cells being empty removes their factors.
+    structural_zeros
+        The rules that define ``possible``.
     """
 
     records: CategoricalData
@@ -60,6 +69,8 @@ class ArealData:
     distinct_count: np.ndarray
     distinct_weight: np.ndarray
     cell_distinct: np.ndarray
+    possible: np.ndarray | None = None
+    structural_zeros: tuple[Rule, ...] = ()
 
     @property
     def n_patterns(self) -> int:
@@ -91,7 +102,17 @@ class ArealData:
         return self.records.levels[self.label]
 
 
-def _areal_from_records(records: CategoricalData) -> ArealData:
+def possible_cells(records: CategoricalData, pattern_codes: np.ndarray, rules: Sequence[Rule]) -> np.ndarray:
+    """``(B, G)``: whether label ``i`` is possible for pattern ``b`` under the structural zeros ``rules``."""
+    label = records.synthesize_index[0]
+    n_labels = len(records.levels[records.variables[label]])
+    grid = np.zeros((len(pattern_codes), n_labels, len(records.variables)), dtype=np.int64)
+    grid[:, :, records.keep_index] = pattern_codes[:, None, :]
+    grid[:, :, label] = np.arange(n_labels)[None, :]
+    return allowed_records(rules, records, grid)
+
+
+def _areal_from_records(records: CategoricalData, rules: Sequence[Rule] = ()) -> ArealData:
     label = records.synthesize[0]
     keep_codes = records.codes[:, records.keep_index]
     pattern_codes, pattern_of_record = np.unique(keep_codes, axis=0, return_inverse=True)
@@ -99,6 +120,7 @@ def _areal_from_records(records: CategoricalData) -> ArealData:
     n_labels = len(records.levels[label])
     counts = np.zeros((len(pattern_codes), n_labels), dtype=np.int64)
     np.add.at(counts, (pattern_of_record, records.codes[:, records.synthesize_index[0]]), 1)
+    possible = possible_cells(records, pattern_codes, rules)
     blocks, terms = [], []
     for j, v in enumerate(records.keep):
         levels = records.levels[v]
@@ -106,7 +128,10 @@ def _areal_from_records(records: CategoricalData) -> ArealData:
         terms += [f"{v}={x}" for x in levels]
     design = np.hstack(blocks) if blocks else np.zeros((len(pattern_codes), 0))
     pairs = np.column_stack([np.repeat(np.arange(len(pattern_codes)), n_labels), counts.ravel()])
-    distinct, inverse, weight = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
+    distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    # An impossible cell (a structural zero, count 0) keeps the index of its (pattern, 0) pair, which the
+    # synthesis uses, but is left out of that pair's weight: its count is fixed, not Poisson.
+    weight = np.bincount(inverse.ravel(), weights=possible.ravel(), minlength=len(distinct))
     return ArealData(
         records=records,
         label=label,
@@ -119,6 +144,8 @@ def _areal_from_records(records: CategoricalData) -> ArealData:
         distinct_count=distinct[:, 1].astype(np.int64),
         distinct_weight=weight.astype(np.int64),
         cell_distinct=inverse.reshape(counts.shape).astype(np.int64),
+        possible=possible,
+        structural_zeros=tuple(rules),
     )
 
 
@@ -131,6 +158,8 @@ def prepare_areal(
     max_cells: int = MAX_CELLS,
     missing: str = "refuse",
     notices: list[str] | None = None,
+    max_numeric_levels: int | None = MAX_NUMERIC_LEVELS,
+    structural_zeros: Sequence[Rule] = (),
 ) -> ArealData:
     """Check a table and code it for the DP-areal model, refusing bad input before any sampling.
 
@@ -151,6 +180,11 @@ def prepare_areal(
         ``"refuse"`` or ``"level"`` (missing values as a level of their own).
     notices
         If given, notices about the input (unused categories dropped) are appended to it.
+    max_numeric_levels
+        See :func:`bayessdc.models.categorical.check_numeric_levels`.
+    structural_zeros
+        Rules (:mod:`bayessdc.models.structural_zeros`): the (pattern, label) cells they make impossible are
+        left out of the likelihood (``possible``) and never drawn.
 
     Returns
     -------
@@ -160,7 +194,9 @@ def prepare_areal(
     ------
     bayessdc.models.categorical.CategoricalDataError
         Everything :func:`bayessdc.models.categorical.prepare_categorical` refuses, plus: more than one or no
-        synthesized column, no kept column, too many cells.
+        synthesized column, no kept column, too many cells; a structural zero the records violate.
+    bayessdc.models.cart.rules.RuleError
+        A structural zero naming an unknown column or level (the rule is named).
     """
     synthesize = [synthesize] if isinstance(synthesize, str) else list(synthesize)
     if len(synthesize) != 1:
@@ -180,7 +216,15 @@ def prepare_areal(
                     f"with no record ({', '.join(map(str, unused[:5]))}{' ...' if len(unused) > 5 else ''}): "
                     "dropped, a label or pattern with zero records everywhere carries no information"
                 )
-    records = prepare_categorical(frame, synthesize, keep, max_levels=max_levels, missing=missing)  # type: ignore[arg-type]
+    records = prepare_categorical(
+        frame,
+        synthesize,
+        keep,
+        max_levels=max_levels,
+        missing=missing,  # type: ignore[arg-type]
+        max_numeric_levels=max_numeric_levels,
+    )
+    rules = check_structural_zeros(list(structural_zeros), records)
     n_patterns = len(np.unique(records.codes[:, records.keep_index], axis=0))
     n_labels = len(records.levels[synthesize[0]])
     if n_patterns * n_labels > max_cells:
@@ -191,4 +235,4 @@ def prepare_areal(
             "zero and the model adds little. Use the DPMPM (bayessdc dpmpm), whose cost grows with the occupied "
             "cells only, or coarsen the kept columns (or raise max_cells=)"
         )
-    return _areal_from_records(records)
+    return _areal_from_records(records, rules)

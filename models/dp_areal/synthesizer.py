@@ -27,6 +27,7 @@ import xarray as xr
 import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
+from ..cart.rules import Rule
 from ..sampling import (
     CompiledModelCache,
     ConvergenceCriteria,
@@ -36,6 +37,7 @@ from ..sampling import (
     resolve_backend,
     sample_model,
 )
+from ..structural_zeros import structural_zeros_dict
 from .conditionals import draw_labels_and_log_rates, label_gibbs_step
 from .data import ArealData
 from .marginal import PARAMETERIZATIONS, build_model, leading_components
@@ -118,6 +120,7 @@ class DPArealSynthesizer:
     centred_components: int | None = None
     criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
     labels: str = "marginal"
+    structural_zeros: tuple[Rule, ...] = ()
     name: str = "dp-areal"
 
     def __post_init__(self) -> None:
@@ -161,6 +164,11 @@ class DPArealSynthesizer:
             labels=self.labels,
         )
         settings, steps = self.settings, None
+        if self.labels == "explicit" and data.possible is not None and not data.possible.all():
+            raise ValueError(
+                "labels='explicit' models every cell's count; with structural zeros use labels='marginal', which "
+                "leaves the impossible cells out of the likelihood"
+            )
         if self.labels == "explicit":
             if settings.backend == "auto":
                 settings = replace(settings, backend="pymc")
@@ -180,6 +188,7 @@ class DPArealSynthesizer:
                 self.quadrature_nodes,
                 str(asdict(self.priors)),
                 data.counts.tobytes(),
+                data.distinct_weight.tobytes(),
                 data.design.tobytes(),
             )
         keep = ["alpha", "stick", "rho", "location", "tau_lambda", "tau_theta", "tau_phi", "tau_mu"]
@@ -254,6 +263,9 @@ class DPArealSynthesizer:
     def label_probabilities(self, posterior: xr.Dataset, data: ArealData, rng: np.random.Generator) -> np.ndarray:
         """eq. (13): ``p_i^(b) = lambda_i^(b) / sum_i lambda_i^(b)`` for each draw, log rates drawn exactly.
 
+        Under structural zeros the sums run over the possible labels of the pattern only (``data.possible``):
+        an impossible (pattern, label) cell has probability exactly zero.
+
         Returns
         -------
         numpy.ndarray
@@ -268,6 +280,8 @@ class DPArealSynthesizer:
                 location[s], rho[s], tau[s], data, rng, nodes=self.quadrature_nodes
             )
             rates = np.exp(log_rates - log_rates.max(axis=1, keepdims=True))
+            if data.possible is not None:
+                rates = rates * data.possible  # structural zeros: never drawn
             out[s] = rates / rates.sum(axis=1, keepdims=True)
         return out
 
@@ -356,4 +370,14 @@ class DPArealSynthesizer:
                 "label": "p_i^(b) = lambda_i^(b) / sum_i lambda_i^(b), one label per record of pattern b (eq. 13-14)",
                 "datasets": "each synthetic dataset uses one posterior draw, draws spaced far apart",
             },
+            **self._structural_zeros(),
         }
+
+    def _structural_zeros(self) -> dict[str, Any]:
+        if not self.structural_zeros:
+            return {}
+        method = (
+            "truncated model: the (pattern, label) cells the rules make impossible have their count fixed at zero, "
+            "left out of the Poisson likelihood (eq. 7), and probability zero in eq. (13); no rejection, no cost"
+        )
+        return {"structural_zeros": structural_zeros_dict(self.structural_zeros, method)}

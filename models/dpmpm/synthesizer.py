@@ -28,8 +28,10 @@ import pandas as pd
 import xarray as xr
 
 from ..base import concat_chains
+from ..cart.rules import Rule
 from ..categorical import CategoricalData
 from ..sampling import ConvergenceCriteria, ConvergenceReport, check_convergence
+from ..structural_zeros import allowed_records, structural_zeros_dict
 from .gibbs import SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
 from .marginal import build_model, model_hyperparameters
 from .model import DEFAULT_K, DPMPMPriors, level_dim
@@ -62,6 +64,23 @@ class DPMPMSynthesizer:
         not synthesized, ``"prior"`` from ``pi`` alone (the literal reading of eq. 2).
     criteria
         The convergence gate, applied to label-invariant quantities.
+    structural_zeros
+        Rules declaring impossible records (:mod:`bayessdc.models.structural_zeros`), checked against the data
+        beforehand. Honoured by exact rejection at synthesis: a synthetic record violating a rule has its latent
+        class and synthesized values drawn again, given the same conditioning values, until it satisfies every
+        rule. The released values of a record are then a draw from the posterior predictive conditioned on the
+        allowed set, ``p(y | kept, allowed) ∝ sum_k w_k prod_j theta_k^(j)[y_j] 1{allowed}``. The model itself
+        is the untruncated DPMPM: it is fitted as if impossible cells could occur, so it puts posterior mass on
+        them that the rejection renormalises away; this is not the posterior of the truncated model of
+        Manrique-Vallier & Reiter (2014), which augments the data with the impossible records in the sampler.
+        The cost is the redraws: ``rejections`` counts the records drawn and rejected, reported in
+        :meth:`describe`.
+    max_rejection_rounds
+        Most rounds of redraws of one dataset before giving up (a record whose allowed values have almost no
+        probability under the model).
+    rejections
+        Running counts ``{"drawn": ..., "rejected": ...}`` of synthetic records over every draw of this object
+        (shared by its copies), for the rejection rate in :meth:`describe`.
     """
 
     K: int = DEFAULT_K
@@ -70,6 +89,9 @@ class DPMPMSynthesizer:
     conditioning: str = "full"
     criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
     name: str = "dpmpm"
+    structural_zeros: tuple[Rule, ...] = ()
+    max_rejection_rounds: int = 1000
+    rejections: dict[str, int] = field(default_factory=lambda: {"drawn": 0, "rejected": 0}, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.conditioning not in CONDITIONINGS:
@@ -303,7 +325,10 @@ class DPMPMSynthesizer:
 
         How a released value depends on the true one is set by the conditioning: under ``"full"`` the
         latent class is drawn given the true value ``c``; under ``"pattern"`` and ``"prior"`` it does not
-        depend on ``c`` (constant along ``candidate``).
+        depend on ``c`` (constant along ``candidate``). Under structural zeros the rejection divides by the
+        probability that a draw is allowed, ``sum_k p(k | ...) M_tk`` with ``M_tk`` the mass of ``theta_k`` on the
+        synthesized values allowed with item ``t``'s kept values (an impossible candidate keeps its value: the
+        intruder is not assumed to exclude it).
         """
         pi, thetas = self._arrays(posterior, data)
         joint = self._joint_theta(thetas, data)  # (S, K, C)
@@ -311,10 +336,13 @@ class DPMPMSynthesizer:
         n_syn, n_items = released.shape
         n_cand = joint.shape[-1]
         out = np.empty((n_syn, pi.shape[0], n_items, n_cand))
+        mass = None  # M: (S, item, K), the mass of theta_k on the allowed values of each item
+        if self.structural_zeros:
+            mass = np.einsum("skc,tc->stk", joint, self._allowed_candidates(data).astype(float))
         if self.conditioning == "full":
             log_a = self._log_class_weights(pi, thetas, data.codes, data.keep_index)  # (S, item, K)
             a = np.exp(log_a - log_a.max(axis=-1, keepdims=True))  # the ratio below is invariant to this scale
-            norm = np.einsum("stk,skc->stc", a, joint)
+            norm = np.einsum("stk,skc->stc", a, joint) if mass is None else np.einsum("stk,skc->stc", a * mass, joint)
             for l in range(n_syn):
                 theta_rel = joint[:, :, released[l]]  # theta_k[y~_t]: (S, K, item)
                 # p(y~ | c) = sum_k p(k | kept values, c) theta_k[y~] = sum_k a_tk theta_k[c] theta_k[y~] / norm_tc
@@ -322,9 +350,10 @@ class DPMPMSynthesizer:
                 out[l] = np.log(num) - np.log(norm)
         else:
             weights = self._class_weights(pi, thetas, data, data.codes, self.conditioning)  # (S, item, K)
+            allowed = 1.0 if mass is None else np.einsum("stk,stk->st", weights, mass)
             for l in range(n_syn):
                 theta_rel = joint[:, :, released[l]]  # (S, K, item)
-                p = np.einsum("stk,skt->st", weights, theta_rel)
+                p = np.einsum("stk,skt->st", weights, theta_rel) / allowed
                 out[l] = np.log(p)[..., None]
         return xr.DataArray(
             out,
@@ -332,6 +361,16 @@ class DPMPMSynthesizer:
             coords={"sample": posterior["sample"].to_numpy(), "candidate": np.arange(n_cand)},
             name="release_log_prob",
         )
+
+    def _allowed_candidates(self, data: CategoricalData) -> np.ndarray:
+        """``(item, candidate)``: whether each joint candidate of the synthesized values is allowed with the
+        item's kept values (the structural zeros)."""
+        n_cand = int(np.prod(data.synthesized_shape))
+        grid = np.repeat(data.codes[:, None, :], n_cand, axis=1)
+        levels = np.unravel_index(np.arange(n_cand), data.synthesized_shape)
+        for j, codes in zip(data.synthesize_index, levels, strict=True):
+            grid[:, :, j] = codes[None, :]
+        return allowed_records(self.structural_zeros, data, grid)
 
     def posterior_predictive(
         self, posterior: xr.Dataset, data: CategoricalData, rng: np.random.Generator
@@ -360,16 +399,45 @@ class DPMPMSynthesizer:
         return result
 
     def _synthesize_one(
-        self, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData, rng: np.random.Generator
-    ) -> np.ndarray:
-        """Synthesized level codes ``(n, J)`` from one posterior draw (``pi`` (K,), ``thetas`` [(K, d_j)])."""
+        self, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData, rng: np.random.Generator,
+        reject: bool = True,
+    ) -> np.ndarray:  # fmt: skip
+        """Synthesized level codes ``(n, J)`` from one posterior draw (``pi`` (K,), ``thetas`` [(K, d_j)]);
+        ``reject``: redraw the records that violate a structural zero (:meth:`_reject_impossible`)."""
         # p(z = k | the conditioning values) per cell: records of one cell share it.
         weights = self._class_weights(pi[None], [t[None] for t in thetas], data, data.cell_codes, self.conditioning)[0]
         synthesized = [thetas[j] for j in data.synthesize_index]
         theta_cdf = np.ascontiguousarray(np.concatenate([np.cumsum(t, axis=1) for t in synthesized], axis=1))
         syn_start = np.concatenate([[0], np.cumsum([t.shape[1] for t in synthesized])]).astype(np.int64)
         order, cell_start = data.cell_order
-        return synthesize_cells(order, cell_start, np.ascontiguousarray(weights), theta_cdf, syn_start, rng, SMALL_CELL)
+        weights = np.ascontiguousarray(weights)
+        values = synthesize_cells(order, cell_start, weights, theta_cdf, syn_start, rng, SMALL_CELL)
+        if reject and self.structural_zeros:
+            values = self._reject_impossible(values, pi, thetas, data, rng)
+        return values
+
+    def _reject_impossible(
+        self, values: np.ndarray, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData,
+        rng: np.random.Generator,
+    ) -> np.ndarray:  # fmt: skip
+        """Exact rejection: the records whose synthetic values violate a structural zero drawn again (class and
+        values, given the same conditioning values) until none does; counted in ``rejections``."""
+        self.rejections["drawn"] += data.n_records
+        rows = np.arange(data.n_records)
+        for _ in range(self.max_rejection_rounds):
+            codes = data.codes[rows].copy()
+            codes[:, data.synthesize_index] = values[rows]
+            bad = rows[~allowed_records(self.structural_zeros, data, codes)]
+            if bad.size == 0:
+                return values
+            self.rejections["drawn"] += bad.size
+            self.rejections["rejected"] += bad.size
+            values[bad] = self._synthesize_one(pi, thetas, data.take(bad), rng, reject=False)
+            rows = bad
+        raise RuntimeError(
+            f"after {self.max_rejection_rounds} rounds of redraws, {rows.size} synthetic record(s) still violate a "
+            "structural zero: the model gives their allowed values almost no probability"
+        )
 
     def release_frame(self, data: CategoricalData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m).
@@ -419,4 +487,25 @@ class DPMPMSynthesizer:
                 "datasets": "each synthetic dataset uses one posterior draw, draws spaced far apart",
             },
             "sampler": {"method": "blocked Gibbs (Ishwaran & James 2001) on cell counts", **self.settings.to_dict()},
+            **self._structural_zeros(),
+        }
+
+    def _structural_zeros(self) -> dict[str, Any]:
+        if not self.structural_zeros:
+            return {}
+        drawn, rejected = self.rejections["drawn"], self.rejections["rejected"]
+        method = (
+            "exact rejection at synthesis: a synthetic record violating a rule is drawn again (latent class and "
+            "values, same conditioning) until it satisfies every rule; the model is fitted untruncated, so the "
+            "rejection renormalises the posterior predictive over the allowed records (not the truncated model of "
+            "Manrique-Vallier & Reiter 2014)"
+        )
+        return {
+            "structural_zeros": structural_zeros_dict(
+                self.structural_zeros,
+                method,
+                records_drawn=drawn,
+                records_rejected=rejected,
+                rejection_rate=rejected / drawn if drawn else None,
+            )
         }

@@ -179,10 +179,11 @@ COMMANDS = [
         Command(
             name,
             _categorical,
-            ("--synthesize", "county", "--keep", "gender,age", "--quiet"),
+            ("--synthesize", "county", "--keep", "gender,age", "--rules", "{rules}", "--quiet"),
             missing={"kept": "age", "synthesized": "county"},
             fractional=("age", "county"),
             options=CATEGORICAL_OPTIONS,
+            files={"rules": json.dumps([{"name": "codes", "if": {"gender": 1}, "then": {"county": [1, 2, 3, 4, 5]}}])},
         )
         for name in ("dpmpm", "dp-areal")
     ),
