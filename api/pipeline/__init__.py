@@ -38,7 +38,7 @@ from .refusal import control_sentence, write_refusal_report
 from .releasing import build_release, decide
 from .resuming import resumed_fit
 from .stopping import add_chains_until_certain
-from .weighting import check_weights, weight_roles
+from .weighting import check_weights, weight_roles, weights_sentence
 
 __all__ = [
     "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
@@ -259,6 +259,8 @@ def _run(
     if "control_set" in identity:
         release.description["control_set"] = identity["control_set"]
         release.report_content.about.append(control_sentence(identity["control_set"]))
+    if prepared.weights is not None:
+        release.report_content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept"))
     release.seconds = time.perf_counter() - start
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)

@@ -27,7 +27,7 @@ from bayessdc.models.validation import describe_rows
 
 from ..errors import InputError
 
-__all__ = ["check_weights", "weight_roles", "weights_description"]
+__all__ = ["check_weights", "weight_roles", "weights_description", "weights_sentence"]
 
 _WHY = {
     "kept": "partially synthetic release: the collected weights are released unchanged with the records they belong "
@@ -142,3 +142,13 @@ def weights_description(column: str, role: str) -> dict[str, Any]:
         "bootstrap of weighted records, regressions and means by weighted least squares with linearization "
         "variances, combined over the m datasets",
     }
+
+
+def weights_sentence(column: str, role: str) -> str:
+    """What the report says of the survey weights: their role, and which figures are weighted."""
+    kept = "kept as collected and a predictor of every synthesized column" if role == "kept" else (
+        "synthesized first (no record is released with its collected weight)")
+    return (f"Survey weights: the column {column!r} is {kept}. Weighted figures: the tables' tau and relative "
+            f"errors (totals weighted by {column!r}, against a bootstrap of weighted records) and any analyst's "
+            "regression (weighted least squares, linearization variances, combined over the m datasets); the records "
+            "copied and replicated uniques count records, unweighted.")  # fmt: skip
