@@ -150,5 +150,6 @@ def weights_sentence(column: str, role: str) -> str:
         "synthesized first (no record is released with its collected weight)")
     return (f"Survey weights: the column {column!r} is {kept}. Weighted figures: the tables' tau and relative "
             f"errors (totals weighted by {column!r}, against a bootstrap of weighted records) and any analyst's "
-            "regression (weighted least squares, linearization variances, combined over the m datasets); the records "
-            "copied and replicated uniques count records, unweighted.")  # fmt: skip
+            "regression (weighted least squares, linearization variances, combined over the m datasets) and the pMSE "
+            "of release.risk(known=...); the records copied, replicated uniques, identification risks and table "
+            "deviations count records, unweighted.")  # fmt: skip

@@ -101,3 +101,24 @@ def test_weighted_bootstrap_with_equal_weights_moves_tables_as_the_count_bootstr
     counts = tau_bootstrap(frame, spec, 400, streams.rng(0, "test"))
     assert weighted.max() <= 1.0
     assert weighted.mean() == pytest.approx(counts.mean(), abs=0.01)
+
+
+def test_the_weighted_pmse_is_the_record_level_weighted_fit():
+    from bayessdc.risk.release_figures import CategoricalReleaseFigures
+    from bayessdc.synthesis.categorical import weighted_pmse
+
+    rng = np.random.default_rng(5)
+    n = 200
+    original = pd.DataFrame({"a": rng.choice(["p", "q"], n), "b": rng.choice(["x", "y", "z"], n),
+                             "wt": rng.choice([1.0, 4.0], n)})  # fmt: skip
+    dataset = original.assign(b=rng.permutation(original["b"].to_numpy()))
+    figures = CategoricalReleaseFigures(original, ["b"], ["a"], [["a"]], ways=(), survey_weights=original["wt"])
+    result = figures.of_dataset(dataset)
+    w = original["wt"].to_numpy() * n / original["wt"].sum()
+    stacked = pd.concat([original[["a", "b"]], dataset[["a", "b"]]], ignore_index=True)
+    fit = weighted_pmse(stacked, np.repeat([0, 1], n), np.tile(w, 2), ["b"])
+    assert result["pmse"] == pytest.approx(fit["pmse"], rel=1e-5)
+    design_effect = np.mean(w**2)  # Kish: n sum w^2 / (sum w)^2
+    assert result["pmse_ratio"] == pytest.approx(fit["pmse"] / (fit["null_expectation"] * design_effect), rel=1e-5)
+    unweighted = CategoricalReleaseFigures(original, ["b"], ["a"], [["a"]], ways=()).of_dataset(dataset)
+    assert unweighted["pmse"] != pytest.approx(result["pmse"], rel=1e-3)  # the weights change the figure
