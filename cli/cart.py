@@ -30,6 +30,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--synthesize", required=True, help="comma-separated columns to synthesize, in order")
     p.add_argument("--keep", default="", help="comma-separated columns kept as observed predictors")
+    p.add_argument(
+        "--weights", default=None, metavar="COLUMN",
+        help="the survey weight column: kept with --keep (partially synthetic), synthesized first without (fully "
+        "synthetic); the utility figures are then weighted",
+    )  # fmt: skip
     p.add_argument("--rules", type=Path, default=None, help="logical rules, JSON or YAML (bayessdc.models.cart.rules)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
@@ -107,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     )
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,
-        out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
+        out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet, weights=args.weights,
     )  # fmt: skip
     if not args.quiet:
         print(summary(release, args.out))
@@ -120,7 +125,9 @@ def summary(release: Any, out: Path) -> str:
     lines = [
         f"cart: {release.m} synthetic datasets of {f['records']} records, fit {f['fit_seconds']:.1f} s, "
         f"synthesis {f['synthesis_seconds']:.1f} s",
-        "  tau (median [quartiles]), synthetic vs bootstrap of the original:",
+        "  tau (median [quartiles]), synthetic vs bootstrap of the original"
+        + (f", tables weighted by {release.utility_figures['weighted']}:" if release.utility_figures.get("weighted")
+           else ":"),
     ]
     for name, table in release.utility_figures["tables"].items():
         s, b = table["synthetic"], table["bootstrap"]

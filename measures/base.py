@@ -123,6 +123,10 @@ class MeasureInput:
         destination, the pair of groups).
     regression
         The analyst's regression (:class:`bayessdc.measures.regression.RegressionInput`).
+    weights
+        The survey weight column of the original and of every synthetic dataset (``bsd.synthesize(...,
+        weights=)``): the utility measures that have a weighted form compute it (tables of weighted totals), and
+        say so in their title; ``None``: unweighted.
     seed
         Seed of every random step of a measure (the inherent scenarios).
     """
@@ -146,6 +150,7 @@ class MeasureInput:
     count_column: str | None = None
     count_margins: list[list[str]] = field(default_factory=list)
     regression: Any = None
+    weights: str | None = None
     seed: int = 0
     #: Figures shared between measures of this input (computed once).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -41,7 +41,8 @@ INHERENT_NOTES = {
 def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
     """The release figures of every dataset (one row per dataset, a column ``synthetic``), computed once per
     input on integer keys: ``expected_match_risk[<known>]`` ..., ``attribute_disclosures``,
-    ``table_deviation[one-way]`` ..., ``pmse`` and ``pmse_ratio``. A
+    ``table_deviation[one-way]`` ..., ``pmse`` and ``pmse_ratio`` (weighted by ``data.weights`` when the release
+    has survey weights). A
     :class:`~bayessdc.risk.release_figures.CategoricalReleaseFigures` of the same original in
     ``data.cache["release_figures"]`` is used instead of coding the original anew (the release gate measures
     hundreds of datasets in batches)."""
@@ -49,9 +50,11 @@ def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
     if "categorical_figures" not in cache:
         from bayessdc.risk.release_figures import CategoricalReleaseFigures
 
+        weights = None if data.weights is None else data.original[data.weights].to_numpy(dtype=float)
         figures = cache.get("release_figures") or CategoricalReleaseFigures(
-            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True, seed=data.seed
-        )
+            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True, seed=data.seed,
+            survey_weights=weights,
+        )  # fmt: skip
         columns = data.kept + data.synthesized
         cache["categorical_figures"] = figures.by_dataset(data.synthetic[["synthetic", *columns]])
     return cache["categorical_figures"]

@@ -1,6 +1,7 @@
 """Analysis-specific utility: the overlap of confidence intervals of the analyst's regression (Karr et al. 2006).
 
-The analyst's OLS is fitted to the original and to each synthetic dataset, the m synthetic estimates are
+The analyst's OLS (with survey weights, weighted least squares with linearization variances) is fitted to the
+original and to each synthetic dataset, the m synthetic estimates are
 combined by the rules of the kind of release the regression names (:attr:`RegressionInput.kind`: Reiter's 2003
 rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 for fully synthetic data,
 :mod:`bayessdc.synthesis.combining`), and each coefficient's interval overlap (the
@@ -46,6 +47,10 @@ class RegressionInput:
         The fit when the synthesizer has made it already (the ordered logits of its own utility figures): one
         row per coefficient judged, columns ``original``, ``original_lower``, ``original_upper``,
         ``estimate``, ``ci_lower``, ``ci_upper`` and ``ci_overlap``.
+    weights
+        The survey weight column (of the original and of every dataset): the OLS becomes weighted least squares
+        with linearization variances (:func:`bayessdc.synthesis.survey.weighted_regression`); the measure takes
+        the release's :attr:`MeasureInput.weights` when this is ``None``.
     """
 
     original: pd.DataFrame
@@ -56,6 +61,7 @@ class RegressionInput:
     model: str = "ols"
     coefficients: pd.DataFrame | None = None
     kind: str = "partial"
+    weights: str | None = None
 
     def fit(self, synthetic: pd.DataFrame | None = None) -> pd.DataFrame:
         """The coefficient table of the regression on the original and combined over ``synthetic`` (default
@@ -72,7 +78,8 @@ class RegressionInput:
             return table.dropna(subset=["ci_overlap"])
         from bayessdc.synthesis.regression import regression_utility
 
-        return regression_utility(self.original, synthetic, self.response, self.predictors, kind=self.kind)
+        return regression_utility(self.original, synthetic, self.response, self.predictors, kind=self.kind,
+                                  weights=self.weights)  # fmt: skip
 
 
 @register
@@ -95,7 +102,12 @@ class IntervalOverlap(Measure):
     def compute(self, data: MeasureInput) -> MeasureResult:
         regressions = data.regression if isinstance(data.regression, list | tuple) else [data.regression]
         values, references, details = [], [], []
+        weighted = []
         for r in regressions:
+            if r.weights is None and data.weights is not None and r.model == "ols":
+                r.weights = data.weights
+            if r.weights is not None:
+                weighted.append(r.weights)
             prefix = f"{r.response}: " if len(regressions) > 1 or r.model != "ols" else ""
             table = r.fit()
             values += [{"subset": f"{prefix}{name}", "dataset": 0, "value": float(v)}
@@ -112,4 +124,7 @@ class IntervalOverlap(Measure):
             details.append(shown)
         result = self.result(values, references)
         result.details = pd.concat(details) if details else None
+        if weighted:
+            result.title = f"{result.title} (weighted by {', '.join(sorted(set(weighted)))})"
+            result.description = f"{result.description}; weighted least squares with linearization variances"
         return result

@@ -6,7 +6,9 @@
 * :class:`CountTau` (Hawala, Reiter & Wang's check on totals): tau of all the cells of a table of counts
   (an origin-destination table) and of the totals of its margins, per dataset.
 
-Both are 1 when the synthetic table equals the original and 0 when they share no mass.
+Both are 1 when the synthetic table equals the original and 0 when they share no mass. With survey weights
+(:attr:`MeasureInput.weights`), :class:`TableTau` compares tables of weighted totals and its bootstrap resamples
+weighted records (:mod:`bayessdc.synthesis.tables`); its title and unit then say so.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class TableTau(Measure):
         from bayessdc.synthesis.tables import tau_distributions
 
         taus = tau_distributions(data.original, data.synthetic, data.tables, n_bootstrap=max(data.bootstrap, 1),
-                                 seed=data.seed)  # fmt: skip
+                                 seed=data.seed, weights=data.weights)  # fmt: skip
         values, references = [], []
         for spec in data.tables:
             rows = taus[taus["table"] == spec.name]
@@ -51,7 +53,12 @@ class TableTau(Measure):
                 references.append({"subset": spec.name, "reference": "bootstrap", "value": float(boot.mean()),
                                    "lower": float(np.quantile(boot, 0.025)),
                                    "upper": float(np.quantile(boot, 0.975))})  # fmt: skip
-        return self.result(values, references)
+        result = self.result(values, references)
+        if data.weights is not None:
+            result.title = f"{result.title} (weighted by {data.weights})"
+            result.unit = f"tau = 1 - L1/(2N) of the totals weighted by {data.weights}"
+            result.description = f"{result.description}, both weighted by the survey weight {data.weights!r}"
+        return result
 
 
 @register

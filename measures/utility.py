@@ -71,7 +71,12 @@ class PMSERatio(_Categorical):
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["pmse_ratio"], strict=True)
         ]
-        return self.result(values, [{"subset": "all", "reference": "null", "value": 1.0}])
+        result = self.result(values, [{"subset": "all", "reference": "null", "value": 1.0}])
+        if data.weights is not None:
+            result.title = f"{result.title} (weighted by {data.weights})"
+            result.description = (f"{result.description}; records weighted by {data.weights!r}, the null expectation "
+                                  "times Kish's design effect")  # fmt: skip
+        return result
 
 
 @register

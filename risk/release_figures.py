@@ -11,6 +11,12 @@ integers, every table and knowledge set becomes one integer key per record, and 
 (:func:`bayessdc.synthesis.categorical.weighted_pmse`, the same fit :func:`~bayessdc.synthesis.categorical.pmse`
 makes). Measured on the CE-like data: see :class:`CategoricalReleaseFigures`. A test checks that
 both give the same figures.
+
+With survey weights (``survey_weights=``, scaled to sum to n), the pMSE is weighted: each distinct (cell,
+indicator) row carries the sum of its records' weights, so ``pMSE = sum_i w_i (p_i - c)^2 / sum_i w_i`` with the
+propensities of a weighted logistic regression; its null expectation is Snoke et al.'s times Kish's design effect
+``n sum w^2 / (sum w)^2`` (an approximation of ours: the variance of a weighted estimate grows by about that
+factor). The identification figures and table deviations count records, unweighted.
 """
 
 from __future__ import annotations
@@ -66,8 +72,15 @@ class CategoricalReleaseFigures:
         ways: Sequence[int] = (1, 2, 3),
         pmse: bool = True,
         seed: int = 0,
+        survey_weights: Sequence[float] | np.ndarray | None = None,
     ) -> None:
         self.synthesize, self.keep = list(synthesize), list(keep)
+        #: The records' survey weights scaled to sum to n (``None``: unweighted); the same records, so the same
+        #: weights, in every partially synthetic dataset.
+        self.survey_weights = None
+        if survey_weights is not None:
+            w = np.asarray(survey_weights, dtype=float)
+            self.survey_weights = w * len(w) / w.sum()
         self.known_sets = [list(k) for k in known_sets]
         self.columns = self.keep + self.synthesize
         self.original = original[self.columns].reset_index(drop=True)
@@ -192,7 +205,11 @@ class CategoricalReleaseFigures:
         synthetic_key = self._key(self.columns, codes)
         rows, weights, labels = [], [], []
         for label, key in ((0, self.cell_key), (1, synthetic_key)):
-            cells, counts = self._counts(key, self.cell_sizes)
+            if self.survey_weights is None:
+                cells, counts = self._counts(key, self.cell_sizes)
+            else:  # the survey weights of each cell's records in place of their count
+                cells, inverse = np.unique(key, return_inverse=True)
+                counts = np.bincount(inverse.ravel(), weights=self.survey_weights, minlength=len(cells))
             rows.append(cells)
             weights.append(counts)
             labels.append(np.full(len(cells), label))
@@ -202,7 +219,12 @@ class CategoricalReleaseFigures:
         cells, labels, weights = cells[order], labels[order], weights[order]
         decoded = np.unravel_index(cells, self.cell_sizes)
         frame = pd.DataFrame({c: self.levels[c].to_numpy()[decoded[i]] for i, c in enumerate(self.columns)})
-        return weighted_pmse(frame, labels, weights, self.synthesize, self.seed)
+        fit = weighted_pmse(frame, labels, weights, self.synthesize, self.seed)
+        if self.survey_weights is not None:  # Kish's design effect on the null expectation (an approximation)
+            design_effect = float(np.mean(self.survey_weights**2))  # n sum w^2 / (sum w)^2 with sum w = n
+            fit["null_expectation"] *= design_effect
+            fit["ratio"] = fit["pmse"] / fit["null_expectation"]
+        return fit
 
     def by_dataset(self, synthetic: pd.DataFrame, by: str = "synthetic") -> pd.DataFrame:
         """The figures of every dataset of a long table (one row per dataset, a column ``by``)."""

@@ -6,6 +6,11 @@ rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 for fully
 the combined intervals are compared with the original data's intervals by their overlap (Karr et al. 2006):
 ``I = (overlap / length_original + overlap / length_synthetic) / 2`` (1 for identical intervals, 0 or less
 for disjoint ones; negative values measure how far apart they are).
+
+With survey weights (``weights=`` the weight column, present in the original and in every synthetic dataset) the
+regression is weighted least squares with linearization (sandwich) variances
+(:func:`bayessdc.synthesis.survey.weighted_regression`), on the original and on each dataset alike, and the
+original's interval uses ``n - 1`` degrees of freedom (the design's, for a single-stage sample).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .combining import Kind, combine
+from .survey import weighted_regression
 
 __all__ = ["interval_overlap", "ols_fit", "regression_utility"]
 
@@ -45,6 +51,7 @@ def regression_utility(
     dataset: str = "synthetic",
     level: float = 0.95,
     kind: Kind = "partial",
+    weights: str | None = None,
 ) -> pd.DataFrame:
     """The regression table: original-data OLS beside the combined synthetic-data OLS, with CI overlap.
 
@@ -64,6 +71,9 @@ def regression_utility(
         The combining rules: ``"partial"`` (some columns kept, Reiter 2003) or ``"full"`` (every value
         synthesized, Raghunathan, Reiter & Rubin 2003; its adjustment where ``T_f <= 0`` takes ``n_syn`` as
         the mean number of records of a synthetic dataset and ``n`` as the original's).
+    weights
+        The survey weight column: weighted least squares with linearization variances throughout (module
+        docstring); ``None``: OLS.
 
     Returns
     -------
@@ -82,21 +92,31 @@ def regression_utility(
         224-232.
     """
     import statsmodels.api as sm
+    from scipy import stats
 
-    X = sm.add_constant(original[list(predictors)].to_numpy(dtype=float), has_constant="add")
-    fit = sm.OLS(original[response].to_numpy(dtype=float), X).fit()
     names = ["intercept", *predictors]
-    ci = np.asarray(fit.conf_int(1 - level))
+    if weights is None:
+        X = sm.add_constant(original[list(predictors)].to_numpy(dtype=float), has_constant="add")
+        fit = sm.OLS(original[response].to_numpy(dtype=float), X).fit()
+        params, ci = np.asarray(fit.params), np.asarray(fit.conf_int(1 - level))
+    else:
+        estimate, variance = weighted_regression(original, response, predictors, weights)
+        half = stats.t.ppf(0.5 + level / 2, len(original) - 1) * np.sqrt(variance.to_numpy())
+        params = estimate.to_numpy()
+        ci = np.column_stack([params - half, params + half])
     estimates, variances, sizes = [], [], []
     for _, frame in synthetic.groupby(dataset, sort=True):
-        q, u = ols_fit(frame, response, predictors)
+        if weights is None:
+            q, u = ols_fit(frame, response, predictors)
+        else:
+            q, u = weighted_regression(frame, response, predictors, weights)
         estimates.append(q)
         variances.append(u)
         sizes.append(len(frame))
     combined = combine(pd.DataFrame(estimates), pd.DataFrame(variances), kind, level,
                        n_syn=float(np.mean(sizes)), n=len(original))  # fmt: skip
     table = pd.DataFrame(
-        {"original": fit.params, "original_lower": ci[:, 0], "original_upper": ci[:, 1]}, index=names
+        {"original": params, "original_lower": ci[:, 0], "original_upper": ci[:, 1]}, index=names
     ).join(combined)
     table["ci_overlap"] = interval_overlap(
         table["original_lower"].to_numpy(),

@@ -9,6 +9,12 @@ column (1..m), the layout of ``release/synthetic.parquet``.
   4,480 bootstrap). The bootstrap shows how far a table moves by sampling alone.
 * :func:`relative_cell_errors`: the relative error of the count of each category across the synthetic
   datasets (Figures 3 and 4).
+
+Survey weights (``weights=`` the weight column): every table is then one of estimated population totals, the sum
+of the weights of the records in each cell (a synthetic dataset's own weight column: the collected weights when
+kept, synthesized ones when not), ``tau = 1 - L1 / (2 N)`` with ``N`` the original's weighted total, and a
+bootstrap replicate resamples the ``n`` records with replacement, each carrying its weight (the with-replacement
+approximation of the design, as :mod:`bayessdc.synthesis.survey`).
 """
 
 from __future__ import annotations
@@ -96,34 +102,54 @@ def _classify(frame: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
     return pd.DataFrame(columns, index=selected.index)[~outside]
 
 
-def count_table(frame: pd.DataFrame, spec: TableSpec) -> pd.Series:
+def count_table(frame: pd.DataFrame, spec: TableSpec, weights: str | None = None) -> pd.Series:
     """Counts of the table ``spec`` in ``frame``: a Series indexed by the cells that occur, a missing value
-    being a cell of its own (NaN in the index)."""
-    return _classify(frame, spec).groupby(list(spec.by), observed=True, dropna=False).size()
+    being a cell of its own (NaN in the index). With ``weights`` (a column of ``frame``), the sums of the
+    weights of the records in each cell (estimated population totals) instead of the counts."""
+    if weights is None:
+        return _classify(frame, spec).groupby(list(spec.by), observed=True, dropna=False).size()
+    frame = frame.reset_index(drop=True)
+    classified = _classify(frame, spec)
+    summed = classified.assign(**{_WEIGHT: frame.loc[classified.index, weights].to_numpy(dtype=float)})
+    return summed.groupby(list(spec.by), observed=True, dropna=False)[_WEIGHT].sum()
 
 
-def tau_synthetic(original: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> pd.Series:
+#: The column holding the weights while a weighted table is summed (never a user's column).
+_WEIGHT = "__survey_weight__"
+
+
+def tau_synthetic(
+    original: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec, weights: str | None = None
+) -> pd.Series:
     """``tau`` of the table ``spec`` for each synthetic dataset against the original (indexed by ``synthetic``).
 
-    A cell absent from one of the two tables counts 0 in it.
+    A cell absent from one of the two tables counts 0 in it. With ``weights``, tables of weighted totals, each
+    dataset with its own weight column.
     """
-    base = count_table(original, spec)
+    base = count_table(original, spec, weights)
     return (
         synthetic.groupby("synthetic")
-        .apply(lambda frame: proportion_of_total_variation(base, count_table(frame, spec)), include_groups=False)
+        .apply(
+            lambda frame: proportion_of_total_variation(base, count_table(frame, spec, weights)), include_groups=False
+        )  # fmt: skip
         .rename("tau")
     )
 
 
-def tau_bootstrap(original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator) -> np.ndarray:
+def tau_bootstrap(
+    original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, weights: str | None = None
+) -> np.ndarray:
     """``tau`` of the table ``spec`` for ``n_replicates`` bootstrap replicates of the original against the original.
 
     A replicate resamples the ``n`` records with replacement. Its table is drawn directly: the counts of
     the table's cells and of the records outside the table (not selected by ``where``) are
-    Multinomial(n, original proportions), exactly the distribution of the counts of a resample.
+    Multinomial(n, original proportions), exactly the distribution of the counts of a resample. With
+    ``weights``, each resampled record adds its weight to its cell (the records themselves are resampled).
     """
     if n_replicates < 1:
         raise ValueError(f"n_replicates must be at least 1, got {n_replicates}")
+    if weights is not None:
+        return _weighted_tau_bootstrap(original, spec, n_replicates, rng, weights)
     base = count_table(original, spec).to_numpy(dtype=float)
     n_records = len(original)
     outside = n_records - base.sum()
@@ -135,12 +161,36 @@ def tau_bootstrap(original: pd.DataFrame, spec: TableSpec, n_replicates: int, rn
     return 1.0 - np.abs(counts - base).sum(axis=1) / (2.0 * total)
 
 
+def _weighted_tau_bootstrap(
+    original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, weights: str
+) -> np.ndarray:
+    """:func:`tau_bootstrap` of weighted totals: every replicate resamples the records (cost ``n`` per replicate)."""
+    frame = original.reset_index(drop=True)
+    classified = _classify(frame, spec)
+    n_records = len(frame)
+    cells = np.full(n_records, -1, dtype=np.int64)
+    cells[classified.index.to_numpy()] = classified.groupby(list(spec.by), observed=True, dropna=False).ngroup()
+    n_cells = int(cells.max()) + 1
+    if n_cells < 1:
+        raise ValueError(f"table {spec.name!r} has no records in the original")
+    cells[cells < 0] = n_cells  # the records outside the table: one more cell, left out of tau
+    w = frame[weights].to_numpy(dtype=float)
+    base = np.bincount(cells, weights=w, minlength=n_cells + 1)[:n_cells]
+    taus = np.empty(n_replicates)
+    for r in range(n_replicates):
+        drawn = rng.integers(0, n_records, n_records)
+        totals = np.bincount(cells[drawn], weights=w[drawn], minlength=n_cells + 1)[:n_cells]
+        taus[r] = 1.0 - np.abs(totals - base).sum() / (2.0 * base.sum())
+    return taus
+
+
 def tau_distributions(
     original: pd.DataFrame,
     synthetic: pd.DataFrame,
     tables: Sequence[TableSpec],
     n_bootstrap: int = 1000,
     seed: int = 0,
+    weights: str | None = None,
 ) -> pd.DataFrame:
     """``tau`` per table for every synthetic dataset and every bootstrap replicate (the paper's Figure 2).
 
@@ -156,6 +206,9 @@ def tau_distributions(
         Bootstrap replicates of the original per table (the paper: 4,480).
     seed
         Seed of the bootstrap.
+    weights
+        The survey weight column (of the original and of every synthetic dataset): tables of weighted totals
+        and a bootstrap that resamples weighted records (see the module docstring); ``None``: counts.
 
     Returns
     -------
@@ -165,8 +218,8 @@ def tau_distributions(
     rng = streams.rng(seed, "tables-bootstrap")
     frames = []
     for spec in tables:
-        synthetic_tau = tau_synthetic(original, synthetic, spec)
-        bootstrap_tau = tau_bootstrap(original, spec, n_bootstrap, rng)
+        synthetic_tau = tau_synthetic(original, synthetic, spec, weights)
+        bootstrap_tau = tau_bootstrap(original, spec, n_bootstrap, rng, weights)
         frames.append(
             pd.DataFrame(
                 {
@@ -215,13 +268,13 @@ def summarize_tau(taus: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def relative_cell_errors(
-    original: pd.DataFrame, synthetic: pd.DataFrame, column: str, where: str | None = None
+    original: pd.DataFrame, synthetic: pd.DataFrame, column: str, where: str | None = None, weights: str | None = None
 ) -> pd.DataFrame:
     """Relative error of the count of each category of ``column`` in each synthetic dataset (Figures 3-4).
 
     ``(synthetic count - original count) / original count`` over the records selected by ``where`` (a
     :meth:`pandas.DataFrame.query` expression, e.g. ``"age >= 18"``); categories absent from the original
-    are left out (their relative error is undefined).
+    are left out (their relative error is undefined). With ``weights``, of the weighted totals.
 
     Returns
     -------
@@ -229,11 +282,11 @@ def relative_cell_errors(
         Columns ``synthetic``, ``category``, ``original``, ``count`` and ``relative_error``.
     """
     spec = TableSpec(column, (column,), where)
-    base = count_table(original, spec)
+    base = count_table(original, spec, weights)
     base = base[base > 0]
     rows = []
     for k, frame in synthetic.groupby("synthetic"):
-        counts = count_table(frame, spec).reindex(base.index, fill_value=0)
+        counts = count_table(frame, spec, weights).reindex(base.index, fill_value=0)
         rows.append(
             pd.DataFrame(
                 {
@@ -253,6 +306,7 @@ def summarize_relative_errors(errors: pd.DataFrame) -> dict[str, dict[str, float
     out = {}
     for category, group in errors.groupby("category", sort=False, observed=True, dropna=False):
         summary = _quartiles(group["relative_error"].to_numpy())
-        summary["original"] = int(group["original"].iloc[0])
+        original = float(group["original"].iloc[0])
+        summary["original"] = int(original) if original.is_integer() else original
         out[str(category)] = summary
     return out

@@ -24,6 +24,8 @@ MODULES = (
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",
     "bayessdc.synthesis.combining",
+    "bayessdc.synthesis.survey",
+    "bayessdc.pipeline.weighting",
 )
 
 

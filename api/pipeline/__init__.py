@@ -34,9 +34,11 @@ from ..errors import InputError
 from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
+from .refusal import control_sentence, write_refusal_report
 from .releasing import build_release, decide
 from .resuming import resumed_fit
 from .stopping import add_chains_until_certain
+from .weighting import check_weights, weight_roles, weights_sentence
 
 __all__ = [
     "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
@@ -59,6 +61,7 @@ def synthesize(
     holdout: float | pd.DataFrame | str | os.PathLike[str] | None = None,
     resume: ConvergenceError | None = None,
     progress: bool = True,
+    weights: str | None = None,
 ) -> Release:
     """Fit ``synthesizer`` to ``frame`` and draw ``m`` synthetic datasets with their risk and utility.
 
@@ -109,6 +112,12 @@ def synthesize(
         configured at all (no handler on the ``bayessdc`` logger nor on the root logger, as in a fresh
         notebook), a handler writing ``bayessdc: message`` lines to standard error is attached for the call
         and removed after it; a program that configures :mod:`logging` decides itself what is shown.
+    weights
+        The column of survey weights (checked before anything is fitted: positive numbers on every row). Kept,
+        and a predictor of every synthesized column, when other columns are kept (partially synthetic);
+        synthesized first when ``keep`` is empty (fully synthetic: no real record's weight is released). The
+        utility figures are then weighted, and ``release/model.json`` says so (:mod:`bayessdc.pipeline.weighting`).
+        Recipes whose ``takes_weights`` is true (``bsd.CART``).
 
     Returns
     -------
@@ -151,15 +160,23 @@ def synthesize(
     disclosure_policy = load_policy(policy)
     if holdout is not None and not synthesizer.takes_control:
         raise InputError(f"holdout= applies to tables of records; {synthesizer.name} releases no such table")
+    synthesize, keep, weight_role = column_list(synthesize), column_list(keep), None
+    if weights is not None:  # before the hold-out, so that the rows named are the user's
+        if not synthesizer.takes_weights:
+            raise InputError(f"weights= applies to tables of records synthesized by bsd.CART, not {synthesizer.name}")
+        synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, keep)
     frame, control, control_set = hold_out(frame, holdout, seed)
     try:
         synthesizer.check_m(m)
-        prepared = synthesizer.prepare(frame, column_list(synthesize), column_list(keep), seed)
+        prepared = synthesizer.prepare(frame, synthesize, keep, seed)
     except InputError:
         raise
     except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too
         raise InputError(str(err)) from err
     identity = {**prepared.identity, "m": m, "seed": seed}
+    if weights is not None:
+        prepared.weights, prepared.weight_role = weights, weight_role
+        identity["weights"] = {"column": weights, "role": weight_role}
     if control_set is not None:
         identity["control_set"] = control_set
     if not disclosure_policy.builtin:
@@ -229,7 +246,7 @@ def _run(
         refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
         refusal.fitted, refusal.identity = fitted, identity  # what synthesize(..., resume=refusal) takes up
         if folder is not None:
-            _write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
+            write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal
     release_start = time.perf_counter()
     release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress, control)
@@ -241,7 +258,9 @@ def _run(
     release.report_content = synthesizer.report_content(prepared, release)
     if "control_set" in identity:
         release.description["control_set"] = identity["control_set"]
-        release.report_content.about.append(_control_sentence(identity["control_set"]))
+        release.report_content.about.append(control_sentence(identity["control_set"]))
+    if prepared.weights is not None:
+        release.report_content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept"))
     release.seconds = time.perf_counter() - start
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
@@ -255,35 +274,3 @@ def _run(
     if folder is not None:
         release.write_to(folder, written=set(fitted.private_files))
     return release
-
-
-def _write_refusal_report(
-    folder: OutputFolder, synthesizer: Recipe, identity: dict[str, Any], fitted: Fitted, m: int, seed: int,
-    seconds: float,
-) -> None:
-    """``private/report.html`` of a refused run: the verdict and the posterior diagnostics (nothing released,
-    so nothing to compare); the run's settings stand in for the model description."""
-    from bayessdc.report import render_run_report
-    from bayessdc.report.html import html_writer
-
-    refused = Release(
-        synthesizer=synthesizer.name,
-        synthetic=pd.DataFrame(),
-        description={k: v for k, v in identity.items() if k != "input"},
-        diagnostics=fitted.diagnostics,
-        identity=identity,
-        m=m,
-        seed=seed,
-        seconds=seconds,
-    )
-    folder.write_private_file("report.html", html_writer(lambda: render_run_report(refused)))
-
-
-def _control_sentence(control_set: dict[str, Any]) -> str:
-    """What the report says of the control set."""
-    if control_set["given"]:
-        return (f"The attack measures use a control set of {control_set['records']:,} real records given apart from "
-                "the input; the model was fitted on every input record.")  # fmt: skip
-    return (f"Evaluation run: {control_set['records']:,} records ({control_set['share']:.0%}) were held out as the "
-            f"control set of the attack measures, and the model was fitted on the other {control_set['fitted_on']:,}. "
-            "These figures describe this fit; a release fitted on every record is another run.")  # fmt: skip

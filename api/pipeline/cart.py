@@ -115,6 +115,10 @@ class CART(Recipe):
 
     Notes
     -----
+    Survey weights (``bsd.synthesize(..., weights="wt")``): kept and a predictor of every tree under partial
+    synthesis, the first synthesized column under full synthesis; the tables are then of weighted totals
+    (:mod:`bayessdc.pipeline.weighting`).
+
     Missing values are synthesized, never dropped: a level of their own in a categorical column, a state drawn
     before the value in a numeric one (:mod:`bayessdc.models.cart.states`); the release holds NaN (or the
     declared code) where the trees put them, and the utility tables count them as cells of their own.
@@ -140,6 +144,7 @@ class CART(Recipe):
     spikes: Mapping[str, Sequence[float]] | None = None
     smoothing: str | None = None
     name: ClassVar[str] = "cart"
+    takes_weights: ClassVar[bool] = True
 
     def _rules(self) -> list[Rule]:
         if isinstance(self.rules, str | os.PathLike):
@@ -233,11 +238,12 @@ class CART(Recipe):
         synthetic = synthesizer.synthesize_datasets(m)
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
-        utility = table_utility(released, synthetic, tables, kinds, n_bootstrap=self.bootstrap, seed=seed)
+        utility = table_utility(released, synthetic, tables, kinds, n_bootstrap=self.bootstrap, seed=seed,
+                                weights=prepared.weights)  # fmt: skip
         trees = synthesizer.tree_summary()
         summary = fitted.diagnostics.summary
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
-        measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed)
+        measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed, weights=prepared.weights)
         measures.tables = list(tables)
         return Drawn(
             synthetic,

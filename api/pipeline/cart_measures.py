@@ -92,6 +92,7 @@ def table_utility(
     *,
     n_bootstrap: int,
     seed: int,
+    weights: str | None = None,
 ) -> dict[str, Any]:
     """``tau`` of every table for the synthetic datasets against bootstrap replicates of the original, and the
     relative errors of the category counts of every categorical synthesized column (``private/utility.json``).
@@ -108,11 +109,19 @@ def table_utility(
         Synthesized column -> ``"classification"`` or ``"regression"`` (its tree).
     n_bootstrap, seed
         Bootstrap replicates per table and their seed.
+    weights
+        The survey weight column: tables of weighted totals, a bootstrap of weighted records, relative errors of
+        weighted totals (``weighted`` names the column; ``None``: counts).
     """
-    taus = tau_distributions(original, synthetic, tables, n_bootstrap=n_bootstrap, seed=seed)
+    taus = tau_distributions(original, synthetic, tables, n_bootstrap=n_bootstrap, seed=seed, weights=weights)
     tau_summary = summarize_tau(taus)
+    measure = "tau = 1 - L1/(2n) against the original table; bootstrap replicates show sampling variability"
+    if weights is not None:
+        measure = (f"tau = 1 - L1/(2N) of totals weighted by {weights!r} against the original's weighted table; "
+                   "bootstrap replicates of the weighted records show sampling variability")  # fmt: skip
     utility: dict[str, Any] = {
-        "measure": "tau = 1 - L1/(2n) against the original table; bootstrap replicates show sampling variability",
+        "measure": measure,
+        "weighted": weights,
         "tables": {
             spec.name: {**spec.to_dict(), **tau_summary[spec.name], "synthetic_per_dataset": None} for spec in tables
         },
@@ -123,7 +132,7 @@ def table_utility(
         utility["tables"][spec.name]["synthetic_per_dataset"] = per_dataset["tau"].tolist()
     for column, kind in kinds.items():
         if kind == "classification":
-            errors = relative_cell_errors(original, synthetic, column)
+            errors = relative_cell_errors(original, synthetic, column, weights=weights)
             utility["relative_errors"][column] = summarize_relative_errors(errors)
     return utility
 
@@ -189,7 +198,8 @@ class CartMeasures(Measures):
     ``risk(known=..., repetitions=100)``: :func:`identification_figures` for the categorical synthesized
     columns; ``known`` is a list of knowledge sets, each a list of kept or categorical synthesized columns or
     one comma-separated string (default: every kept and categorical synthesized column).
-    ``utility(tables=..., bootstrap=1000)``: :func:`table_utility` for other tables or replicates.
+    ``utility(tables=..., bootstrap=1000)``: :func:`table_utility` for other tables or replicates (weighted by
+    ``weights``, the survey weight column, when the release has one).
     """
 
     risk_options = ("known", "repetitions")
@@ -202,8 +212,10 @@ class CartMeasures(Measures):
         keep: list[str],
         kinds: Mapping[str, str | None],
         seed: int,
+        weights: str | None = None,
     ) -> None:
         self.original, self.synthetic, self.keep, self.kinds, self.seed = original, synthetic, keep, kinds, seed
+        self.weights = weights
         self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
         #: The run's tables (the default of :meth:`measure_input`), set by the recipe.
         self.tables: list[TableSpec] | None = None
@@ -217,7 +229,7 @@ class CartMeasures(Measures):
         those tables against ``bootstrap`` replicates of the original."""
         data = MeasureInput(
             self.synthetic, self.original, released=list(self.original.columns), seed=self.seed,
-            tables=self._specs(tables, bootstrap), bootstrap=bootstrap,
+            tables=self._specs(tables, bootstrap), bootstrap=bootstrap, weights=self.weights,
         )  # fmt: skip
         if known is not None:
             data.known_sets = self._known_sets(known, repetitions)
@@ -275,4 +287,5 @@ class CartMeasures(Measures):
         if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
         specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
-        return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed)
+        return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed,
+                             weights=self.weights)  # fmt: skip

@@ -56,11 +56,17 @@ class Prepared:
         What defines the run besides m and seed (input fingerprint, columns, priors, settings).
     notices
         Messages for the user (dropped columns, groups released unchanged).
+    weights, weight_role
+        The survey weight column (``bsd.synthesize(..., weights=)``, set by the pipeline after :meth:`Recipe.prepare`)
+        and its role, ``"kept"`` or ``"synthesized"`` (:mod:`bayessdc.pipeline.weighting`); ``None`` without
+        weights. A recipe that takes weights (:attr:`Recipe.takes_weights`) computes its utility figures weighted.
     """
 
     data: Any
     identity: dict[str, Any]
     notices: list[str] = field(default_factory=list)
+    weights: str | None = None
+    weight_role: str | None = None
 
 
 @dataclass
@@ -177,6 +183,9 @@ class Recipe(ABC):
     default_m: ClassVar[int] = 5
     #: Whether the release is a table of records that a control set (``holdout=``) can be compared with.
     takes_control: ClassVar[bool] = True
+    #: Whether the recipe takes survey weights (``weights=``): a table of records whose weight column it keeps or
+    #: synthesizes as a column, and whose utility figures it computes weighted.
+    takes_weights: ClassVar[bool] = False
 
     @abstractmethod
     def prepare(

@@ -14,6 +14,7 @@ from ..control import align_control
 from ..policy import Policy, Verdict, judge
 from ..release import Release
 from .recipe import Drawn, Fitted, Prepared, Recipe
+from .weighting import weights_description
 
 __all__ = ["build_release", "decide", "measure_and_judge"]
 
@@ -32,6 +33,10 @@ def build_release(
     if control is not None and data is not None and data.original is not None:
         data.holdout = align_control(control, data.original)
     description = {**recipe.describe(prepared, fitted), "m": m, "seed": seed}
+    if prepared.weights is not None:
+        description["weights"] = weights_description(prepared.weights, prepared.weight_role or "kept")
+        if data is not None:
+            data.weights = prepared.weights
     return Release(
         synthesizer=recipe.name,
         synthetic=drawn.synthetic,

@@ -1,0 +1,155 @@
+"""Survey weights in the pipeline: the weight column checked, given its role, and described.
+
+``bsd.synthesize(frame, recipe, ..., weights="wt")`` names the column of the survey weights. Before anything is
+fitted (:func:`check_weights`) the column must exist and hold positive, finite numbers on every row; a refusal
+names the column and the rows. Its role (:func:`weight_roles`) follows the kind of release:
+
+* *partially synthetic* (some column kept): the weights are kept, released as collected and a predictor of every
+  synthesized column, so that the synthesis model conditions on the design (an informative design, where the
+  weights carry information on the outcome, is then reproduced); listing them to synthesize is refused.
+* *fully synthetic* (``keep=[]``): the weights are synthesized like any variable, first in the order (unless the
+  user places them), so that every later column is drawn given a synthetic weight; no record is released with
+  its collected weight, which can reveal its design stratum (and the area or group it was oversampled from).
+
+Every utility figure of a weighted release is then computed in its weighted form (tables of weighted totals,
+weighted regressions with linearization variances, :mod:`bayessdc.synthesis.survey`), and ``release/model.json``
+(``weights``) and the report say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayessdc.models.validation import describe_rows
+
+from ..errors import InputError
+
+__all__ = ["check_weights", "weight_roles", "weights_description", "weights_sentence"]
+
+_WHY = {
+    "kept": "partially synthetic release: the collected weights are released unchanged with the records they belong "
+    "to, and every synthesized column is drawn given them, so that weighted estimates from the release reflect the "
+    "design",
+    "synthesized": "fully synthetic release: the weights are synthesized as a variable, first in the order so that "
+    "every other column is drawn given a synthetic weight, and no record is released with its collected weight, "
+    "which can reveal its design stratum (the synthetic weights are drawn from the observed ones; smoothing='density' "
+    "perturbs them too)",
+}
+
+
+def check_weights(frame: pd.DataFrame, column: Any) -> str:
+    """Refuse a weight column that is unknown, or has a missing, non-numeric, zero, negative or infinite value.
+
+    Parameters
+    ----------
+    frame
+        The confidential table.
+    column
+        The name of its weight column.
+
+    Returns
+    -------
+    str
+        The column's name.
+
+    Raises
+    ------
+    bayessdc.InputError
+        Naming the column and the offending rows (1-based data row numbers).
+    """
+    if not isinstance(column, str) or not column:
+        raise InputError(f"weights= names one column of the data, got {column!r}")
+    if column not in frame.columns:
+        raise InputError(f"weights={column!r}: no such column (columns: {', '.join(map(str, frame.columns))})")
+    values = frame[column]
+    if pd.api.types.is_bool_dtype(values):
+        raise InputError(f"weights={column!r}: the column holds true/false values, not survey weights")
+    numbers = pd.to_numeric(values, errors="coerce")
+    checks = [
+        (values.isna().to_numpy(), "is missing"),
+        ((numbers.isna() & values.notna()).to_numpy(), "is not a number"),
+        (numbers.notna().to_numpy() & ~np.isfinite(numbers.to_numpy(dtype=float, na_value=0.0)), "is infinite"),
+        ((numbers <= 0).to_numpy(), "is zero or negative"),
+    ]
+    for bad, what in checks:
+        if bad.any():
+            raise InputError(
+                f"weights={column!r}: the survey weight {what} at {describe_rows(np.flatnonzero(bad))}; every record "
+                "needs a positive weight (drop the records or fix their weights before synthesis)"
+            )
+    if not pd.api.types.is_numeric_dtype(values):
+        rows = np.arange(len(values))
+        raise InputError(
+            f"weights={column!r}: the survey weights are stored as text ({describe_rows(rows)}); convert the column "
+            "to numbers"
+        )
+    return column
+
+
+def weight_roles(column: str, synthesize: list[str] | None, keep: list[str] | None) -> tuple[list[str], list[str], str]:
+    """The synthesized and kept columns with the weights given their role (see the module docstring).
+
+    Parameters
+    ----------
+    column
+        The weight column.
+    synthesize, keep
+        The columns as the user gave them.
+
+    Returns
+    -------
+    synthesize, keep, role
+        ``role`` is ``"kept"`` (partially synthetic) or ``"synthesized"`` (fully synthetic).
+
+    Raises
+    ------
+    bayessdc.InputError
+        The weights listed to synthesize while other columns are kept (a partially synthetic release keeps the
+        collected weights).
+
+    Examples
+    --------
+    >>> weight_roles("wt", ["income"], ["age"])
+    (['income'], ['age', 'wt'], 'kept')
+    >>> weight_roles("wt", ["income"], [])
+    (['wt', 'income'], [], 'synthesized')
+    """
+    synthesize, keep = list(synthesize or []), list(keep or [])
+    others_kept = [c for c in keep if c != column]
+    if others_kept:
+        if column in synthesize:
+            raise InputError(
+                f"weights={column!r} is listed to synthesize while {', '.join(others_kept)} are kept: a partially "
+                f"synthetic release keeps the collected weights (list {column!r} in keep, or keep nothing for a fully "
+                "synthetic release, which synthesizes them)"
+            )
+        return synthesize, keep if column in keep else [*keep, column], "kept"
+    if column in keep:  # the weights alone kept: partially synthetic, nothing else kept
+        return synthesize, keep, "kept"
+    return (synthesize if column in synthesize else [column, *synthesize]), keep, "synthesized"
+
+
+def weights_description(column: str, role: str) -> dict[str, Any]:
+    """The ``weights`` entry of ``release/model.json``: the column, its role and why."""
+    return {
+        "column": column,
+        "role": role,
+        "why": _WHY[role],
+        "utility": "every utility figure is weighted: tables of weighted totals (tau, relative errors) against a "
+        "bootstrap of weighted records, regressions and means by weighted least squares with linearization "
+        "variances, combined over the m datasets",
+    }
+
+
+def weights_sentence(column: str, role: str) -> str:
+    """What the report says of the survey weights: their role, and which figures are weighted."""
+    kept = "kept as collected and a predictor of every synthesized column" if role == "kept" else (
+        "synthesized first (no record is released with its collected weight)")
+    return (f"Survey weights: the column {column!r} is {kept}. Weighted figures: the tables' tau and relative "
+            f"errors (totals weighted by {column!r}, against a bootstrap of weighted records) and any analyst's "
+            "regression (weighted least squares, linearization variances, combined over the m datasets) and the pMSE "
+            "of release.risk(known=...); the records copied, replicated uniques, identification risks and table "
+            "deviations count records, unweighted.")  # fmt: skip

@@ -1,0 +1,165 @@
+"""Design-based estimates from survey weights: weighted means and regressions with their linearization variances.
+
+Generic: a frame, the name of its weight column, and the analyst's estimand; nothing of any model. A synthetic
+dataset carries a weight column too (the collected weights kept under partial synthesis, synthesized ones under
+full synthesis), so each of the m datasets is analysed exactly as the collected sample would be, and the m
+results are combined by :func:`bayessdc.synthesis.combining.combine`.
+
+The design is taken as a single-stage sample drawn with replacement with unequal probabilities (the weights),
+the usual approximation of a design whose strata and clusters are not released. The variance is Taylor
+linearization (Binder 1983; Wolter 2007, Ch. 6), for an estimator ``theta`` solving ``sum_i w_i psi_i(theta) = 0``:
+``n / (n - 1) sum_i (z_i - z_bar)^2`` with ``z_i`` the record's linearized influence. For the weighted mean
+(a ratio) ``z_i = w_i (y_i - mu) / sum_j w_j``; for weighted least squares it is the sandwich
+``(X'WX)^{-1} [n / (n - 1) sum_i w_i^2 e_i^2 x_i x_i'] (X'WX)^{-1}``, statsmodels' ``WLS(...).fit(cov_type="HC0")``
+scaled by ``n / (n - 1)`` (``sum_i z_i = 0`` at the solution, so the centring is exact).
+
+Why not a survey library: samplics (the one maintained survey package on PyPI for Python when this module was
+written) announces itself as archived and no longer maintained (samplics 0.6, ``FutureWarning`` on import) and
+would bring polars into the dependencies; its Taylor variance of a weighted mean equals :func:`weighted_mean`'s to
+machine precision (checked by hand on 50 records: 0.014383324552460823 both). statsmodels' WLS with a
+heteroskedasticity-consistent covariance is the well-kept tool for the regression. Replicate weights are not read
+(yet): a dataset that carries them should have its variances computed from them by the analyst.
+
+References
+----------
+.. [1] Binder, D. A. (1983). On the variances of asymptotically normal estimators from complex surveys.
+    *International Statistical Review*, 51, 279-292.
+.. [2] Wolter, K. M. (2007). *Introduction to Variance Estimation*, 2nd ed. Springer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .combining import Kind, combine
+
+__all__ = ["combined_weighted_mean", "weighted_mean", "weighted_regression"]
+
+
+def weighted_mean(values: Sequence[float] | np.ndarray | pd.Series, weights: Sequence[float] | np.ndarray | pd.Series
+                  ) -> tuple[float, float]:  # fmt: skip
+    """The weighted mean of ``values`` and its linearization variance.
+
+    A missing value (NaN) leaves its record out of the domain the mean is taken over (hours worked by those who
+    work): the variance is then the domain estimator's, over all ``n`` records with ``z_i = 0`` outside the
+    domain (Wolter 2007, Section 6.11), not a variance of the domain's records taken as the whole sample.
+
+    Parameters
+    ----------
+    values
+        The variable, one value per record (NaN: not in the domain).
+    weights
+        The survey weights, positive.
+
+    Returns
+    -------
+    estimate, variance
+        ``mu = sum_d w_i y_i / sum_d w_i`` and ``n / (n - 1) sum_i (z_i - z_bar)^2``,
+        ``z_i = d_i w_i (y_i - mu) / sum_d w_j`` (``d_i``: in the domain).
+
+    Examples
+    --------
+    >>> estimate, variance = weighted_mean([1.0, 2.0, 4.0], [1.0, 1.0, 2.0])
+    >>> estimate, variance  # z = (-1.75, -0.75, 2.5) / 4; 3/2 * sum z^2
+    (2.75, 0.92578125)
+    """
+    y = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if y.shape != w.shape or y.ndim != 1:
+        raise ValueError(f"values and weights differ in shape: {y.shape} and {w.shape}")
+    domain = np.isfinite(y)
+    if domain.sum() < 1 or len(y) < 2:
+        raise ValueError("a weighted mean needs at least two records and one value")
+    total = w[domain].sum()
+    mu = float(np.sum(w[domain] * y[domain]) / total)
+    z = np.where(domain, w * (np.where(domain, y, 0.0) - mu) / total, 0.0)
+    n = len(y)
+    return mu, float(n / (n - 1) * np.sum((z - z.mean()) ** 2))
+
+
+def weighted_regression(
+    frame: pd.DataFrame, response: str, predictors: Sequence[str], weights: str
+) -> tuple[pd.Series, pd.Series]:
+    """Weighted least squares of ``response`` on an intercept and ``predictors``: coefficients and their
+    linearization (sandwich) variances.
+
+    Records with a missing response or predictor are left out (complete cases), as the analyst's own
+    regression would.
+
+    Parameters
+    ----------
+    frame
+        The records, with the weight column.
+    response, predictors
+        The analyst's regression (an intercept is added).
+    weights
+        The weight column.
+
+    Returns
+    -------
+    coefficients, variances
+        Indexed ``intercept`` then the predictors; the variances are the diagonal of
+        ``n / (n - 1)`` times statsmodels' ``HC0`` covariance of the WLS fit (see the module docstring).
+    """
+    import statsmodels.api as sm
+
+    columns = [response, *predictors]
+    used = frame[[*columns, weights]].apply(pd.to_numeric, errors="coerce").dropna()
+    n = len(used)
+    if n <= len(predictors) + 1:
+        raise ValueError(f"{n} complete record(s) for a regression on {len(predictors)} predictor(s)")
+    X = sm.add_constant(used[list(predictors)].to_numpy(dtype=float), has_constant="add")
+    fit = sm.WLS(used[response].to_numpy(dtype=float), X, weights=used[weights].to_numpy(dtype=float)).fit(
+        cov_type="HC0"
+    )
+    names = ["intercept", *predictors]
+    variances = np.diag(np.asarray(fit.cov_params())) * n / (n - 1)
+    return pd.Series(np.asarray(fit.params), index=names), pd.Series(variances, index=names)
+
+
+def combined_weighted_mean(
+    synthetic: pd.DataFrame,
+    column: str,
+    weights: str,
+    *,
+    kind: Kind = "partial",
+    level: float = 0.95,
+    n: int | None = None,
+    dataset: str = "synthetic",
+) -> pd.DataFrame:
+    """The weighted mean of ``column`` in each synthetic dataset, combined over the m datasets.
+
+    Parameters
+    ----------
+    synthetic
+        The m datasets stacked, numbered by ``dataset``, each with its weight column.
+    column, weights
+        The variable and the weight column.
+    kind
+        ``"partial"`` (the collected weights kept: Reiter 2003) or ``"full"`` (the weights synthesized too:
+        Raghunathan, Reiter & Rubin 2003).
+    level
+        Coverage of the interval.
+    n
+        Records of the collected data (the fully synthetic rules' adjustment when ``T_f <= 0``; default the
+        mean size of a dataset).
+    dataset
+        The column numbering the datasets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row (index ``column``), the columns of :func:`bayessdc.synthesis.combining.combine`.
+    """
+    estimates, variances, sizes = [], [], []
+    for _, frame in synthetic.groupby(dataset, sort=True):
+        q, u = weighted_mean(frame[column], frame[weights])
+        estimates.append({column: q})
+        variances.append({column: u})
+        sizes.append(len(frame))
+    n_syn = float(np.mean(sizes))
+    return combine(pd.DataFrame(estimates), pd.DataFrame(variances), kind, level, n_syn=n_syn,
+                   n=n_syn if n is None else n)  # fmt: skip
