@@ -25,6 +25,7 @@ MODULES = (
     "bayessdc.risk.neighbours",
     "bayessdc.synthesis.combining",
     "bayessdc.synthesis.survey",
+    "bayessdc.synthesis.replicates",
     "bayessdc.pipeline.weighting",
 )
 
