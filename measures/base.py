@@ -127,6 +127,9 @@ class MeasureInput:
         The survey weight column of the original and of every synthetic dataset (``bsd.synthesize(...,
         weights=)``): the utility measures that have a weighted form compute it (tables of weighted totals), and
         say so in their title; ``None``: unweighted.
+    replicates
+        The replicate weights carried beside ``weights`` (a :class:`bayessdc.synthesis.replicates.ReplicateDesign`):
+        the analyst's regression takes its variances from them.
     seed
         Seed of every random step of a measure (the inherent scenarios).
     """
@@ -151,6 +154,7 @@ class MeasureInput:
     count_margins: list[list[str]] = field(default_factory=list)
     regression: Any = None
     weights: str | None = None
+    replicates: Any = None
     seed: int = 0
     #: Figures shared between measures of this input (computed once).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)

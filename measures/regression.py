@@ -13,6 +13,7 @@ spatial synthesizer's model without differential smoothing).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -51,6 +52,9 @@ class RegressionInput:
         The survey weight column (of the original and of every dataset): the OLS becomes weighted least squares
         with linearization variances (:func:`bayessdc.synthesis.survey.weighted_regression`); the measure takes
         the release's :attr:`MeasureInput.weights` when this is ``None``.
+    replicates
+        The replicate weights that go with ``weights`` (:class:`bayessdc.synthesis.replicates.ReplicateDesign`):
+        the variances are their replicate variances; the release's :attr:`MeasureInput.replicates` by default.
     """
 
     original: pd.DataFrame
@@ -62,6 +66,7 @@ class RegressionInput:
     coefficients: pd.DataFrame | None = None
     kind: str = "partial"
     weights: str | None = None
+    replicates: Any = None
 
     def fit(self, synthetic: pd.DataFrame | None = None) -> pd.DataFrame:
         """The coefficient table of the regression on the original and combined over ``synthetic`` (default
@@ -79,7 +84,7 @@ class RegressionInput:
         from bayessdc.synthesis.regression import regression_utility
 
         return regression_utility(self.original, synthetic, self.response, self.predictors, kind=self.kind,
-                                  weights=self.weights)  # fmt: skip
+                                  weights=self.weights, replicates=self.replicates)  # fmt: skip
 
 
 @register
@@ -106,6 +111,8 @@ class IntervalOverlap(Measure):
         for r in regressions:
             if r.weights is None and data.weights is not None and r.model == "ols":
                 r.weights = data.weights
+            if r.replicates is None and r.weights is not None and r.weights == data.weights:
+                r.replicates = data.replicates
             if r.weights is not None:
                 weighted.append(r.weights)
             prefix = f"{r.response}: " if len(regressions) > 1 or r.model != "ols" else ""

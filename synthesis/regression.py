@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .combining import Kind, combine
+from .replicates import ReplicateDesign
 from .survey import weighted_regression
 
 __all__ = ["interval_overlap", "ols_fit", "regression_utility"]
@@ -52,6 +53,7 @@ def regression_utility(
     level: float = 0.95,
     kind: Kind = "partial",
     weights: str | None = None,
+    replicates: ReplicateDesign | None = None,
 ) -> pd.DataFrame:
     """The regression table: original-data OLS beside the combined synthetic-data OLS, with CI overlap.
 
@@ -74,6 +76,9 @@ def regression_utility(
     weights
         The survey weight column: weighted least squares with linearization variances throughout (module
         docstring); ``None``: OLS.
+    replicates
+        The replicate weights kept with the survey weights (:class:`bayessdc.synthesis.replicates.ReplicateDesign`):
+        every variance, the original's and each synthetic dataset's, is then their replicate variance.
 
     Returns
     -------
@@ -100,7 +105,7 @@ def regression_utility(
         fit = sm.OLS(original[response].to_numpy(dtype=float), X).fit()
         params, ci = np.asarray(fit.params), np.asarray(fit.conf_int(1 - level))
     else:
-        estimate, variance = weighted_regression(original, response, predictors, weights)
+        estimate, variance = weighted_regression(original, response, predictors, weights, replicates)
         half = stats.t.ppf(0.5 + level / 2, len(original) - 1) * np.sqrt(variance.to_numpy())
         params = estimate.to_numpy()
         ci = np.column_stack([params - half, params + half])
@@ -109,7 +114,7 @@ def regression_utility(
         if weights is None:
             q, u = ols_fit(frame, response, predictors)
         else:
-            q, u = weighted_regression(frame, response, predictors, weights)
+            q, u = weighted_regression(frame, response, predictors, weights, replicates)
         estimates.append(q)
         variances.append(u)
         sizes.append(len(frame))

@@ -28,6 +28,7 @@ import pandas as pd
 from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
 from bayessdc.synthesis.output import OutputFolder
+from bayessdc.synthesis.replicates import ReplicateDesign
 
 from ..control import hold_out
 from ..errors import InputError
@@ -38,7 +39,7 @@ from .refusal import control_sentence, write_refusal_report
 from .releasing import build_release, decide
 from .resuming import resumed_fit
 from .stopping import add_chains_until_certain
-from .weighting import check_weights, weight_roles, weights_sentence
+from .weighting import check_replicates, check_weights, weight_roles, weights_sentence
 
 __all__ = [
     "Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list", "decide", "synthesize",
@@ -62,6 +63,7 @@ def synthesize(
     resume: ConvergenceError | None = None,
     progress: bool = True,
     weights: str | None = None,
+    replicate_weights: ReplicateDesign | None = None,
 ) -> Release:
     """Fit ``synthesizer`` to ``frame`` and draw ``m`` synthetic datasets with their risk and utility.
 
@@ -118,6 +120,11 @@ def synthesize(
         synthesized first when ``keep`` is empty (fully synthetic: no real record's weight is released). The
         utility figures are then weighted, and ``release/model.json`` says so (:mod:`bayessdc.pipeline.weighting`).
         Recipes whose ``takes_weights`` is true (``bsd.CART``).
+    replicate_weights
+        The file's replicate weights (:class:`bsd.ReplicateDesign`: columns and method), with ``weights`` in a
+        partially synthetic release: released with the records they belong to, beside the kept weights, and no
+        predictor of any column; the analyst's regression then takes its variances from them
+        (:mod:`bayessdc.synthesis.replicates`). Refused in a fully synthetic release.
 
     Returns
     -------
@@ -165,6 +172,8 @@ def synthesize(
         if not synthesizer.takes_weights:
             raise InputError(f"weights= applies to tables of records synthesized by bsd.CART, not {synthesizer.name}")
         synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, keep)
+    if replicate_weights is not None:
+        check_replicates(frame, replicate_weights, weights, weight_role, synthesize, keep)
     frame, control, control_set = hold_out(frame, holdout, seed)
     try:
         synthesizer.check_m(m)
@@ -177,6 +186,9 @@ def synthesize(
     if weights is not None:
         prepared.weights, prepared.weight_role = weights, weight_role
         identity["weights"] = {"column": weights, "role": weight_role}
+    if replicate_weights is not None:
+        prepared.replicates = (replicate_weights, frame[list(replicate_weights.columns)].reset_index(drop=True))
+        identity["weights"]["replicates"] = replicate_weights.to_dict()
     if control_set is not None:
         identity["control_set"] = control_set
     if not disclosure_policy.builtin:

@@ -67,6 +67,9 @@ class Prepared:
     notices: list[str] = field(default_factory=list)
     weights: str | None = None
     weight_role: str | None = None
+    #: ``(design, columns)``: the replicate weights (``bsd.synthesize(..., replicate_weights=)``) and their values
+    #: on the fitted rows, carried into every dataset beside the kept weights.
+    replicates: Any = None
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ..control import align_control
 from ..policy import Policy, Verdict, judge
 from ..release import Release
 from .recipe import Drawn, Fitted, Prepared, Recipe
-from .weighting import weights_description
+from .weighting import attach_replicates, weights_description
 
 __all__ = ["build_release", "decide", "measure_and_judge"]
 
@@ -37,6 +37,14 @@ def build_release(
         description["weights"] = weights_description(prepared.weights, prepared.weight_role or "kept")
         if data is not None:
             data.weights = prepared.weights
+    if prepared.replicates is not None:
+        design, values = prepared.replicates
+        description["weights"]["replicates"] = {**design.to_dict(), "kept": "released with the records they belong "
+                                                "to, beside the kept weights; no predictor of any column"}
+        drawn.synthetic = attach_replicates(drawn.synthetic, values)
+        if data is not None:
+            data.synthetic, data.replicates = drawn.synthetic, design
+            data.original = data.original.join(values.set_axis(data.original.index))
     return Release(
         synthesizer=recipe.name,
         synthetic=drawn.synthetic,

@@ -24,10 +24,13 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.validation import describe_rows
+from bayessdc.synthesis.replicates import ReplicateDesign
 
 from ..errors import InputError
 
-__all__ = ["check_weights", "weight_roles", "weights_description", "weights_sentence"]
+__all__ = [
+    "attach_replicates", "check_replicates", "check_weights", "weight_roles", "weights_description", "weights_sentence",
+]
 
 _WHY = {
     "kept": "partially synthetic release: the collected weights are released unchanged with the records they belong "
@@ -153,3 +156,71 @@ def weights_sentence(column: str, role: str) -> str:
             "regression (weighted least squares, linearization variances, combined over the m datasets) and the pMSE "
             "of release.risk(known=...); the records copied, replicated uniques, identification risks and table "
             "deviations count records, unweighted.")  # fmt: skip
+
+
+def check_replicates(
+    frame: pd.DataFrame, design: Any, weights: str | None, role: str | None, synthesize: list[str], keep: list[str]
+) -> ReplicateDesign:
+    """Refuse replicate weights that cannot be carried: without ``weights=``, in a fully synthetic release, listed
+    to keep or synthesize, missing from the data, or holding a missing, non-numeric, infinite or negative value.
+
+    Replicate weights describe the collected sample's design. They are released with the records they belong to,
+    as the collected weights are under partial synthesis, and are no predictor of any synthesized column (80
+    columns of the design would only slow the trees); a fully synthetic release synthesizes the weights and
+    cannot keep the design columns of real records.
+
+    Returns
+    -------
+    ReplicateDesign
+        The design (a :class:`bayessdc.synthesis.replicates.ReplicateDesign`).
+
+    Raises
+    ------
+    bayessdc.InputError
+        Naming the column and rows, or the reason.
+    """
+    if not isinstance(design, ReplicateDesign):
+        raise InputError(f"replicate_weights= takes a bsd.ReplicateDesign, got {type(design).__name__}")
+    if weights is None:
+        raise InputError("replicate_weights= needs weights= (the full-sample weight the replicates go with)")
+    if role != "kept":
+        raise InputError(
+            "replicate_weights= applies to a partially synthetic release, which keeps the collected weights: a fully "
+            "synthetic release synthesizes the weights and cannot carry the design's replicate weights of real records"
+        )
+    listed = [c for c in design.columns if c in synthesize or c in keep]
+    if listed:
+        raise InputError(f"replicate weight column(s) {', '.join(listed)} listed to keep or synthesize: they are "
+                         "carried with the weights, not modelled; leave them out of both lists")  # fmt: skip
+    unknown = [c for c in design.columns if c not in frame.columns]
+    if unknown:
+        raise InputError(f"replicate weight column(s) not in the data: {', '.join(map(str, unknown))}")
+    for column in design.columns:
+        numbers = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(numbers) | (numbers < 0)
+        if bad.any():
+            raise InputError(
+                f"replicate weight column {column!r}: a missing, non-numeric, infinite or negative value at "
+                f"{describe_rows(np.flatnonzero(bad))}; a replicate weight is a number of at least 0"
+            )
+    return design
+
+
+def attach_replicates(synthetic: pd.DataFrame, replicates: pd.DataFrame, dataset: str = "synthetic") -> pd.DataFrame:
+    """The release with the replicate weights of each record beside its kept weight: ``synthetic`` stacks ``m``
+    datasets of the fitted rows in their order (the pipeline's contract for tables of records), so every dataset
+    takes ``replicates``' rows as they are.
+
+    Raises
+    ------
+    RuntimeError
+        When a dataset does not have the fitted rows' number of records (no record-level release).
+    """
+    sizes = synthetic.groupby(dataset, sort=True).size()
+    if not (sizes == len(replicates)).all():
+        raise RuntimeError(
+            f"replicate weights need datasets of the {len(replicates)} fitted rows, got {sizes.tolist()}"
+        )
+    order = synthetic.sort_values(dataset, kind="stable").index
+    tiled = pd.DataFrame(np.tile(replicates.to_numpy(), (len(sizes), 1)), columns=replicates.columns, index=order)
+    return synthetic.join(tiled)
