@@ -166,7 +166,8 @@ class MeasureInput:
             from bayessdc.risk.identification import inherent_risk
 
             self.inherent = inherent_risk(
-                self.original, self.synthesized, self.kept, self.known_sets or [self.kept + self.synthesized],
+                self.original, self.synthesized, self.kept,
+                self.known_sets or [[c for c in self.kept + self.synthesized if c != self.weights]],
                 repetitions=self.repetitions, seed=self.seed,
             )  # fmt: skip
         return self.inherent

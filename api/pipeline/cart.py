@@ -166,9 +166,11 @@ class CART(Recipe):
         )
 
     def prepare(
-        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
+        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0,
+        weights: str | None = None,
     ) -> CartPrepared:
-        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows)."""
+        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows);
+        the survey weight column ``weights`` is left out of the default tables."""
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
         synthesize, keep = list(synthesize or []), list(keep or [])
@@ -177,7 +179,7 @@ class CART(Recipe):
         except ValueError as err:  # a setting out of range (smoothing=)
             raise InputError(str(err)) from None
         released = synthesizer.validate(frame)
-        tables = table_specs(self.tables, frame, released, synthesize, keep)
+        tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
         _check_rules(synthesizer, released)
         identity = {
             "synthesizer": "cart",

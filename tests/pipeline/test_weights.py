@@ -111,3 +111,29 @@ def test_bad_weights_are_refused_before_any_fitting(tmp_path, monkeypatch, chang
 def test_a_synthesizer_without_weights_refuses_them():
     with pytest.raises(bsd.InputError, match="weights= applies to tables of records synthesized by bsd.CART"):
         bsd.synthesize(acs_weighted(40), bsd.DPMPM(), synthesize="employed", keep="sex", weights="wt", progress=False)
+
+
+def test_the_weight_is_in_no_default_table_but_a_named_table_takes_it(releases):
+    _, partial, full = releases
+    for release in (partial, full):
+        dimensions = [spec["by"] for spec in release.identity["tables"].values()]
+        assert dimensions and all("wt" not in by for by in dimensions)  # a design variable, not an analysis one
+        assert "left out of the default utility tables" in release.description["weights"]["left_out_of_defaults"]
+        assert "left out of the default utility tables" in " ".join(release.report_content.about)
+        assert "wt" not in " ".join(release.utility_figures["tables"])
+    assert set(partial.identity["tables"]) == {f"{s} x {k}" for s in SYNTHESIZE.split(",") for k in ("age", "sex")} | {
+        "employed x hours x income"}  # fmt: skip
+    assert set(full.identity["tables"]) == {"employed x hours x income"}
+    named = partial.utility(tables=["employed,wt"], bootstrap=5)  # named explicitly: cut into deciles, weighted
+    assert set(named[named["measure"] == "table_tau"]["subset"]) == {"employed x wt"}
+    default = partial.measures.utility(bootstrap=5)
+    assert all("wt" not in spec["by"] for spec in default["tables"].values())
+
+
+def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(releases):
+    _, partial, _ = releases
+    default = partial.measures.risk(repetitions=2)
+    assert [row["known"] for row in default["identification"]] == [["age", "sex", "employed"]]
+    assert default["pattern"] == ["age", "sex", "wt"]  # the trees' predictors, the inherent maximum's patterns
+    named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
+    assert "age+sex+wt" in set(named["subset"])
