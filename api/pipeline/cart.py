@@ -38,6 +38,7 @@ import pandas as pd
 from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
+from bayessdc.synthesis.combining import kind_of_release
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.tables import TableSpec
 
@@ -223,8 +224,10 @@ class CART(Recipe):
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
 
     def describe(self, prepared: CartPrepared, fitted: Fitted) -> dict[str, Any]:
-        """The trees' settings, rules and column kinds (no split or leaf value), and the number of records."""
-        return {**fitted.state.describe(), "n_records": len(prepared.data)}
+        """The trees' settings, rules and column kinds (no split or leaf value), the number of records and the
+        combining rules of the analyst's estimates (``kind_of_release``: ``"partial"`` or ``"simple"``)."""
+        rules = kind_of_release(prepared.keep, self.name)  # the analyst's combining rules (synthesis.combining)
+        return {**fitted.state.describe(), "n_records": len(prepared.data), "combining_rules": rules}
 
     def report_content(self, prepared: CartPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the synthesized columns compared, the trees."""
