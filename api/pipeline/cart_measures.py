@@ -151,6 +151,7 @@ def identification_figures(
     *,
     repetitions: int = 100,
     seed: int = 0,
+    weights: Any = None,
 ) -> dict[str, Any]:
     """Identification risk per knowledge set and exact attribute disclosures, beside their inherent bounds.
 
@@ -159,7 +160,8 @@ def identification_figures(
     risk, true and false match rates of every knowledge set, and of the records whose ``synthesized`` values
     all equal the true ones; ``inherent`` holds the same means over ``repetitions`` datasets of the minimum
     scenario (each synthesized column uniform over all its levels) and the maximum (the synthesized values
-    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns).
+    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns; weighted
+    by the survey ``weights``, one per row of ``original``, when given: Hu & Savitsky's weighted re-sampling).
     """
     from bayessdc.risk.identification import IDENTIFICATION_MEASURES, inherent_risk, risk_by_dataset
 
@@ -167,7 +169,8 @@ def identification_figures(
         return {k: (None if rows[k].isna().all() else float(rows[k].mean())) for k in names}
 
     per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesized)
-    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed)
+    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed,
+                             weights=weights)  # fmt: skip
     identification = []
     for known in known_sets:
         name = "+".join(known)
@@ -270,15 +273,10 @@ class CartMeasures(Measures):
     def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
         """Identification risk and attribute disclosures of the categorical synthesized columns."""
         known_sets = self._known_sets(known, repetitions)
-        return identification_figures(
-            self.original,
-            self.synthetic,
-            self.categorical,
-            self.keep,
-            known_sets,
-            repetitions=repetitions,
-            seed=self.seed,
-        )
+        weights = None if self.weights is None else self.original[self.weights].to_numpy(dtype=float)
+        return identification_figures(self.original, self.synthetic, self.categorical,
+                                      [c for c in self.keep if c != self.weights], known_sets,
+                                      repetitions=repetitions, seed=self.seed, weights=weights)  # fmt: skip
 
     def _specs(self, tables: Sequence[TableSpec | str] | None, bootstrap: int) -> list[TableSpec]:
         """The tables asked for (default: the run's), after checking ``bootstrap``."""

@@ -43,6 +43,7 @@ def test_partially_synthetic_release_keeps_every_record_and_exactly_its_weights(
         assert dataset["wt"].to_numpy() == pytest.approx(data["wt"].to_numpy(), abs=0)
     assert (synthetic["hours"].isna() == (synthetic["employed"] == "no")).all()  # missing by design, kept so
     assert partial.description["weights"]["role"] == "kept"
+    assert partial.description["combining_rules"] == "partial"
     assert partial.identity["weights"] == {"column": "wt", "role": "kept"}
 
 
@@ -51,6 +52,7 @@ def test_fully_synthetic_release_synthesizes_the_weights_first(releases):
     assert len(full.synthetic) == M * len(data)
     assert full.description["synthesized_in_order"] == ["wt", *SYNTHESIZE.split(",")]
     assert full.description["kept"] == []
+    assert full.description["combining_rules"] == "simple"  # Raab, Nowok & Dibben's simple synthesis
     weights = full.description["weights"]
     assert weights["role"] == "synthesized" and "design stratum" in weights["why"]
     first = full.synthetic[full.synthetic["synthetic"] == 1]["wt"].to_numpy()
@@ -134,6 +136,6 @@ def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(rele
     _, partial, _ = releases
     default = partial.measures.risk(repetitions=2)
     assert [row["known"] for row in default["identification"]] == [["age", "sex", "employed"]]
-    assert default["pattern"] == ["age", "sex", "wt"]  # the trees' predictors, the inherent maximum's patterns
+    assert default["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
     named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
     assert "age+sex+wt" in set(named["subset"])
