@@ -132,9 +132,14 @@ def test_the_weight_is_in_no_default_table_but_a_named_table_takes_it(releases):
     assert all("wt" not in spec["by"] for spec in default["tables"].values())
 
 
-def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(releases):
-    _, partial, _ = releases
+def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(releases, monkeypatch):
+    import bayessdc.risk.identification as identification
+
+    data, partial, _ = releases
+    calls, inherent_risk = [], identification.inherent_risk
+    monkeypatch.setattr(identification, "inherent_risk", lambda *a, **k: calls.append(k) or inherent_risk(*a, **k))
     default = partial.measures.risk(repetitions=2)
+    assert calls[0]["weights"] == pytest.approx(data["wt"].to_numpy())  # the weighted inherent maximum
     assert [row["known"] for row in default["identification"]] == [["age", "sex", "employed"]]
     assert default["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
     named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
