@@ -20,8 +20,10 @@ Releases, m datasets each:
 * *partially synthetic*: ``age``, ``sex`` and the weight kept, ``employed``, ``hours`` and ``log_income``
   synthesized (Reiter's 2003 rules, ``kind="partial"``);
 * *fully synthetic*: nothing kept; the weight synthesized first, then ``age``, ``sex``, ``employed``, ``hours``,
-  ``log_income`` (Raghunathan, Reiter & Rubin's 2003 rules, ``kind="full"``, with Reiter's 2002 adjustment when
-  ``T_f <= 0``; the partially synthetic rules on the same datasets are printed beside them).
+  ``log_income``, combined by the release's rules (``kind_of_release([], "cart")``: ``"simple"``, Raab, Nowok &
+  Dibben's 2016 simple synthesis as synthpop computes it, proper: ``T_s = u_bar (1 + 2/m)`` at ``n_syn = n``)
+  and, on the same datasets, the same not proper (``u_bar (1 + 1/m)``), Raghunathan, Reiter & Rubin's 2003
+  rules (``kind="full"``, with Reiter's 2002 adjustment when ``T_f <= 0``) and the partially synthetic rules.
 
 Each dataset is analysed as the sample would be (weighted estimate, linearization variance) and the m results
 combined. Coverage of the combined 95% interval is counted against two targets: the population value ``Q`` (what
@@ -29,7 +31,9 @@ the combining rules are built to cover, Reiter 2003) and the original sample's o
 (what the release is asked to reproduce; the interval, which also carries the sample's own variance, covers it
 more often than 95%). Beside them: the original sample's interval's coverage of ``Q`` (the design-based variance's
 own check), the same sample analysed without its weights (how informative the design is), and the mean of each
-estimate minus ``Q``. Monte Carlo standard errors ``sqrt(p (1 - p) / R)``.
+estimate minus ``Q``, its standard deviation over the replications against the mean ``sqrt(T)`` (a rule's
+variance is right when they agree), and the mean ratio ``b_m / u_bar`` (about 1 for a synthesizer that is not
+proper, ``1 + n_syn / n = 2`` for a proper one). Monte Carlo standard errors ``sqrt(p (1 - p) / R)``.
 
     .venv/bin/python bench/weighted_coverage.py [--replications 200] [--n 800] [--m 5] [--seed 0]
 """
@@ -57,6 +61,9 @@ RELEASES = {
     "partial": {"keep": ["age", "sex", "wt"], "synthesize": ["employed", "hours", "log_income"]},
     "full": {"keep": [], "synthesize": ["wt", "age", "sex", "employed", "hours", "log_income"]},
 }
+#: The rules applied to the fully synthetic datasets: synthpop's simple synthesis (proper, the release's rules,
+#: and not proper), Raghunathan, Reiter & Rubin's, and the partially synthetic ones.
+FULL_RULES = ("simple", "simple-improper", "full", "partial")
 
 
 def population(seed: int) -> pd.DataFrame:
@@ -113,12 +120,14 @@ def replicate(frame: pd.DataFrame, n: int, m: int, seed: int, r: int) -> list[di
         per_dataset = [estimates(dataset) for _, dataset in synthetic.groupby("synthetic")]
         q = pd.DataFrame([e for e, _ in per_dataset])
         u = pd.DataFrame([v for _, v in per_dataset])
-        for rules in ("partial", "full") if kind == "full" else ("partial",):
-            table = combine(q, u, rules, n_syn=n, n=n)
+        for rules in FULL_RULES if kind == "full" else ("partial",):
+            kind_of_rules, proper = rules.split("-")[0], not rules.endswith("-improper")
+            table = combine(q, u, kind_of_rules, n_syn=n, n=n, proper=proper)
             for k in range(2):
                 rows.append({"release": kind, "rules": rules, "estimand": k, "q_obs": q_obs[k],
                              "estimate": table["estimate"].iloc[k], "variance": table["total_variance"].iloc[k],
-                             "df": table["df"].iloc[k]})  # fmt: skip
+                             "df": table["df"].iloc[k], "b_over_u": table["between_variance"].iloc[k]
+                             / table["within_variance"].iloc[k]})  # fmt: skip
     return rows
 
 
@@ -151,15 +160,17 @@ def main() -> int:
           "sample analysed without its weights (the design is informative)")  # fmt: skip
     for k, name in enumerate(names):
         print(f"\n  {name}")
-        print(f"    {'release':9} {'rules':8} {'covers Q':>16} {'covers q_obs':>16} {'mean(est - Q)':>14} "
-              f"{'mean sqrt(T)':>12}")  # fmt: skip
+        print(f"    {'release':9} {'rules':15} {'covers Q':>16} {'covers q_obs':>16} {'mean(est - Q)':>14} "
+              f"{'sd(est - Q)':>11} {'mean sqrt(T)':>12} {'mean b/u':>8}")  # fmt: skip
         for (release, rules), group in table[table["estimand"] == k].groupby(["release", "rules"], sort=False):
             cells = []
             for column in ("covers_Q", "covers_q_obs"):
                 p = group[column].mean()
                 cells.append(f"{p:7.3f} ± {np.sqrt(p * (1 - p) / replications):.3f}")
-            print(f"    {release:9} {rules:8} {cells[0]:>16} {cells[1]:>16} {group['bias'].mean():14.5f} "
-                  f"{np.sqrt(group['variance'].clip(lower=0)).mean():12.5f}")  # fmt: skip
+            ratio = group["b_over_u"].mean()
+            print(f"    {release:9} {rules:15} {cells[0]:>16} {cells[1]:>16} {group['bias'].mean():14.5f} "
+                  f"{group['bias'].std():11.5f} {np.sqrt(group['variance'].clip(lower=0)).mean():12.5f} "
+                  f"{'-' if np.isnan(ratio) else f'{ratio:.3f}':>8}")  # fmt: skip
     print(f"\n  wall time {time.perf_counter() - start:.1f} s (one core)")
     return 0
 

@@ -165,13 +165,17 @@ class MeasureInput:
         return int(self.synthetic["synthetic"].nunique()) if "synthetic" in self.synthetic else 0
 
     def inherent_scenarios(self) -> dict[str, pd.DataFrame]:
-        """The inherent minimum and maximum scenarios (computed once, then kept)."""
+        """The inherent minimum and maximum scenarios (computed once, then kept); with survey weights the
+        maximum resamples each pattern by weight (Hu & Savitsky's weighted re-sampling), the weight no pattern
+        column."""
         if self.inherent is None:
             from bayessdc.risk.identification import inherent_risk
 
-            self.inherent = inherent_risk(
-                self.original, self.synthesized, self.kept, self.known_sets or [self.kept + self.synthesized],
-                repetitions=self.repetitions, seed=self.seed,
+            weights = None if self.weights is None else self.original[self.weights].to_numpy(dtype=float)
+            self.inherent = inherent_risk(  # the weight: a design variable, a resampling weight, not a pattern
+                self.original, self.synthesized, [c for c in self.kept if c != self.weights],
+                self.known_sets or [[c for c in self.kept + self.synthesized if c != self.weights]],
+                repetitions=self.repetitions, seed=self.seed, weights=weights,
             )  # fmt: skip
         return self.inherent
 

@@ -200,9 +200,16 @@ def inherent_sources(
     scenario: Literal["max", "min"],
     repetitions: int,
     rng: np.random.Generator,
+    weights: np.ndarray | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """For each of ``S`` repetitions of a scenario (Section 4.1), the row of ``original`` whose value of each
     synthesized column every record receives, one repetition at a time.
+
+    With survey ``weights`` (one positive number per row) the maximum scenario draws each record's donor from
+    its pattern with probability proportional to the donors' weights: the pattern's *weighted* empirical
+    distribution, the design-consistent estimate of the population's, which Hu & Savitsky sample "under a
+    weighted re-sampling scheme" (Section 4.1; the paper gives no formula, this is our reading). Equal weights
+    give the unweighted draw (the same donors for the same random numbers, up to rounding).
 
     Yields
     ------
@@ -237,8 +244,19 @@ def inherent_sources(
     sizes = np.bincount(group)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     pool = label[order]  # the labels of every pattern, pattern after pattern
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (n,) or not (np.isfinite(weights).all() and (weights > 0).all()):
+            raise ValueError("weights must hold one positive, finite number per row of original")
+        cumulative = np.cumsum(weights[order])  # pattern after pattern; a pattern's donors are one run of it
+        before = np.concatenate([[0.0], cumulative])[starts]  # the weight of the patterns before each one
+        totals = np.bincount(group, weights=weights)
     for _ in range(repetitions):
-        drawn = pool[starts[group] + np.floor(rng.random(n) * sizes[group]).astype(np.int64)]
+        if weights is None:
+            drawn = pool[starts[group] + np.floor(rng.random(n) * sizes[group]).astype(np.int64)]
+        else:  # a donor with probability w_j / W_pattern: the first whose cumulative weight exceeds the target
+            at = np.searchsorted(cumulative, before[group] + rng.random(n) * totals[group], side="right")
+            drawn = pool[np.clip(at, starts[group], starts[group] + sizes[group] - 1)]
         source = first_row[drawn]
         yield {col: source for col in synthesized}
 
@@ -250,9 +268,10 @@ def inherent_datasets(
     scenario: Literal["max", "min"],
     repetitions: int,
     rng: np.random.Generator,
+    weights: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """``S`` datasets of the maximum or minimum reference scenario (Section 4.1), in long form (column
-    ``repetition``); the kept columns as in ``original``.
+    ``repetition``); the kept columns as in ``original`` (``weights``: see :func:`inherent_sources`).
 
     ``"max"``: every record's synthesized values (jointly, when there are several) redrawn from the empirical
     distribution of its pattern in the original data (a record drawn with replacement from the pattern): a
@@ -262,7 +281,7 @@ def inherent_datasets(
     information about the label beyond its levels.
     """
     frames = []
-    for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
+    for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng, weights)):
         frame = original.copy()
         for col in synthesized:
             frame[col] = original[col].to_numpy()[source[col]]
@@ -279,12 +298,13 @@ def inherent_risk(
     *,
     repetitions: int = 100,
     seed: int = 0,
+    weights: np.ndarray | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Risk measures of the S repetitions of both reference scenarios (Section 4.1), independent of any
     synthesizer: ``"max"`` redraws the synthesized values from each pattern's empirical distribution in the
-    original data (a 'perfect' synthesizer), ``"min"`` draws each synthesized column uniformly over all its
-    levels (a release carrying no information about the label beyond its levels); see
-    :func:`inherent_datasets`.
+    original data (a 'perfect' synthesizer; weighted by the survey ``weights`` when given, see
+    :func:`inherent_sources`), ``"min"`` draws each synthesized column uniformly over all its levels (a release
+    carrying no information about the label beyond its levels); see :func:`inherent_datasets`.
 
     The same figures as :func:`risk_by_dataset` of :func:`inherent_datasets` (with the random streams
     ``bayessdc.synthesis.streams.rng(seed, "inherent", "minimum")`` and ``(..., "maximum")``), computed one
@@ -308,7 +328,8 @@ def inherent_risk(
         for scenario, name in (("min", "minimum"), ("max", "maximum")):
             rng = streams.rng(seed, "inherent", name)
             rows = []
-            for s, source in enumerate(inherent_sources(original, synthesized, pattern, scenario, repetitions, rng)):
+            sources = inherent_sources(original, synthesized, pattern, scenario, repetitions, rng, weights)
+            for s, source in enumerate(sources):
                 drawn = {c: (codes[c][source[c]] if c in synthesized else codes[c]) for c in columns}
                 same = np.ones(n, dtype=bool)
                 for c in synthesized:

@@ -38,6 +38,27 @@ unbiased for fully synthetic data of the original's size (with other degrees of 
 they under-cover, with ``n_syn < n`` they over-cover (``tests/synthesis/test_combining.py`` simulates
 ``n_syn = n`` and ``n_syn = 4 n``).
 
+**Simple synthesis** (Raab, Nowok & Dibben 2016; ``kind="simple"``): every value synthesized, each dataset
+``n_syn`` records drawn from the synthesizer fitted to the one collected sample (no synthetic population in
+between). Then ``q_bar - Q = (q_bar - E(q_bar | data)) + (E(q_bar | data) - Q)``: the second term is the
+collected estimate's own error (variance ``u_obs``, estimated by ``(n_syn / n) u_bar``), the first the
+synthesis' (``u_bar / m`` for the draws of records, plus, when the synthesizer is *proper*, a fresh draw of its
+parameters per dataset, ``(n_syn / n) u_bar / m``). Hence, as R's synthpop computes it
+(``summary.fit.synds(population.inference = TRUE)`` with every variable of the model synthesized, file
+``R/methods.syn.r``: ``vars <- mvaravg * k/n``, then ``Tf <- vars*(1 + n/k/m)`` or, proper,
+``Tf <- vars*(1 + (n/k + 1)/m)``, with synthpop's ``n`` the records collected and ``k`` those synthesized):
+
+* not proper: ``T_s = u_bar (n_syn / n + 1/m)``;
+* proper: ``T_s = u_bar (n_syn / n + (1 + n_syn / n) / m)`` (``u_bar (1 + 2/m)`` when ``n_syn = n``);
+
+with normal intervals (synthpop's z statistics; ``b_m`` is not used, so that no degrees of freedom are
+estimated). These rules need no synthetic population, hold for any ``m >= 1`` (here ``m >= 2`` like the
+others), and trust the synthesizer: they are right when the synthesis model is, since ``b_m`` does not enter
+(``E b_m`` is ``u_bar`` not proper, ``(1 + n_syn / n) u_bar`` proper, which ``between_variance`` lets an
+analyst check). The expectation of ``T_s`` (proper) is that of ``T_f`` and of ``T_p`` at ``n_syn = n``; it is
+the variability of ``T_f`` (``b_m`` on ``m - 1`` degrees of freedom, Reiter's adjustment when ``T_f <= 0`` and
+the small ``nu_f``) that makes the fully synthetic rules' intervals wider on average at small ``m``.
+
 **Tests of k components at once** (Reiter 2005), of the null ``Q = Q0``, with ``t = k (m - 1)`` and the
 Li, Raghunathan & Rubin (1991) device of taking ``B_m`` proportional to ``U_bar`` (``B_m`` has rank at most
 ``m - 1`` and is unstable when ``k`` is not small against ``m``), so that ``T = (1 + r) U_bar`` or
@@ -81,6 +102,10 @@ References
 .. [5] Li, K. H., Raghunathan, T. E., & Rubin, D. B. (1991). Large-sample significance levels from
     multiply imputed data using moment-based statistics and an F reference distribution. *Journal of the
     American Statistical Association*, 86, 1065-1073.
+.. [6] Raab, G. M., Nowok, B., & Dibben, C. (2016). Practical data synthesis for large samples. *Journal of
+    Privacy and Confidentiality*, 7(3), 67-97.
+.. [7] Nowok, B., Raab, G. M., & Dibben, C. (2016). synthpop: Bespoke creation of synthetic data in R.
+    *Journal of Statistical Software*, 74(11), 1-26 (``summary.fit.synds`` in ``R/methods.syn.r``).
 """
 
 from __future__ import annotations
@@ -99,30 +124,43 @@ __all__ = [
     "combine",
     "combine_fully_synthetic",
     "combine_partially_synthetic",
+    "combine_simple_synthesis",
     "kind_of_release",
     "wald_test",
 ]
 
-#: The kind of a release, which decides its combining rules: ``"partial"`` (Reiter 2003) or ``"full"``
-#: (Raghunathan, Reiter & Rubin 2003).
-Kind = Literal["partial", "full"]
-#: The kinds :func:`combine` and :func:`wald_test` accept.
-KINDS: tuple[str, ...] = ("partial", "full")
+#: The kind of a release, which decides its combining rules: ``"partial"`` (Reiter 2003), ``"full"``
+#: (Raghunathan, Reiter & Rubin 2003) or ``"simple"`` (fully synthetic, Raab, Nowok & Dibben 2016).
+Kind = Literal["partial", "full", "simple"]
+#: The kinds :func:`combine` accepts (:func:`wald_test`: ``"partial"`` and ``"full"``).
+KINDS: tuple[str, ...] = ("partial", "full", "simple")
+#: Synthesizers whose fully synthetic releases are combined by the simple-synthesis rules (:func:`kind_of_release`).
+SIMPLE_SYNTHESIS = ("cart",)
 
 
-def kind_of_release(kept: Any) -> Kind:
+def kind_of_release(kept: Any, synthesizer: str | None = None) -> Kind:
     """The combining rules of a release by its kept columns: ``"partial"`` when some column is released as
-    collected, ``"full"`` when none is (every value synthesized).
+    collected; when none is (every value synthesized), ``"simple"`` for a synthesizer that draws each dataset's
+    records from one fit to the collected sample (``"cart"``: fixed trees, a Bayesian bootstrap in the leaves;
+    Raab, Nowok & Dibben 2016, :func:`combine_simple_synthesis`), ``"full"`` otherwise (Raghunathan, Reiter &
+    Rubin 2003).
 
     Parameters
     ----------
     kept
         The columns released unchanged (a list of names; empty or ``None`` for none).
+    synthesizer
+        The synthesizer's name (``Recipe.name``); ``None``: not known (``"full"`` when nothing is kept).
 
     Returns
     -------
     str
-        ``"partial"`` or ``"full"``.
+        ``"partial"``, ``"simple"`` or ``"full"``.
+
+    Examples
+    --------
+    >>> kind_of_release(["age"], "cart"), kind_of_release([], "cart"), kind_of_release([], "dpmpm")
+    ('partial', 'simple', 'full')
 
     References
     ----------
@@ -131,7 +169,9 @@ def kind_of_release(kept: Any) -> Kind:
     .. [2] Raghunathan, T. E., Reiter, J. P., & Rubin, D. B. (2003). Multiple imputation for statistical
         disclosure limitation. *Journal of Official Statistics*, 19, 1-16.
     """
-    return "partial" if kept is not None and len(kept) > 0 else "full"
+    if kept is not None and len(kept) > 0:
+        return "partial"
+    return "simple" if synthesizer in SIMPLE_SYNTHESIS else "full"
 
 
 def _check_kind(kind: str) -> None:
@@ -267,6 +307,64 @@ def combine_fully_synthetic(
     return _table(q_bar, b_m, u_bar, total, df, level, index, adjusted=adjusted)
 
 
+def combine_simple_synthesis(
+    estimates: Any,
+    variances: Any,
+    level: float = 0.95,
+    *,
+    n_syn: float | None = None,
+    n: float | None = None,
+    proper: bool = True,
+) -> pd.DataFrame:
+    """Combine estimates from ``m`` fully synthetic datasets of a simple synthesis (Raab, Nowok & Dibben 2016).
+
+    ``T_s = u_bar (n_syn / n + 1/m)``, or for a proper synthesizer ``T_s = u_bar (n_syn / n + (1 + n_syn / n)
+    / m)``, with normal intervals: synthpop's population inference for completely synthesised data
+    (``summary.fit.synds``); the derivation and conditions are in the module's docstring.
+
+    Parameters
+    ----------
+    estimates
+        Point estimates, shape ``(m, k)`` (a DataFrame's column names become the row labels of the result).
+    variances
+        Their estimated variances, same shape, computed as if each synthetic dataset were the collected data.
+    level
+        Coverage of the intervals.
+    n_syn, n
+        Records per synthetic dataset and records collected (both or neither; neither: ``n_syn = n``).
+    proper
+        Whether each dataset is drawn given its own draw of the synthesizer's parameters (a posterior draw, or
+        a Bayesian bootstrap as in CART's leaves), which adds ``(n_syn / n) u_bar / m``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per quantity, the columns of :func:`combine_partially_synthetic` (``total_variance`` is
+        ``T_s``, ``df`` infinite; ``between_variance`` is shown, not used).
+
+    Examples
+    --------
+    >>> table = combine_simple_synthesis([[1.0], [2.0], [3.0]], [[0.2], [0.4], [0.3]])
+    >>> round(float(table["total_variance"].iloc[0]), 4)  # 0.3 * (1 + 2/3)
+    0.5
+    >>> round(float(combine_simple_synthesis([[1.0], [2.0]], [[0.3], [0.3]], proper=False).iloc[0, 3]), 4)
+    0.45
+
+    References
+    ----------
+    .. [1] Raab, G. M., Nowok, B., & Dibben, C. (2016). Practical data synthesis for large samples. *Journal
+        of Privacy and Confidentiality*, 7(3), 67-97.
+    .. [2] Nowok, B., Raab, G. M., & Dibben, C. (2016). synthpop: Bespoke creation of synthetic data in R.
+        *Journal of Statistical Software*, 74(11), 1-26.
+    """
+    ratio = _size_ratio(n_syn, n)
+    q, u, index = _scalar_inputs(estimates, variances, level)
+    m = q.shape[0]
+    q_bar, b_m, u_bar = q.mean(axis=0), q.var(axis=0, ddof=1), u.mean(axis=0)
+    total = u_bar * (ratio + ((1 + ratio) if proper else 1.0) / m)
+    return _table(q_bar, b_m, u_bar, total, np.full_like(q_bar, np.inf), level, index)
+
+
 def combine(
     estimates: Any,
     variances: Any,
@@ -275,6 +373,7 @@ def combine(
     *,
     n_syn: float | None = None,
     n: float | None = None,
+    proper: bool = True,
 ) -> pd.DataFrame:
     """Combine estimates from ``m`` synthetic datasets by the rules of the kind of release.
 
@@ -287,11 +386,16 @@ def combine(
     kind
         ``"partial"``: some values of the collected records released unchanged
         (:func:`combine_partially_synthetic`); ``"full"``: every value synthesized
-        (:func:`combine_fully_synthetic`). :func:`kind_of_release` gives it from the kept columns.
+        (:func:`combine_fully_synthetic`); ``"simple"``: every value synthesized, the datasets drawn from one fit
+        to the sample (:func:`combine_simple_synthesis`). :func:`kind_of_release` gives it from the kept columns
+        and the synthesizer.
     level
         Coverage of the intervals.
     n_syn, n
-        Records per synthetic dataset and records collected (the fully synthetic rules' adjustment only).
+        Records per synthetic dataset and records collected (the fully synthetic rules' adjustment, the simple
+        synthesis' variance; not used by the partially synthetic rules).
+    proper
+        ``kind="simple"`` only: see :func:`combine_simple_synthesis`.
 
     Returns
     -------
@@ -317,6 +421,8 @@ def combine(
     _check_kind(kind)
     if kind == "full":
         return combine_fully_synthetic(estimates, variances, level, n_syn=n_syn, n=n)
+    if kind == "simple":
+        return combine_simple_synthesis(estimates, variances, level, n_syn=n_syn, n=n, proper=proper)
     _size_ratio(n_syn, n)  # the same checks, though the partially synthetic rules do not use the sizes
     return combine_partially_synthetic(estimates, variances, level)
 
@@ -432,6 +538,9 @@ def wald_test(
         Official Statistics*, 18, 531-543.
     """
     _check_kind(kind)
+    if kind == "simple":
+        raise ValueError("wald_test: kind='simple' has no multi-component test here (synthpop gives none); use "
+                         "kind='full' or test one quantity at a time with combine(kind='simple')")  # fmt: skip
     ratio = _size_ratio(n_syn, n)
     q = np.asarray(estimates, dtype=float)
     u = np.asarray(covariances, dtype=float)

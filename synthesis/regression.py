@@ -2,7 +2,8 @@
 
 Each synthetic dataset is analysed as if it were the real one (statsmodels OLS), the ``m`` results are
 combined by the rules of the kind of release (:func:`bayessdc.synthesis.combining.combine`: Reiter's 2003
-rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 for fully synthetic data), and
+rules for partially synthetic data, Raghunathan, Reiter & Rubin's 2003 or Raab, Nowok & Dibben's 2016 simple
+synthesis for fully synthetic data), and
 the combined intervals are compared with the original data's intervals by their overlap (Karr et al. 2006):
 ``I = (overlap / length_original + overlap / length_synthetic) / 2`` (1 for identical intervals, 0 or less
 for disjoint ones; negative values measure how far apart they are).
@@ -72,7 +73,9 @@ def regression_utility(
     kind
         The combining rules: ``"partial"`` (some columns kept, Reiter 2003) or ``"full"`` (every value
         synthesized, Raghunathan, Reiter & Rubin 2003; its adjustment where ``T_f <= 0`` takes ``n_syn`` as
-        the mean number of records of a synthetic dataset and ``n`` as the original's).
+        the mean number of records of a synthetic dataset and ``n`` as the original's) or ``"simple"`` (every
+        value synthesized from one fit to the sample, Raab, Nowok & Dibben 2016: a fully synthetic CART
+        release; :func:`bayessdc.synthesis.combining.kind_of_release` says which).
     weights
         The survey weight column: weighted least squares with linearization variances throughout (module
         docstring); ``None``: OLS.

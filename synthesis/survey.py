@@ -188,8 +188,9 @@ def combined_weighted_mean(
     column, weights
         The variable and the weight column.
     kind
-        ``"partial"`` (the collected weights kept: Reiter 2003) or ``"full"`` (the weights synthesized too:
-        Raghunathan, Reiter & Rubin 2003).
+        ``"partial"`` (the collected weights kept: Reiter 2003), ``"simple"`` (the weights synthesized too, by
+        CART: Raab, Nowok & Dibben 2016) or ``"full"`` (Raghunathan, Reiter & Rubin 2003);
+        :func:`bayessdc.synthesis.combining.kind_of_release` gives the release's.
     level
         Coverage of the interval.
     n

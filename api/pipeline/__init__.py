@@ -177,7 +177,8 @@ def synthesize(
     frame, control, control_set = hold_out(frame, holdout, seed)
     try:
         synthesizer.check_m(m)
-        prepared = synthesizer.prepare(frame, synthesize, keep, seed)
+        design = {} if weights is None else {"weights": weights}  # left out of the default figures
+        prepared = synthesizer.prepare(frame, synthesize, keep, seed, **design)
     except InputError:
         raise
     except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too

@@ -38,6 +38,7 @@ import pandas as pd
 from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
+from bayessdc.synthesis.combining import kind_of_release
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.tables import TableSpec
 
@@ -166,9 +167,11 @@ class CART(Recipe):
         )
 
     def prepare(
-        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
+        self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0,
+        weights: str | None = None,
     ) -> CartPrepared:
-        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows)."""
+        """Check the columns, the tables and the rules against the data (errors name the column, rule or rows);
+        the survey weight column ``weights`` is left out of the default tables."""
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
         synthesize, keep = list(synthesize or []), list(keep or [])
@@ -177,7 +180,7 @@ class CART(Recipe):
         except ValueError as err:  # a setting out of range (smoothing=)
             raise InputError(str(err)) from None
         released = synthesizer.validate(frame)
-        tables = table_specs(self.tables, frame, released, synthesize, keep)
+        tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
         _check_rules(synthesizer, released)
         identity = {
             "synthesizer": "cart",
@@ -221,8 +224,10 @@ class CART(Recipe):
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
 
     def describe(self, prepared: CartPrepared, fitted: Fitted) -> dict[str, Any]:
-        """The trees' settings, rules and column kinds (no split or leaf value), and the number of records."""
-        return {**fitted.state.describe(), "n_records": len(prepared.data)}
+        """The trees' settings, rules and column kinds (no split or leaf value), the number of records and the
+        combining rules of the analyst's estimates (``kind_of_release``: ``"partial"`` or ``"simple"``)."""
+        rules = kind_of_release(prepared.keep, self.name)  # the analyst's combining rules (synthesis.combining)
+        return {**fitted.state.describe(), "n_records": len(prepared.data), "combining_rules": rules}
 
     def report_content(self, prepared: CartPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the synthesized columns compared, the trees."""

@@ -56,10 +56,13 @@ def parse_table(text: str, data: pd.DataFrame, name: str | None = None) -> Table
     return TableSpec(name or " x ".join(columns), tuple(columns), None, bins)
 
 
-def default_tables(data: pd.DataFrame, synthesize: list[str], keep: list[str]) -> list[TableSpec]:
-    """Each synthesized column by each kept column, and all synthesized columns together."""
+def default_tables(data: pd.DataFrame, synthesize: list[str], keep: list[str], design: str | None = None
+                   ) -> list[TableSpec]:  # fmt: skip
+    """Each synthesized column by each kept column, and all synthesized columns together; ``design`` (the survey
+    weight, a design variable, not an analysis one) is left out of both (name it in ``tables=`` to see it)."""
+    synthesize, keep = [c for c in synthesize if c != design], [c for c in keep if c != design]
     tables = [parse_table(f"{s},{k}", data) for s in synthesize for k in keep]
-    if len(synthesize) > 1 or not keep:
+    if len(synthesize) > 1 or (synthesize and not keep):
         tables.append(parse_table(",".join(synthesize), data))
     return tables
 
@@ -70,10 +73,12 @@ def table_specs(
     released: pd.DataFrame,
     synthesize: list[str],
     keep: list[str],
+    design: str | None = None,
 ) -> list[TableSpec]:
-    """The utility tables: given (strings parsed against ``data``) or the defaults; every column released."""
+    """The utility tables: given (strings parsed against ``data``) or the defaults (without ``design``, the
+    survey weight column); every column released."""
     if tables is None:
-        specs = default_tables(released, synthesize, keep)
+        specs = default_tables(released, synthesize, keep, design)
     else:
         given = [tables] if isinstance(tables, str | TableSpec) else tables
         specs = [t if isinstance(t, TableSpec) else parse_table(t, data) for t in given]
@@ -146,6 +151,7 @@ def identification_figures(
     *,
     repetitions: int = 100,
     seed: int = 0,
+    weights: Any = None,
 ) -> dict[str, Any]:
     """Identification risk per knowledge set and exact attribute disclosures, beside their inherent bounds.
 
@@ -154,7 +160,8 @@ def identification_figures(
     risk, true and false match rates of every knowledge set, and of the records whose ``synthesized`` values
     all equal the true ones; ``inherent`` holds the same means over ``repetitions`` datasets of the minimum
     scenario (each synthesized column uniform over all its levels) and the maximum (the synthesized values
-    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns).
+    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns; weighted
+    by the survey ``weights``, one per row of ``original``, when given: Hu & Savitsky's weighted re-sampling).
     """
     from bayessdc.risk.identification import IDENTIFICATION_MEASURES, inherent_risk, risk_by_dataset
 
@@ -162,7 +169,8 @@ def identification_figures(
         return {k: (None if rows[k].isna().all() else float(rows[k].mean())) for k in names}
 
     per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesized)
-    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed)
+    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed,
+                             weights=weights)  # fmt: skip
     identification = []
     for known in known_sets:
         name = "+".join(known)
@@ -197,7 +205,8 @@ class CartMeasures(Measures):
 
     ``risk(known=..., repetitions=100)``: :func:`identification_figures` for the categorical synthesized
     columns; ``known`` is a list of knowledge sets, each a list of kept or categorical synthesized columns or
-    one comma-separated string (default: every kept and categorical synthesized column).
+    one comma-separated string (default: all of them but the survey weight, a design variable whose nearly
+    unique values an intruder is not assumed to know; name it in ``known`` to include it).
     ``utility(tables=..., bootstrap=1000)``: :func:`table_utility` for other tables or replicates (weighted by
     ``weights``, the survey weight column, when the release has one).
     """
@@ -244,7 +253,7 @@ class CartMeasures(Measures):
                 "categorical values; use release.utility()"
             )
         if known is None:
-            known_sets = [[*self.keep, *self.categorical]]
+            known_sets = [[c for c in [*self.keep, *self.categorical] if c != self.weights]]
         elif isinstance(known, str):
             known_sets = [_columns(known)]
         else:
@@ -264,15 +273,10 @@ class CartMeasures(Measures):
     def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
         """Identification risk and attribute disclosures of the categorical synthesized columns."""
         known_sets = self._known_sets(known, repetitions)
-        return identification_figures(
-            self.original,
-            self.synthetic,
-            self.categorical,
-            self.keep,
-            known_sets,
-            repetitions=repetitions,
-            seed=self.seed,
-        )
+        weights = None if self.weights is None else self.original[self.weights].to_numpy(dtype=float)
+        return identification_figures(self.original, self.synthetic, self.categorical,
+                                      [c for c in self.keep if c != self.weights], known_sets,
+                                      repetitions=repetitions, seed=self.seed, weights=weights)  # fmt: skip
 
     def _specs(self, tables: Sequence[TableSpec | str] | None, bootstrap: int) -> list[TableSpec]:
         """The tables asked for (default: the run's), after checking ``bootstrap``."""
@@ -280,12 +284,12 @@ class CartMeasures(Measures):
             raise InputError(f"bootstrap must be at least 1, got {bootstrap!r}")
         if tables is None and self.tables is not None:
             return list(self.tables)
-        return table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
+        return table_specs(tables, self.original, self.original, list(self.kinds), self.keep, self.weights)
 
     def utility(self, tables: Sequence[TableSpec | str] | None = None, bootstrap: int = 1000) -> dict[str, Any]:
         """``tau`` of other tables (default those of :func:`default_tables`) with ``bootstrap`` replicates."""
         if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
-        specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep)
+        specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep, self.weights)
         return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed,
                              weights=self.weights)  # fmt: skip

@@ -187,7 +187,8 @@ class Recipe(ABC):
     #: Whether the release is a table of records that a control set (``holdout=``) can be compared with.
     takes_control: ClassVar[bool] = True
     #: Whether the recipe takes survey weights (``weights=``): a table of records whose weight column it keeps or
-    #: synthesizes as a column, and whose utility figures it computes weighted.
+    #: synthesizes, whose figures are weighted, and whose ``prepare`` takes ``weights=`` (the weight column, a
+    #: design variable left out of its default tables and knowledge sets).
     takes_weights: ClassVar[bool] = False
 
     @abstractmethod

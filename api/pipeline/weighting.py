@@ -42,6 +42,13 @@ _WHY = {
     "perturbs them too)",
 }
 
+#: Why the weight is in no default table or knowledge set (``model.json``'s ``weights``, the report).
+_LEFT_OUT = (
+    "the weight is a design variable, not an analysis one: it is left out of the default utility tables and of the "
+    "default knowledge sets of release.risk(known=...), whose risk figures would otherwise assume that an intruder "
+    "knows each record's nearly unique weight; name it in tables= or known= to include it"
+)
+
 
 def check_weights(frame: pd.DataFrame, column: Any) -> str:
     """Refuse a weight column that is unknown, or has a missing, non-numeric, zero, negative or infinite value.
@@ -144,6 +151,7 @@ def weights_description(column: str, role: str) -> dict[str, Any]:
         "utility": "every utility figure is weighted: tables of weighted totals (tau, relative errors) against a "
         "bootstrap of weighted records, regressions and means by weighted least squares with linearization "
         "variances, combined over the m datasets",
+        "left_out_of_defaults": _LEFT_OUT,
     }
 
 
@@ -155,7 +163,7 @@ def weights_sentence(column: str, role: str) -> str:
             f"errors (totals weighted by {column!r}, against a bootstrap of weighted records) and any analyst's "
             "regression (weighted least squares, linearization variances, combined over the m datasets) and the pMSE "
             "of release.risk(known=...); the records copied, replicated uniques, identification risks and table "
-            "deviations count records, unweighted.")  # fmt: skip
+            f"deviations count records, unweighted. Defaults: {_LEFT_OUT}.")  # fmt: skip
 
 
 def check_replicates(

@@ -43,6 +43,7 @@ def test_partially_synthetic_release_keeps_every_record_and_exactly_its_weights(
         assert dataset["wt"].to_numpy() == pytest.approx(data["wt"].to_numpy(), abs=0)
     assert (synthetic["hours"].isna() == (synthetic["employed"] == "no")).all()  # missing by design, kept so
     assert partial.description["weights"]["role"] == "kept"
+    assert partial.description["combining_rules"] == "partial"
     assert partial.identity["weights"] == {"column": "wt", "role": "kept"}
 
 
@@ -51,6 +52,7 @@ def test_fully_synthetic_release_synthesizes_the_weights_first(releases):
     assert len(full.synthetic) == M * len(data)
     assert full.description["synthesized_in_order"] == ["wt", *SYNTHESIZE.split(",")]
     assert full.description["kept"] == []
+    assert full.description["combining_rules"] == "simple"  # Raab, Nowok & Dibben's simple synthesis
     weights = full.description["weights"]
     assert weights["role"] == "synthesized" and "design stratum" in weights["why"]
     first = full.synthetic[full.synthetic["synthetic"] == 1]["wt"].to_numpy()
@@ -111,3 +113,34 @@ def test_bad_weights_are_refused_before_any_fitting(tmp_path, monkeypatch, chang
 def test_a_synthesizer_without_weights_refuses_them():
     with pytest.raises(bsd.InputError, match="weights= applies to tables of records synthesized by bsd.CART"):
         bsd.synthesize(acs_weighted(40), bsd.DPMPM(), synthesize="employed", keep="sex", weights="wt", progress=False)
+
+
+def test_the_weight_is_in_no_default_table_but_a_named_table_takes_it(releases):
+    _, partial, full = releases
+    for release in (partial, full):
+        dimensions = [spec["by"] for spec in release.identity["tables"].values()]
+        assert dimensions and all("wt" not in by for by in dimensions)  # a design variable, not an analysis one
+        assert "left out of the default utility tables" in release.description["weights"]["left_out_of_defaults"]
+        assert "left out of the default utility tables" in " ".join(release.report_content.about)
+        assert "wt" not in " ".join(release.utility_figures["tables"])
+    assert set(partial.identity["tables"]) == {f"{s} x {k}" for s in SYNTHESIZE.split(",") for k in ("age", "sex")} | {
+        "employed x hours x income"}  # fmt: skip
+    assert set(full.identity["tables"]) == {"employed x hours x income"}
+    named = partial.utility(tables=["employed,wt"], bootstrap=5)  # named explicitly: cut into deciles, weighted
+    assert set(named[named["measure"] == "table_tau"]["subset"]) == {"employed x wt"}
+    default = partial.measures.utility(bootstrap=5)
+    assert all("wt" not in spec["by"] for spec in default["tables"].values())
+
+
+def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(releases, monkeypatch):
+    import bayessdc.risk.identification as identification
+
+    data, partial, _ = releases
+    calls, inherent_risk = [], identification.inherent_risk
+    monkeypatch.setattr(identification, "inherent_risk", lambda *a, **k: calls.append(k) or inherent_risk(*a, **k))
+    default = partial.measures.risk(repetitions=2)
+    assert calls[0]["weights"] == pytest.approx(data["wt"].to_numpy())  # the weighted inherent maximum
+    assert [row["known"] for row in default["identification"]] == [["age", "sex", "employed"]]
+    assert default["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
+    named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
+    assert "age+sex+wt" in set(named["subset"])

@@ -9,6 +9,7 @@ from bayessdc.synthesis.combining import (
     combine,
     combine_fully_synthetic,
     combine_partially_synthetic,
+    combine_simple_synthesis,
     kind_of_release,
     wald_test,
 )
@@ -112,6 +113,26 @@ def test_combine_chooses_the_rules_by_kind_and_checks_its_arguments():
         combine(q, u, kind="full", n_syn=0, n=100)
     with pytest.raises(ValueError, match="m = 2"):
         combine_fully_synthetic(np.zeros((1, 2)), np.zeros((1, 2)))
+
+
+def test_simple_synthesis_rules_worked_by_hand_as_synthpop_writes_them():
+    # m = 4 datasets of n_syn = 1000 records from n = 500: q_bar = 2, b_m = (1 + 0 + 1 + 0) / 3, u_bar = 0.3.
+    # synthpop (summary.fit.synds, its k = n_syn, n = n): vars = u_bar k/n = 0.6;
+    # not proper Tf = vars (1 + n/k/m) = 0.6 (1 + 0.5/4) = 0.675; proper Tf = vars (1 + (n/k + 1)/m) = 0.825
+    q, u = [[1.0], [2.0], [3.0], [2.0]], [[0.2], [0.4], [0.3], [0.3]]
+    proper = combine_simple_synthesis(q, u, n_syn=1000, n=500).iloc[0]
+    improper = combine_simple_synthesis(q, u, n_syn=1000, n=500, proper=False).iloc[0]
+    assert (proper["estimate"], proper["between_variance"], proper["within_variance"]) == pytest.approx((2, 2 / 3, 0.3))
+    assert proper["total_variance"] == pytest.approx(0.825) and improper["total_variance"] == pytest.approx(0.675)
+    assert proper["df"] == math.inf  # normal intervals (synthpop's z), b_m not used
+    assert proper["ci_upper"] - proper["estimate"] == pytest.approx(1.959964 * math.sqrt(0.825))
+    # datasets of the original's size: u_bar (1 + 2/m) and u_bar (1 + 1/m)
+    assert combine(q, u, "simple").iloc[0]["total_variance"] == pytest.approx(0.3 * 1.5)
+    assert combine(q, u, "simple", proper=False).iloc[0]["total_variance"] == pytest.approx(0.3 * 1.25)
+    assert kind_of_release([], "cart") == "simple" and kind_of_release(["age"], "cart") == "partial"
+    assert kind_of_release([], "dpmpm") == "full"
+    with pytest.raises(ValueError, match="kind='simple' has no multi-component test"):
+        wald_test(Q4, U4, kind="simple")
 
 
 # ---- tests of k components at once (Reiter 2005) --------------------------------------------------------------
