@@ -35,6 +35,11 @@ def add_parser(subparsers: Any) -> None:
         help="the survey weight column: kept with --keep (partially synthetic), synthesized first without (fully "
         "synthetic); the utility figures are then weighted",
     )  # fmt: skip
+    p.add_argument(
+        "--replicate-weights", default=None, metavar="METHOD:COLUMNS",
+        help="the replicate weights kept with --weights, e.g. sdr:PWGTP1,...,PWGTP80 or sdr:PWGTP* (methods: sdr, "
+        "jk1, brr, bootstrap, fay=RHO); released beside the weights, the source of the analyst's variances",
+    )  # fmt: skip
     p.add_argument("--rules", type=Path, default=None, help="logical rules, JSON or YAML (bayessdc.models.cart.rules)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
@@ -113,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,
         out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet, weights=args.weights,
+        replicate_weights=replicate_design(args.replicate_weights, data),
     )  # fmt: skip
     if not args.quiet:
         print(summary(release, args.out))
@@ -165,3 +171,20 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     rows.append(("rule fallbacks", sum(release.facts["rule_fallbacks"].values())))
     rows.append(("seconds", release.seconds))
     return [{"synthesizer": "cart", "measure": k, "value": v} for k, v in rows]
+
+
+def replicate_design(text: str | None, data: Any) -> Any:
+    """``--replicate-weights METHOD:COLUMNS`` as a :class:`bsd.ReplicateDesign` (``PREFIX*``: the columns named
+    PREFIX and a number, in order); ``None`` without the flag."""
+    import bayessdc as bsd
+    from bayessdc.synthesis.replicates import replicate_columns
+
+    if text is None:
+        return None
+    method, _, columns = text.partition(":")
+    names = replicate_columns(data, columns[:-1]) if columns.endswith("*") else tuple(_columns(columns))
+    try:
+        rho = float(method[4:]) if method.startswith("fay=") else None
+        return bsd.ReplicateDesign(names, method="fay" if rho is not None else method, rho=rho)
+    except ValueError as err:
+        raise bsd.InputError(f"--replicate-weights {text!r}: {err}") from None

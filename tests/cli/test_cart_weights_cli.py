@@ -27,3 +27,18 @@ def test_a_negative_weight_is_refused_with_its_row(tmp_path, capsys):
     assert main(_args(tmp_path / "data.csv", tmp_path / "out")) == 2
     assert "weights='wt': the survey weight is zero or negative at data row 12 (1 row)" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_replicate_weights_from_the_command_line(tmp_path, capsys):
+    data = acs_weighted(150)
+    for r in range(1, 5):
+        data[f"REP{r}"] = data["wt"] * (0.5 + r / 4)
+    data.to_csv(tmp_path / "data.csv", index=False)
+    assert main([*_args(tmp_path / "data.csv", tmp_path / "out"), "--replicate-weights", "sdr:REP*"]) == 0
+    model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
+    assert model["weights"]["replicates"]["columns"] == ["REP1", "REP2", "REP3", "REP4"]
+    assert model["weights"]["replicates"]["factor"] == 1.0
+    bad = [*_args(tmp_path / "data.csv", tmp_path / "bad"), "--replicate-weights", "fay=1.5:REP1,REP2"]
+    assert main(bad) == 2
+    assert "--replicate-weights 'fay=1.5:REP1,REP2': Fay's rho must be in [0, 1)" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
