@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,7 +39,9 @@ import pandas as pd
 from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
+from bayessdc.models.cart.synthesizer import FAN_OUT_FROM, FanOut
 from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.tables import TableSpec
 
 from ..errors import InputError
@@ -112,6 +115,12 @@ class CART(Recipe):
     smoothing
         ``None`` (donor values) or ``"density"`` (``--smoothing density``): drawn numeric values perturbed by a
         Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range.
+    scheduler, workers
+        Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
+        :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
+        default one per core; ``"synchronous"``: one after another in this thread; or a scheduler's address).
+        Below ``FAN_OUT_FROM`` records x synthesized columns, in this thread unless either is given. The
+        release is the same on every path.
 
     Notes
     -----
@@ -139,6 +148,8 @@ class CART(Recipe):
     missing_codes: Mapping[str, Sequence[float]] | None = None
     spikes: Mapping[str, Sequence[float]] | None = None
     smoothing: str | None = None
+    scheduler: str | None = None
+    workers: int | None = None
     name: ClassVar[str] = "cart"
 
     def _rules(self) -> list[Rule]:
@@ -159,6 +170,13 @@ class CART(Recipe):
             spikes=dict(self.spikes or {}),
             smoothing=self.smoothing,
         )
+
+    def _fan_out(self, prepared: CartPrepared, label: str) -> FanOut | None:
+        """How the trees or the datasets run: as parts of the runner, or (``None``) in this thread."""
+        small = len(prepared.data) * len(prepared.synthesize) < FAN_OUT_FROM
+        if self.scheduler is None and self.workers is None and small:
+            return None
+        return partial(run_parts, scheduler=self.scheduler, workers=self.workers, label=label)
 
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
@@ -205,7 +223,7 @@ class CART(Recipe):
         convergence gate to judge and the gate passes by construction; the m datasets come from the trees'
         leaves with Bayesian bootstrap weights (:meth:`draw`)."""
         synthesizer = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
-        synthesizer.fit(prepared.frame, seed)
+        synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "trees"))
         summary = {
             "trees": synthesizer.tree_summary(),
             "fit_seconds": synthesizer.fit_seconds,
@@ -230,7 +248,7 @@ class CART(Recipe):
         synthesizer: CartSynthesizer = fitted.state
         released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
-        synthetic = synthesizer.synthesize_datasets(m)
+        synthetic = synthesizer.synthesize_datasets(m, fan_out=self._fan_out(prepared, "datasets"))
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
         utility = table_utility(released, synthetic, tables, kinds, n_bootstrap=self.bootstrap, seed=seed)

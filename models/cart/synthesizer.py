@@ -49,7 +49,11 @@ from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
 from .tree import ColumnTree, DesignLayout, fit_column_tree
 
-__all__ = ["CartSynthesizer", "FanOut"]
+__all__ = ["FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
+
+#: Records x synthesized columns from which the pipeline fans the trees and the datasets out by default
+#: (below it, starting a local dask cluster costs more than it saves).
+FAN_OUT_FROM = 1_000_000
 
 #: Runs ``task(name, part)`` on every ``(name, part)`` pair and returns the results in the order of the pairs
 #: (the pipeline's is :func:`bayessdc.synthesis.runner.run_parts`, which may run them at once).
