@@ -71,6 +71,8 @@ def add_parser(subparsers: Any) -> None:
         "--smoothing", choices=["density"], default=None,
         help="perturb drawn numeric values by a Gaussian kernel (leaf bw.nrd0 bandwidth, within the observed range)",
     )  # fmt: skip
+    p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local)")
+    p.add_argument("--workers", type=int, default=None, help="trees and datasets run at once locally (default: cores)")
     p.set_defaults(func=run)
 
 
@@ -114,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         missing_codes=column_values(args.missing_code, "--missing-code"),
         spikes=column_values(args.spike, "--spike"),
         smoothing=args.smoothing,
+        scheduler=args.scheduler,
+        workers=args.workers,
     )
     release = bsd.synthesize(
         data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,

@@ -8,20 +8,14 @@ paper's ``tau = 1 - L1/(2n)`` of count tables, set against bootstrap replicates 
 
 What the pipeline's generic steps mean for CART
 -----------------------------------------------
-*Diagnostics.* CART draws no posterior by MCMC: each tree is fitted once, and the only randomness of a
-dataset is its leaves' bootstrap weights. There is nothing for a convergence gate to judge, so the gate
-passes by construction: ``Diagnostics(posteriors={}, summary=..., passed=True)``. The summary
-(``private/diagnostics.json``) says what was fitted: per synthesized column the tree's leaves and depth, the
-rules enforced when drawing it and how often a draw fell back to an ancestor node; the fit and synthesis
-times, the number of records and the input columns not released.
+*Diagnostics.* No posterior is drawn by MCMC (each tree is fitted once; a dataset's only randomness is its
+leaves' bootstrap weights), so the gate passes by construction; ``private/diagnostics.json`` holds per column
+the tree's leaves and depth, the rules enforced and the fallbacks to an ancestor node, the times, the records.
 
-*Risk.* CART has no model-based disclosure risk (no posterior of which an intruder's attribute risk could be
-computed by importance sampling). Its release is measured as every release of records is
-(:mod:`bayessdc.measures`): the records copied from the original against a held-out share, and the
-replicated uniques, which a policy criterion on them removes without a refit. For the categorical synthesized
-columns, ``release.risk(known=[["age", "sex", "marital"]])`` adds the identification risk and exact attribute
-disclosures of Hu & Savitsky (Section 4) beside their inherent bounds (:func:`identification_figures` gives
-them in the form of ``private/risk.json``).
+*Risk.* No model-based disclosure risk: the release is measured as every release of records is
+(:mod:`bayessdc.measures`: copies against a held-out share, replicated uniques); ``release.risk(known=[...])``
+adds Hu & Savitsky's identification risk and attribute disclosures of the categorical synthesized columns
+beside their inherent bounds (:func:`identification_figures`, the form of ``private/risk.json``).
 """
 
 from __future__ import annotations
@@ -30,6 +24,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,8 +33,10 @@ import pandas as pd
 from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
+from bayessdc.models.cart.synthesizer import FAN_OUT_FROM, FanOut
 from bayessdc.synthesis.combining import kind_of_release
 from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.tables import TableSpec
 
 from ..errors import InputError
@@ -113,6 +110,12 @@ class CART(Recipe):
     smoothing
         ``None`` (donor values) or ``"density"`` (``--smoothing density``): drawn numeric values perturbed by a
         Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range.
+    scheduler, workers
+        Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
+        :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
+        default one per core; ``"synchronous"``: one after another in this thread; or a scheduler's address).
+        Below ``FAN_OUT_FROM`` records x synthesized columns, in this thread unless either is given. The
+        release is the same on every path.
 
     Notes
     -----
@@ -120,11 +123,8 @@ class CART(Recipe):
     synthesis, the first synthesized column under full synthesis; the tables are then of weighted totals
     (:mod:`bayessdc.pipeline.weighting`).
 
-    Missing values are synthesized, never dropped: a level of their own in a categorical column, a state drawn
-    before the value in a numeric one (:mod:`bayessdc.models.cart.states`); the release holds NaN (or the
-    declared code) where the trees put them, and the utility tables count them as cells of their own.
-    Columns of the input that are neither kept nor synthesized are not released. See the module docstring
-    for what the diagnostics and the risk of a CART release hold.
+    Missing values are synthesized, never dropped (:mod:`bayessdc.models.cart.states`); the release holds NaN
+    (or the declared code) where the trees put them. Columns neither kept nor synthesized are not released.
 
     Examples
     --------
@@ -144,6 +144,8 @@ class CART(Recipe):
     missing_codes: Mapping[str, Sequence[float]] | None = None
     spikes: Mapping[str, Sequence[float]] | None = None
     smoothing: str | None = None
+    scheduler: str | None = None
+    workers: int | None = None
     name: ClassVar[str] = "cart"
     takes_weights: ClassVar[bool] = True
 
@@ -165,6 +167,12 @@ class CART(Recipe):
             spikes=dict(self.spikes or {}),
             smoothing=self.smoothing,
         )
+
+    def _fan_out(self, prepared: CartPrepared, label: str) -> FanOut | None:
+        """How the trees or the datasets run: as parts of the runner, or (``None``) in this thread."""
+        if self.scheduler is self.workers is None and len(prepared.data) * len(prepared.synthesize) < FAN_OUT_FROM:
+            return None
+        return partial(run_parts, scheduler=self.scheduler, workers=self.workers, label=label)
 
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0,
@@ -213,7 +221,7 @@ class CART(Recipe):
         convergence gate to judge and the gate passes by construction; the m datasets come from the trees'
         leaves with Bayesian bootstrap weights (:meth:`draw`)."""
         synthesizer = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
-        synthesizer.fit(prepared.frame, seed)
+        synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "trees"))
         summary = {
             "trees": synthesizer.tree_summary(),
             "fit_seconds": synthesizer.fit_seconds,
@@ -240,7 +248,7 @@ class CART(Recipe):
         synthesizer: CartSynthesizer = fitted.state
         released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
-        synthetic = synthesizer.synthesize_datasets(m)
+        synthetic = synthesizer.synthesize_datasets(m, fan_out=self._fan_out(prepared, "datasets"))
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
         utility = table_utility(released, synthetic, tables, kinds, n_bootstrap=self.bootstrap, seed=seed,

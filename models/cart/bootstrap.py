@@ -121,6 +121,8 @@ def _draw_in_nodes(
     start, end = fitted.pair_start[nodes], fitted.pair_end[nodes]
     lengths = end - start
     uniforms = rng.random(len(nodes))
+    if not fitted.rules:  # every value admissible: one cumulative sum over all pairs serves every record
+        return _draw_unrestricted(start, end, weights, uniforms)
     picks = np.full(len(nodes), -1, dtype=np.int64)
     bounds = np.cumsum(lengths)
     chunk_start = 0
@@ -179,6 +181,27 @@ def _draw_chunk(
         positive = np.flatnonzero(w[segment_begin[k] : segment_begin[k] + lengths[k]] > 0)
         position[k] = segment_begin[k] + positive[-1]
     return np.where(has_value, pair[position], -1)
+
+
+def _draw_unrestricted(start: np.ndarray, end: np.ndarray, weights: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """One weighted draw per record among the pairs ``start .. end - 1`` of its node, without rules.
+
+    The draw :func:`_draw_chunk` makes, without expanding every (record, pair): the pairs of a node are
+    consecutive, so the weights' cumulative sum over all pairs locates each record's draw by one binary
+    search (time linear in the pairs plus ``n log`` pairs, where the expansion is records x pairs per node:
+    quadratic for a column without predictors, whose one leaf holds every value).
+    """
+    cumulative = np.concatenate([[0.0], np.cumsum(weights)])
+    before = cumulative[start]
+    total = cumulative[end] - before
+    position = np.searchsorted(cumulative[1:], before + uniforms * total, side="right")
+    position = np.clip(position, start, end - 1)
+    has_value = total > 0
+    # Rounding can land on a zero weight at the end of a segment: take the segment's last positive one.
+    for k in np.flatnonzero(has_value & (weights[position] <= 0)):
+        positive = np.flatnonzero(weights[start[k] : end[k]] > 0)
+        position[k] = start[k] + positive[-1]
+    return np.where(has_value, position, -1)
 
 
 def _decode(spec: ColumnSchema, value: Any) -> Any:

@@ -33,7 +33,7 @@ References
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +47,17 @@ from .data import CartDataError, check_rules_hold, decode_categorical, encode_co
 from .rules import ColumnSchema, Rule, parse_rules, rule_violations
 from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
-from .tree import ColumnTree, design_matrix, fit_column_tree
+from .tree import ColumnTree, DesignLayout, fit_column_tree
 
-__all__ = ["CartSynthesizer"]
+__all__ = ["FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
+
+#: Records x synthesized columns from which the pipeline fans the trees and the datasets out by default
+#: (below it, starting a local dask cluster costs more than it saves).
+FAN_OUT_FROM = 1_000_000
+
+#: Runs ``task(name, part)`` on every ``(name, part)`` pair and returns the results in the order of the pairs
+#: (the pipeline's is :func:`bayessdc.synthesis.runner.run_parts`, which may run them at once).
+FanOut = Callable[[Callable[[str, Any], Any], list[tuple[str, Any]]], list[Any]]
 
 
 @dataclass
@@ -150,8 +158,12 @@ class CartSynthesizer:
 
     # -- fitting (Section 2, steps 1-3) ---------------------------------------------------------------------
 
-    def fit(self, data: pd.DataFrame, seed: int = 0) -> CartSynthesizer:
-        """Validate ``data`` and fit one tree per synthesized column, in order.
+    def fit(self, data: pd.DataFrame, seed: int = 0, fan_out: FanOut | None = None) -> CartSynthesizer:
+        """Validate ``data`` and fit one tree per synthesized column (and per state), in order.
+
+        Every tree is fitted on the confidential data alone (never on synthetic values), so the trees are
+        independent of each other and may be fitted at once: ``fan_out`` runs them (the pipeline passes the
+        part runner, :func:`bayessdc.synthesis.runner.run_parts`). The trees are the same however they run.
 
         Parameters
         ----------
@@ -160,6 +172,9 @@ class CartSynthesizer:
         seed
             Seed of the whole run: tree fitting (tie-breaking among equally good splits) and, in
             :meth:`synthesize`, the bootstrap weights and draws.
+        fan_out
+            Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order
+            (default: one after the other, in this thread).
 
         Returns
         -------
@@ -180,38 +195,38 @@ class CartSynthesizer:
             schema[states.state_column] = states.schema()
             codes[states.state_column] = states.state_of(codes[column])
         self._schema, self._codes, self._data, self._seed = schema, codes, frame, int(seed)
-        tree_seed = streams.integer_seed(seed, "tree")
         settings = {
             "min_samples_leaf": self.min_samples_leaf,
             "ccp_alpha": self.ccp_alpha,
             "max_depth": self.max_depth,
-            "seed": tree_seed,
+            "seed": streams.integer_seed(seed, "tree"),
         }
-        self._trees, self._smoothers = [], {}
+        jobs: list[tuple[str, _TreeJob]] = []
         for j, column in enumerate(self.synthesize):
             predictors = self._with_states([*self.keep, *self.synthesize[:j]])
             known = {*self.keep, *self.synthesize[: j + 1]}
             # A rule is enforced when its last column is drawn: the rules on this column whose other columns
             # are all fixed by now.
             step_rules = [r for r in rules if column in r.columns and r.columns <= known]
-            rows = None
             states = self._states.get(column)
+            rows = None
             if states is not None:
-                state_tree = fit_column_tree(states.state_column, predictors, step_rules, schema, codes, **settings)
-                state_tree.rule_column, state_tree.rule_numbers = column, states.numbers
-                state_tree.unjudged = np.arange(len(states.levels)) == 0
-                self._trees.append(state_tree)
+                state_job = _TreeJob(states.state_column, predictors, step_rules, state_of=column)
+                jobs.append((states.state_column, state_job))
                 rows = np.flatnonzero(codes[states.state_column] == 0)
                 if not len(rows):
                     continue  # no record in the "value" state: the state tree puts back every value
-            tree = fit_column_tree(column, predictors, step_rules, schema, codes, rows=rows, **settings)
-            if states is not None:
-                tree.gate = states.state_column
-            if self.smoothing == "density" and not schema[column].categorical:
-                tree.bandwidth = leaf_bandwidths(tree, schema[column].levels)
-                observed = codes[column] if rows is None else codes[column][rows]
-                self._smoothers[column] = ValueSmoother.of(observed, states.numbers[1:] if states else ())
-            self._trees.append(tree)
+            smoothed = self.smoothing == "density" and not schema[column].categorical
+            jobs.append((column, _TreeJob(column, predictors, step_rules, rows=rows, smoothed=smoothed)))
+        task = _FitTree(schema, codes, settings, self._states)
+        self._trees = list((fan_out or _one_by_one)(task, jobs))
+        self._smoothers = {}
+        for fitted in self._trees:
+            if fitted.bandwidth is not None:
+                states = self._states.get(fitted.column)
+                rows = np.flatnonzero(codes[states.state_column] == 0) if states is not None else None
+                observed = codes[fitted.column] if rows is None else codes[fitted.column][rows]
+                self._smoothers[fitted.column] = ValueSmoother.of(observed, states.numbers[1:] if states else ())
         self.fit_seconds = time.perf_counter() - start
         return self
 
@@ -235,23 +250,41 @@ class CartSynthesizer:
         smoothing_rng
             The smoothing's normal draws (with ``smoothing="density"``; default ``rng``).
         """
+        return self._draw(rng, smoothing_rng, self.fallbacks)
+
+    def _draw(
+        self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None, fallbacks: dict[str, dict[str, int]]
+    ) -> dict[str, np.ndarray]:
+        """:meth:`synthesize_dataset`, counting the fallbacks in ``fallbacks``."""
         self._check_fitted()
         smoothing_rng = rng if smoothing_rng is None else smoothing_rng
         n = len(self._data)
         values = {c: self._codes[c] for c in self._with_states(self.keep)}
+        # One design matrix for the whole dataset, in column-major order: the predictors of each tree are the
+        # kept columns and the columns drawn before it, a prefix of the matrix, filled in as they are drawn.
+        layout = DesignLayout(self._with_states([*self.keep, *self.synthesize]), self._schema)
+        design = layout.empty(n)
+        for column in values:
+            layout.fill(design, column, values[column])
         for fitted in self._trees:
             spec = self._schema[fitted.column]
-            rows = np.arange(n) if fitted.gate is None else np.flatnonzero(values[fitted.gate] == 0)
-            fixed = values if fitted.gate is None else {c: v[rows] for c, v in values.items()}
-            design = design_matrix(fitted.predictors, fixed, len(rows), self._schema)
-            nodes = fitted.tree.apply(design).astype(np.int64)
+            width = layout.width(fitted.predictors)
+            if fitted.gate is None:
+                rows, fixed = np.arange(n), values
+                nodes = fitted.tree.apply(design[:, : max(width, 1)]).astype(np.int64)
+            else:
+                rows = np.flatnonzero(values[fitted.gate] == 0)
+                fixed = {c: v[rows] for c, v in values.items()}
+                nodes = fitted.tree.apply(design[rows, : max(width, 1)]).astype(np.int64)
             leaves = nodes.copy()
-            stats = self.fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
+            stats = fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
             code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats)]
             if spec.categorical:
                 values[fitted.column] = code
+                layout.fill(design, fitted.column, code)
                 if fitted.rule_numbers is not None:  # a state: the number it puts back (NaN for "value")
                     values[fitted.rule_column] = fitted.rule_numbers[code].astype(float)
+                    layout.fill(design, fitted.rule_column, values[fitted.rule_column])
                 continue
             drawn = spec.levels.astype(float)[code]
             if fitted.bandwidth is not None:
@@ -261,9 +294,10 @@ class CartSynthesizer:
             else:
                 values[fitted.column] = values[fitted.column].copy()
                 values[fitted.column][rows] = drawn
+            layout.fill(design, fitted.column, values[fitted.column])
         return values
 
-    def synthesize_datasets(self, m: int, seed: int | None = None) -> pd.DataFrame:
+    def synthesize_datasets(self, m: int, seed: int | None = None, fan_out: FanOut | None = None) -> pd.DataFrame:
         """The ``m`` synthetic datasets as one long table with a ``synthetic`` column 1..m.
 
         Parameters
@@ -273,6 +307,9 @@ class CartSynthesizer:
         seed
             Seed of the bootstrap draws (default: the seed given to :meth:`fit`). Dataset ``k`` depends only
             on the seed and ``k``: the first 5 of ``m = 100`` datasets are the ``m = 5`` datasets.
+        fan_out
+            Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order (default: one
+            after the other, in this thread); the datasets are the same however they run.
 
         Returns
         -------
@@ -284,13 +321,15 @@ class CartSynthesizer:
         if m < 1:
             raise ValueError(f"m must be at least 1, got {m}")
         seed = self._seed if seed is None else int(seed)
+        parts = [(f"dataset-{k}", k) for k in range(1, m + 1)]
+        results = (fan_out or _one_by_one)(_DrawDataset(self, seed), parts)
         self.fallbacks = {}
-        frames = []
-        for k in range(1, m + 1):
-            rng = streams.rng(seed, "cart-dataset", k)
-            values = self.synthesize_dataset(rng, streams.rng(seed, "cart-smoothing", k))
-            frames.append(self._decode_dataset(values, k))
-        return pd.concat(frames, ignore_index=True)
+        for _, counts in results:
+            for column, stats in counts.items():
+                total = self.fallbacks.setdefault(column, {"ancestor": 0, "whole_column": 0, "draws": 0})
+                for key, count in stats.items():
+                    total[key] += count
+        return pd.concat([frame for frame, _ in results], ignore_index=True)
 
     def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int) -> pd.DataFrame:
         columns: dict[str, Any] = {"synthetic": np.full(len(self._data), k, dtype=np.int64)}
@@ -425,3 +464,59 @@ def _as_dtype(values: np.ndarray, dtype: Any) -> Any:
         return pd.array(values, dtype=dtype) if not isinstance(dtype, np.dtype) else values.astype(dtype)
     except (TypeError, ValueError):
         return values
+
+
+def _one_by_one(task: Callable[[str, Any], Any], parts: list[tuple[str, Any]]) -> list[Any]:
+    """The default fan-out: every part in turn, in this thread."""
+    return [task(name, part) for name, part in parts]
+
+
+@dataclass(frozen=True)
+class _TreeJob:
+    """One tree to fit: its column, predictors and rules; a state tree names its numeric column (``state_of``),
+    a value tree the rows it is fitted on (those in the "value" state)."""
+
+    column: str
+    predictors: list[str]
+    rules: list[Rule]
+    state_of: str | None = None
+    rows: np.ndarray | None = None
+    smoothed: bool = False
+
+
+@dataclass
+class _FitTree:
+    """The task fitting one tree on the confidential codes (a part of :meth:`CartSynthesizer.fit`)."""
+
+    schema: dict[str, ColumnSchema]
+    codes: dict[str, np.ndarray]
+    settings: dict[str, Any]
+    states: dict[str, NumericStates]
+
+    def __call__(self, name: str, job: _TreeJob) -> ColumnTree:
+        tree = fit_column_tree(
+            job.column, job.predictors, job.rules, self.schema, self.codes, rows=job.rows, **self.settings
+        )
+        if job.state_of is not None:
+            states = self.states[job.state_of]
+            tree.rule_column, tree.rule_numbers = job.state_of, states.numbers
+            tree.unjudged = np.arange(len(states.levels)) == 0
+        elif job.column in self.states:
+            tree.gate = self.states[job.column].state_column
+        if job.smoothed:
+            tree.bandwidth = leaf_bandwidths(tree, self.schema[job.column].levels)
+        return tree
+
+
+@dataclass
+class _DrawDataset:
+    """The task drawing synthetic dataset ``k``: its decoded frame and its fallback counts."""
+
+    synthesizer: CartSynthesizer
+    seed: int
+
+    def __call__(self, name: str, k: int) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+        fallbacks: dict[str, dict[str, int]] = {}
+        rng = streams.rng(self.seed, "cart-dataset", k)
+        values = self.synthesizer._draw(rng, streams.rng(self.seed, "cart-smoothing", k), fallbacks)
+        return self.synthesizer._decode_dataset(values, k), fallbacks

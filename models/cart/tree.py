@@ -23,7 +23,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from .rules import ColumnSchema, Rule
 
-__all__ = ["ColumnTree", "design_matrix", "fit_column_tree"]
+__all__ = ["ColumnTree", "DesignLayout", "design_matrix", "fit_column_tree"]
 
 
 @dataclass
@@ -90,6 +90,56 @@ def design_matrix(
             design[:, offset] = spec.predictor(values[column])
             offset += 1
     return design
+
+
+class DesignLayout:
+    """Where each column sits in a design matrix of :func:`design_matrix`'s encoding over ``columns``, in order.
+
+    The predictors of every tree of the synthesizer are a prefix of one column sequence (the kept columns, then
+    the synthesized ones in order), so one column-major matrix serves every tree of a dataset: the tree of a
+    column reads the prefix of its predictors (a view, no copy), and each drawn column is written in as it is
+    drawn. The values are those :func:`design_matrix` gives.
+
+    Parameters
+    ----------
+    columns
+        Every column that may be a predictor, in the order of the sequence.
+    schema
+        The encoding of every column.
+    """
+
+    def __init__(self, columns: Sequence[str], schema: Mapping[str, ColumnSchema]) -> None:
+        self.schema = schema
+        self.offset: dict[str, int] = {}
+        offset = 0
+        for column in columns:
+            self.offset[column] = offset
+            offset += len(schema[column].levels) if schema[column].categorical else 1
+        self.total = offset
+
+    def width(self, predictors: Sequence[str]) -> int:
+        """Columns of the matrix taken by ``predictors`` (a prefix of the sequence)."""
+        if not predictors:
+            return 0
+        last = predictors[-1]
+        width = self.offset[last] + (len(self.schema[last].levels) if self.schema[last].categorical else 1)
+        if width != sum(len(self.schema[c].levels) if self.schema[c].categorical else 1 for c in predictors):
+            raise ValueError("the predictors are not a prefix of the layout's columns")
+        return width
+
+    def empty(self, n: int) -> np.ndarray:
+        """A zero matrix of ``n`` rows (at least one column: a tree without predictors reads a constant)."""
+        return np.zeros((n, max(self.total, 1)), dtype=np.float32, order="F")
+
+    def fill(self, design: np.ndarray, column: str, values: np.ndarray) -> None:
+        """Write the encoded ``values`` of ``column`` (codes or numbers, one per row) into ``design``."""
+        spec, offset = self.schema[column], self.offset[column]
+        if spec.categorical:
+            block = design[:, offset : offset + len(spec.levels)]
+            block[:] = 0.0
+            block[np.arange(len(values)), values] = 1.0
+        else:
+            design[:, offset] = spec.predictor(values)
 
 
 def fit_column_tree(
