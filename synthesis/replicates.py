@@ -45,7 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["REPLICATE_METHODS", "ReplicateDesign", "replicate_columns", "replicate_variance"]
+__all__ = [
+    "REPLICATE_METHODS", "ReplicateDesign", "invalid_replicate_rows", "replicate_columns", "replicate_variance",
+]
 
 #: The replication methods whose variance factor is known from the number of replicates (``rho`` for ``fay``).
 REPLICATE_METHODS = ("sdr", "jk1", "brr", "fay", "bootstrap")
@@ -157,8 +159,7 @@ def replicate_variance(
     if missing:
         raise ValueError(f"replicate weight column(s) not in the data: {', '.join(map(str, missing))}")
     for column in design.columns:
-        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-        bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+        bad = invalid_replicate_rows(frame[column])
         if len(bad):
             raise ValueError(
                 f"replicate weight column {column!r} has missing, non-numeric or negative values at data row(s) "
@@ -170,6 +171,13 @@ def replicate_variance(
          for c in design.columns]
     )  # fmt: skip
     return full, design.factor * deviations.T @ deviations
+
+
+def invalid_replicate_rows(values: pd.Series) -> np.ndarray:
+    """Positions of the values that are no replicate weight: missing, non-numeric, infinite or negative (0 is one:
+    the jackknife and BRR drop units that way)."""
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    return np.flatnonzero(~np.isfinite(numbers) | (numbers < 0))
 
 
 def replicate_columns(frame: pd.DataFrame, prefix: str) -> tuple[str, ...]:

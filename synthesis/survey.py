@@ -148,18 +148,16 @@ def weighted_regression(
     extra = list(replicates.columns) if replicates is not None else []
     used = frame[[*columns, weights, *extra]].apply(pd.to_numeric, errors="coerce").dropna(subset=[*columns, weights])
     names = ["intercept", *predictors]
+    n = len(used)
+    if n <= len(predictors) + 1:
+        raise ValueError(f"{n} complete record(s) for a regression on {len(predictors)} predictor(s)")
     if replicates is not None:
         def coefficients(f: pd.DataFrame, w: np.ndarray) -> np.ndarray:
             design = sm.add_constant(f[list(predictors)].to_numpy(dtype=float), has_constant="add")
             return np.asarray(sm.WLS(f[response].to_numpy(dtype=float), design, weights=w).fit().params)
 
-        if len(used) <= len(predictors) + 1:
-            raise ValueError(f"{len(used)} complete record(s) for a regression on {len(predictors)} predictor(s)")
         estimate, covariance = replicate_variance(coefficients, used, weights, replicates)
         return pd.Series(estimate, index=names), pd.Series(np.diag(covariance), index=names)
-    n = len(used)
-    if n <= len(predictors) + 1:
-        raise ValueError(f"{n} complete record(s) for a regression on {len(predictors)} predictor(s)")
     X = sm.add_constant(used[list(predictors)].to_numpy(dtype=float), has_constant="add")
     fit = sm.WLS(used[response].to_numpy(dtype=float), X, weights=used[weights].to_numpy(dtype=float)).fit(
         cov_type="HC0"

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.validation import describe_rows
-from bayessdc.synthesis.replicates import ReplicateDesign
+from bayessdc.synthesis.replicates import ReplicateDesign, invalid_replicate_rows
 
 from ..errors import InputError
 
@@ -204,12 +204,11 @@ def check_replicates(
     if unknown:
         raise InputError(f"replicate weight column(s) not in the data: {', '.join(map(str, unknown))}")
     for column in design.columns:
-        numbers = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(numbers) | (numbers < 0)
-        if bad.any():
+        bad = invalid_replicate_rows(frame[column])
+        if len(bad):
             raise InputError(
                 f"replicate weight column {column!r}: a missing, non-numeric, infinite or negative value at "
-                f"{describe_rows(np.flatnonzero(bad))}; a replicate weight is a number of at least 0"
+                f"{describe_rows(bad)}; a replicate weight is a number of at least 0"
             )
     return design
 
