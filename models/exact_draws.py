@@ -35,7 +35,7 @@ _RECIPROCALS = 1.0 / np.maximum(np.arange(256), 1)
 _TWO_53 = 2**53
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def uniform_index(rng: np.random.Generator, n: int) -> int:
     """An exact uniform draw from ``0 .. n - 1`` (``1 <= n <= 2**53``).
 
@@ -51,7 +51,7 @@ def uniform_index(rng: np.random.Generator, n: int) -> int:
             return k % n
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _binomial_inversion(rng: np.random.Generator, n: int, p: float) -> int:
     """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
     q = 1.0 - p
@@ -75,7 +75,7 @@ def _binomial_inversion(rng: np.random.Generator, n: int, p: float) -> int:
     return x
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _binomial_btpe(rng: np.random.Generator, n: int, r: float) -> int:
     """Binomial(n, r) by BTPE for ``r <= 0.5`` and ``n r > 30``; exact log-factorials in the last test."""
     q = 1.0 - r
@@ -145,7 +145,7 @@ def _binomial_btpe(rng: np.random.Generator, n: int, r: float) -> int:
             return y
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def binomial(rng: np.random.Generator, n: int, p: float) -> int:
     """An exact Binomial(n, p) draw from numba's generator, O(1) expected cost in ``n``."""
     if n <= 0 or p <= 0.0:
@@ -158,7 +158,7 @@ def binomial(rng: np.random.Generator, n: int, p: float) -> int:
     return n - (_binomial_inversion(rng, n, q) if n * q <= 30.0 else _binomial_btpe(rng, n, q))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def multinomial(
     rng: np.random.Generator,
     n: int,
@@ -246,7 +246,7 @@ def multinomial(
         out[chosen] += 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always", _nrt=False)
 def _add_trials(comps: np.ndarray, out: np.ndarray, start: int, nnz: int, k: int, m: int) -> int:
     """Add ``m`` trials of component ``k`` to the sparse draw ``comps[:nnz]``, ``out[:nnz]`` (``k`` looked up from
     ``start``); the new ``nnz``."""
@@ -259,7 +259,7 @@ def _add_trials(comps: np.ndarray, out: np.ndarray, start: int, nnz: int, k: int
     return nnz + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def multinomial_cdf(
     rng: np.random.Generator,
     n: int,

@@ -203,7 +203,7 @@ class GibbsSettings:
         return asdict(self)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _gamma(rng: np.random.Generator, shape: float) -> float:
     """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
     if shape == 1.0:
@@ -211,7 +211,7 @@ def _gamma(rng: np.random.Generator, shape: float) -> float:
     return rng.gamma(shape, 1.0)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _log_gamma_draw(rng: np.random.Generator, shape: float) -> float:
     """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
     if shape < 1.0:
@@ -219,7 +219,7 @@ def _log_gamma_draw(rng: np.random.Generator, shape: float) -> float:
     return np.log(rng.gamma(shape, 1.0))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _weighted_index(rng: np.random.Generator, cdf: np.ndarray) -> int:
     """An index drawn with probabilities proportional to the increments of the cumulative ``cdf``."""
     u = rng.random() * cdf[-1]
@@ -233,7 +233,7 @@ def _weighted_index(rng: np.random.Generator, cdf: np.ndarray) -> int:
     return lo
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _component_pair(rng: np.random.Generator, K: int) -> tuple[int, int]:
     """Two distinct components, uniformly."""
     i = uniform_index(rng, K)
@@ -243,7 +243,7 @@ def _component_pair(rng: np.random.Generator, K: int) -> tuple[int, int]:
     return i, j
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _cumulate_top3(weights: np.ndarray, prob: np.ndarray, cdf: np.ndarray, largest: np.ndarray) -> None:
     """``prob`` = ``weights``, ``cdf`` their cumulative sums and ``largest`` the positions of the three largest
     (fewer if K < 3: the first ``min(3, K)`` entries), in decreasing order: one pass."""

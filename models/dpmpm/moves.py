@@ -28,7 +28,7 @@ from ..exact_draws import uniform_index
 __all__ = ["level_exchange", "log_allocation_prob", "slice_log_alpha", "split_merge", "swap_log_ratio"]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float) -> float:
     """``log p(log alpha = u | z)`` up to a constant: eq. (5) prior, sticks of eq. (3)-(4) integrated out."""
     alpha = np.exp(u)
@@ -44,7 +44,7 @@ def _log_alpha_density(u: float, n_k: np.ndarray, a_alpha: float, b_alpha: float
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def slice_log_alpha(
     rng: np.random.Generator, alpha: float, n_k: np.ndarray, a_alpha: float, b_alpha: float, beta_a: float
 ) -> float:
@@ -73,7 +73,7 @@ def slice_log_alpha(
     return alpha
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
     """``log p(z | alpha)`` with the sticks integrated out, up to terms that do not depend on the order.
 
@@ -91,7 +91,7 @@ def log_allocation_prob(n_k: np.ndarray, alpha: float, beta_a: float) -> float:
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _resize_log_ratio(n_k: np.ndarray, i: int, new_i: int, j: int, new_j: int, alpha: float, beta_a: float) -> float:
     """Change of :func:`log_allocation_prob` when component ``i`` holds ``new_i`` records and ``j`` ``new_j``.
 
@@ -119,13 +119,13 @@ def _resize_log_ratio(n_k: np.ndarray, i: int, new_i: int, j: int, new_j: int, a
     return change
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float) -> float:
     """Change of :func:`log_allocation_prob` when the sizes of components ``j`` and ``l`` are swapped."""
     return _resize_log_ratio(n_k, j, n_k[l], l, n_k[j], alpha, beta_a)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def level_exchange(
     rng: np.random.Generator,
     level: int,
@@ -207,7 +207,7 @@ def level_exchange(
     return accept
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _component_log_marginal(
     k: int, level_counts: np.ndarray, size: int, concentration: np.ndarray, total_concentration: np.ndarray
 ) -> float:
@@ -224,7 +224,7 @@ def _component_log_marginal(
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _predictive_weight(
     c: int, k: int, size: int, level_counts: np.ndarray, cell_index: np.ndarray, concentration: np.ndarray,
     total_concentration: np.ndarray,
@@ -237,7 +237,7 @@ def _predictive_weight(
     return w
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _move_record(c: int, level_counts: np.ndarray, cell_index: np.ndarray, step: int) -> None:
     for v in range(cell_index.shape[1]):
         level_counts[cell_index[c, v]] += step
