@@ -61,7 +61,44 @@ K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling
 Each size runs in its own process so that the peak memory (ru_maxrss) is its own; the sizes run one after
 another, never at once.
 
-Latest run, 2026-11-24, after the sparse allocation of large cells (``multinomial_cdf``; see the docstring of
+Latest runs, 2026-11-27, after the kernels' reference counting was turned off (``_nrt=False``; see the docstrings
+of ``bayessdc.models.exact_draws`` and ``bayessdc.models.dpmpm.gibbs``; the draws and the chains are unchanged):
+``BAYESSDC_RLIB=<rlib> OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
+--reference-iterations 4000 --collapsed-sweeps 0``, section (b), n = 1,000,000, alternating with the same
+invocation of the code before the change (load 6-8 on 2 cores, two other sessions running):
+
+    this code       NPBayesImputeCat 131 s per 1,000, bayessdc 3.16 s, ratio 42 (load 7.7)
+                    134 s, 3.41 s, ratio 39 (load 6.4-6.7); an earlier run 178 s, 4.46 s, ratio 40 (load 7.1)
+    before          138 s, 3.63 s, ratio 38 (load 7.5-8.0); 138 s, 3.62 s, ratio 38 (load 5.9); 127 s, 3.34 s,
+                    ratio 38 (load 6.9)
+
+The 50x target (2.6-2.8 s per 1,000 iterations at these reference times) is not met. CPU time of the sampler
+alone (a ``/tmp`` script timing ``fit`` at n = 1,000,000, 2,000 iterations, one chain; old and new alternately,
+load 7-7.5): 2.23-2.32 s per 1,000 against 2.41-2.54 before (7-9% less). Where the time goes now (the kernel's
+steps timed with the CPU's cycle counter, 1,000 iterations of about 2.4 ms): the allocation step 88%, of which the
+exact binomials 38% of the iteration (11,900 per iteration, 2.7 per cell above ``SMALL_CELL``, about 80 ns by
+inversion and 115 ns by BTPE), the single trials 15% (22,300 at 16 ns), the cumulative sums and three largest
+15%, the cumulative sums less the drawn components 8%; theta (gamma draws) 5%, level exchanges 2.5%, the rest
+about 1%.
+
+Levers measured and not taken (same scratch scripts, load 4-7):
+
+    inline xoshiro256++ generator for the allocation's uniforms      5.0 -> 4.4 ns per uniform where the state
+        lives in memory (0.65 ns in a loop that keeps it in registers; ``--rng`` on that branch times the two);
+        3-4% less CPU per iteration. It changes the chain at every seed, and at the new chain the stochastic
+        assertion of
+        tests/models/dpmpm/test_synthesizer.py::test_label_attribute_risk_with_pattern_conditioning_is_eq_8 fails
+        (full 0.1992 against pattern 0.2003; 0.206-0.208 against 0.200 at seeds 12 and 13 with either generator
+        and at 11 with numpy's): not merged (branch ``dpmpm-inline-rng``, with distribution tests of the generator)
+    a faster exact gamma (Marsaglia-Tsang) for theta                 theta is 5% of the iteration: at most 2-3%
+    binomials only while their expected count is at least 3 or 6      2.23 / 2.32 s against 2.28: within noise
+    numba-level inlining of multinomial_cdf / binomial                kept 8 of the 10 incref/decref pairs per
+        cell, about 2%; with the reference counting off, inlining binomial was 2.22-2.28 s against 2.19-2.21
+    error_model="numpy" (no division-by-zero checks)                  2.31-2.35 s against 2.30-2.33: none
+    branch-free top three (selects)                                   103 against 116 ns per cell in isolation
+        (1-2% of the iteration); in four interleaved lanes 292 ns: worse
+
+Run of 2026-11-24, after the sparse allocation of large cells (``multinomial_cdf``; see the docstring of
 ``bayessdc.models.dpmpm.gibbs``): ``OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
 --reference-iterations 4000 --collapsed-sweeps 0`` (load 4.9 on 2 cores, another session running), section (b):
 NPBayesImputeCat 0.5 4.8 s for 40 iterations = 121 s per 1,000; bayessdc 6.5 s for 2,000 = 3.25 s per 1,000;

@@ -35,6 +35,16 @@ average 4.4-4.7 on 2 cores (another session running; ``/tmp`` scratch script tim
 this sampler 3.25 s, ratio 37 (target 50, about 2.4 s per 1,000, not met). The random stream of the allocation
 of cells above ``SMALL_CELL`` records changed with this (same seed, same chain; a different chain than before).
 
+Profile of 2026-11-27 at n = 1,000,000 (one chain, cores=1; the kernel's steps timed with the CPU's cycle counter
+in a scratch copy, 1,000 iterations, about 2.4 ms each, load 4-5 on 2 cores): the allocation step 88%, theta 5%,
+level exchanges 2.5%, label swaps, alpha and sticks about 1%. Within the allocation, per iteration: the binomials
+0.92 ms (9,900 by inversion at about 80 ns, 2,000 by BTPE at about 115 ns; 2.7 per cell above ``SMALL_CELL``),
+the single trials 0.36 ms (22,300, about 16 ns each), the cumulative sums and three largest 0.36 ms (80 ns a
+cell; a branch-free version was 11% faster in isolation, not taken), the cumulative sums less the drawn
+components 0.2 ms, the products and counts 0.2 ms. Before it, numba's reference counting of the draws' array
+arguments took 14% of the time (now off: :mod:`bayessdc.models.exact_draws`). The rest of the levers measured
+and not taken are listed in ``bench/dpmpm.py``.
+
 Random numbers: each chain draws from its own ``numpy.random.Generator`` (``bayessdc.synthesis.streams.rng(seed,
 "chain", c)``), passed into the compiled sweep and every move, instead of numba's hidden per-thread state seeded
 by ``np.random.seed``. Measured first (2026-11-27; ``/tmp`` scratch script timing ``run_gibbs``, one chain, cores=1,
