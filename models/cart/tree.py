@@ -2,7 +2,11 @@
 
 Each synthesized variable ``X_j`` gets one tree, fitted once on the confidential data, with the kept
 variables and the variables synthesized before it as predictors: a classification tree for a categorical
-variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn's CART).
+variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn's CART). Two builders grow
+the same tree (``tree_builder``): ``"native"`` (default), the compiled builder of
+:mod:`bayessdc.models.cart.fast_tree`, which scores a categorical predictor's level-versus-rest splits from its
+level counts, and ``"sklearn"``, scikit-learn's ``DecisionTreeClassifier`` / ``DecisionTreeRegressor`` on the
+one-hot design, the reference it is tested against (they differ only in the choice among exactly equal splits).
 
 Encoding of categorical predictors: one-hot. A CART split on a one-hot column separates one category from
 the rest, so no order is imposed on unordered categories (an ordinal code would let a split group
@@ -21,9 +25,13 @@ from typing import Any
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from .fast_tree import fit_native_tree
 from .rules import ColumnSchema, Rule
 
-__all__ = ["ColumnTree", "DesignLayout", "design_matrix", "fit_column_tree"]
+__all__ = ["TREE_BUILDERS", "ColumnTree", "DesignLayout", "design_matrix", "fit_column_tree"]
+
+#: The tree builders: the compiled one (default) and scikit-learn's, its reference.
+TREE_BUILDERS = ("native", "sklearn")
 
 
 @dataclass
@@ -154,6 +162,7 @@ def fit_column_tree(
     max_depth: int | None,
     seed: int,
     rows: np.ndarray | None = None,
+    tree_builder: str = "native",
 ) -> ColumnTree:
     """Fit the tree of ``column`` on the confidential values and index its leaves' observed values.
 
@@ -173,24 +182,47 @@ def fit_column_tree(
         ``random_state`` of the tree (tie-breaking among equally good splits).
     rows
         The records the tree is fitted on (default all; a value tree: those in the "value" state).
+    tree_builder
+        ``"native"`` (:func:`bayessdc.models.cart.fast_tree.fit_native_tree`) or ``"sklearn"`` (scikit-learn on
+        the one-hot design; ``seed`` breaks its ties).
     """
+    if tree_builder not in TREE_BUILDERS:
+        raise ValueError(f"tree_builder must be one of {TREE_BUILDERS}, got {tree_builder!r}")
     spec = schema[column]
     if rows is not None:
         codes = {c: codes[c][rows] for c in {column, *predictors}}
     n = len(codes[column])
-    design = design_matrix(predictors, codes, n, schema)
-    settings = {
-        "min_samples_leaf": min_samples_leaf,
-        "ccp_alpha": ccp_alpha,
-        "max_depth": max_depth,
-        "random_state": seed,
-    }
     if spec.categorical:
         target_codes = codes[column]
-        tree = DecisionTreeClassifier(**settings).fit(design, target_codes)
     else:
         target_codes = np.searchsorted(spec.levels.astype(float), codes[column])
-        tree = DecisionTreeRegressor(**settings).fit(design, codes[column])
+    if tree_builder == "native":
+        tree: Any = fit_native_tree(
+            [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
+            [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
+            codes[column],
+            classification=spec.categorical,
+            n_classes=len(spec.levels) if spec.categorical else 0,
+            min_samples_leaf=min_samples_leaf,
+            max_depth=max_depth,
+            ccp_alpha=ccp_alpha,
+        )
+        fitted_leaves = tree.apply_predictors(
+            [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
+            [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
+        )
+    else:
+        design = design_matrix(predictors, codes, n, schema)
+        settings = {
+            "min_samples_leaf": min_samples_leaf,
+            "ccp_alpha": ccp_alpha,
+            "max_depth": max_depth,
+            "random_state": seed,
+        }
+        kind = DecisionTreeClassifier if spec.categorical else DecisionTreeRegressor
+        tree = kind(**settings).fit(design, codes[column])
+        fitted_leaves = tree.apply(design)
+        del design
     left, right = tree.tree_.children_left, tree.tree_.children_right
     n_nodes = len(left)
     is_leaf = left == -1  # sklearn.tree._tree.TREE_LEAF
@@ -213,7 +245,7 @@ def fit_column_tree(
             first[node] = first[left[node]]
             last[node] = last[right[node]]
     n_levels = len(spec.levels)
-    key = leaf_rank[tree.apply(design)] * n_levels + target_codes
+    key = leaf_rank[fitted_leaves] * n_levels + target_codes
     pairs, counts = np.unique(key, return_counts=True)
     pair_leaf = pairs // n_levels
     leaf_start = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="left")
