@@ -109,21 +109,23 @@ class NativeTree:
         return _apply(design, self.tree_.children_left, self.tree_.children_right, self.tree_.feature,
                       self.tree_.threshold)  # fmt: skip
 
-    def apply_predictors(self, predictors: Sequence[np.ndarray], n_levels: Sequence[int]) -> np.ndarray:
+    def apply_predictors(self, predictors: Sequence[np.ndarray], n_levels: Sequence[int], n: int) -> np.ndarray:
         """The leaf of every record given its predictors as :func:`fit_native_tree` takes them (no design matrix).
 
         Parameters
         ----------
         predictors, n_levels
             As for :func:`fit_native_tree`.
+        n
+            Number of records (a tree without predictors has no array to count them).
         """
-        cat, levels, num, kinds, index, offsets = _predictor_arrays(predictors, n_levels)
+        cat, levels, num, kinds, index, offsets = _predictor_arrays(predictors, n_levels, n)
         widths = np.array([k if k else 1 for k in n_levels], dtype=np.int64)
         column_of = np.repeat(np.arange(len(kinds)), widths)
         level_of = np.concatenate([np.arange(w) for w in widths]) if len(widths) else np.zeros(0, dtype=np.int64)
         return _apply_predictors(cat, num, kinds[column_of], index[column_of], level_of.astype(np.int64),
                                  self.tree_.children_left, self.tree_.children_right, self.tree_.feature,
-                                 self.tree_.threshold, len(predictors[0]) if len(predictors) else 0)  # fmt: skip
+                                 self.tree_.threshold, n)  # fmt: skip
 
     def get_n_leaves(self) -> int:
         """Number of leaves."""

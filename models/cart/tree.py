@@ -210,6 +210,7 @@ def fit_column_tree(
         fitted_leaves = tree.apply_predictors(
             [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
             [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
+            n,
         )
     else:
         design = design_matrix(predictors, codes, n, schema)

@@ -120,7 +120,7 @@ def test_regression_trees_partition_the_records_as_scikit_learn(seed, settings):
     assert found["leaves"] == reference.get_n_leaves() == native.get_n_leaves()
     assert _partition(reference, design) == _partition(native, design)
     assert native.get_depth() == reference.get_depth()
-    assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels))
+    assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels, len(y)))
 
 
 @pytest.mark.parametrize("settings", SETTINGS[2:4])
@@ -137,7 +137,7 @@ def test_classification_trees_partition_the_records_as_scikit_learn(seed, settin
     found = _walk(reference, native, design, y, classification=True)
     assert found["leaves"] == reference.get_n_leaves() == native.get_n_leaves()
     assert _partition(reference, design) == _partition(native, design)
-    assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels))
+    assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels, len(y)))
 
 
 @pytest.mark.parametrize("settings", [SETTINGS[0], SETTINGS[1], SETTINGS[4]])
@@ -171,3 +171,24 @@ def test_a_tree_without_predictors_is_one_leaf():
     assert native.get_n_leaves() == 1
     assert np.array_equal(native.apply(np.zeros((10, 1), np.float32)), np.zeros(10, dtype=np.int64))
     assert native.tree_.value[0, 0, 0] == pytest.approx(4.5)
+
+
+def test_the_trees_of_the_pinned_cli_release_are_scikit_learns_up_to_ties():
+    """The data of tests/cli/test_cart_cli.py's pinned release: every tree of the compiled builder walks with
+    scikit-learn's; they part only by mirrored splits of binary predictors or by exactly tied splits. So the
+    release's digest changed with the default builder (the leaves' order and the tie-breaks changed), not its
+    distribution; ``--tree-builder sklearn`` still gives the digest pinned before (test_cart_cli.py)."""
+    from bayessdc.models.cart import CartSynthesizer, acs_example_rules, design_matrix, simulate_acs_persons
+
+    frame = simulate_acs_persons(1200, seed=5)
+    synthesize, keep = ["enrolled", "grade", "education", "marital"], ["age", "sex", "relationship"]
+    fitted = {
+        builder: CartSynthesizer(synthesize, keep, acs_example_rules(), tree_builder=builder).fit(frame, seed=0)
+        for builder in ("sklearn", "native")
+    }
+    reference, native = fitted["sklearn"], fitted["native"]
+    for tree_a, tree_b in zip(reference._trees, native._trees, strict=True):
+        design = design_matrix(tree_a.predictors, reference._codes, len(frame), reference._schema)
+        y = reference._codes[tree_a.column]
+        found = _walk(tree_a.tree, tree_b.tree, design, y, reference._schema[tree_a.column].categorical)
+        assert found["leaves"] > 10
