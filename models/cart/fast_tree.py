@@ -97,6 +97,7 @@ class NativeTree:
 
     def __init__(self, arrays: TreeArrays) -> None:
         self.tree_ = arrays
+        self._nodes: np.ndarray | None = None
 
     def apply(self, design: np.ndarray) -> np.ndarray:
         """The leaf (node id) of every row of ``design`` (the one-hot design matrix, float32).
@@ -106,8 +107,13 @@ class NativeTree:
         design = np.asarray(design)
         if design.dtype != np.float32:
             design = design.astype(np.float32)
-        return _apply(design, self.tree_.children_left, self.tree_.children_right, self.tree_.feature,
-                      self.tree_.threshold)  # fmt: skip
+        if getattr(self, "_nodes", None) is None:
+            # left, right, column and threshold of a node side by side (one cache line): 2x faster than four arrays
+            arrays = self.tree_
+            self._nodes = np.column_stack(
+                [arrays.children_left, arrays.children_right, arrays.feature, arrays.threshold]
+            ).astype(np.float64)
+        return _apply(design, self._nodes)
 
     def apply_predictors(self, predictors: Sequence[np.ndarray], n_levels: Sequence[int], n: int) -> np.ndarray:
         """The leaf of every record given its predictors as :func:`fit_native_tree` takes them (no design matrix).
@@ -146,6 +152,7 @@ def fit_native_tree(
     min_samples_leaf: int = 1,
     max_depth: int | None = None,
     ccp_alpha: float = 0.0,
+    sorted_rows: Sequence[np.ndarray | None] | None = None,
 ) -> NativeTree:
     """Grow (and prune) scikit-learn's CART on the one-hot design of ``predictors`` without building it.
 
@@ -165,6 +172,9 @@ def fit_native_tree(
         Number of class codes (classification).
     min_samples_leaf, max_depth, ccp_alpha
         scikit-learn's settings (``min_samples_split`` is scikit-learn's default, 2).
+    sorted_rows
+        Per predictor, the records in the order of its float32 values (numeric predictors; ``None``: sorted
+        here), so that the trees sharing a predictor sort it once.
 
     Returns
     -------
@@ -174,8 +184,9 @@ def fit_native_tree(
     n = len(target)
     cat, levels, num, kinds, index, offsets = _predictor_arrays(predictors, n_levels, n)
     order = np.empty(num.shape, dtype=np.int32)
+    given = [r for r, k in zip(sorted_rows or [None] * len(n_levels), n_levels, strict=True) if not k]
     for f in range(len(num)):
-        order[f] = np.argsort(num[f], kind="stable")
+        order[f] = np.argsort(num[f], kind="stable") if given[f] is None else given[f]
     if classification:
         y_class, y_real, width = np.asarray(target, dtype=np.int64), np.zeros(0), max(int(n_classes), 1)
     else:
@@ -218,7 +229,9 @@ def _predictor_arrays(
     index = np.zeros(len(kinds), dtype=np.int64)
     index[kinds == 0] = np.arange(int((kinds == 0).sum()))
     index[kinds == 1] = np.arange(int((kinds == 1).sum()))
-    cat = np.empty((int((kinds == 0).sum()), n), dtype=np.int32)
+    # uint8 codes where every predictor has at most 256 levels: a quarter of the memory the passes read
+    small = all(k <= 256 for k in n_levels)
+    cat = np.empty((int((kinds == 0).sum()), n), dtype=np.uint8 if small else np.int32)
     num = np.empty((int((kinds == 1).sum()), n), dtype=np.float32)
     for values, kind, row in zip(predictors, kinds, index, strict=True):
         if kind == 0:
@@ -238,16 +251,19 @@ def _depths(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 @njit(nogil=True, cache=True)
-def _apply(design, left, right, feature, threshold):  # pragma: no cover - compiled
+def _apply(design, nodes):  # pragma: no cover - compiled
     n = design.shape[0]
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         node = 0
-        while left[node] != _LEAF:
-            if np.float64(design[i, feature[node]]) <= threshold[node]:
-                node = left[node]
+        while True:
+            left = np.int64(nodes[node, 0])
+            if left == _LEAF:
+                break
+            if np.float64(design[i, np.int64(nodes[node, 2])]) <= nodes[node, 3]:
+                node = left
             else:
-                node = right[node]
+                node = np.int64(nodes[node, 1])
         out[i] = node
     return out
 
@@ -412,8 +428,11 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
                         count_left[:] = 0.0
                         for y in range(n_classes):
                             sq_right += total[y] * total[y]
+                    after = lowest
                     for q in range(n_node - 1):
                         s = sorted_rows[start + q]
+                        here = after
+                        after = values[sorted_rows[start + q + 1]]
                         if classification:
                             y = y_class[s]
                             sq_left += 2.0 * count_left[y] + 1.0
@@ -427,8 +446,6 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
                             break
                         if n_left < min_leaf:
                             continue
-                        here = values[s]
-                        after = values[sorted_rows[start + q + 1]]
                         if after <= here + FEATURE_THRESHOLD:
                             continue
                         if classification:

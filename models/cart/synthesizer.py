@@ -507,11 +507,14 @@ class _FitTree:
     codes: dict[str, np.ndarray]
     settings: dict[str, Any]
     states: dict[str, NumericStates]
+    #: Per numeric column, the records in the order of its values, sorted once for all the trees.
+    orders: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __call__(self, name: str, job: _TreeJob) -> ColumnTree:
         tree = fit_column_tree(
-            job.column, job.predictors, job.rules, self.schema, self.codes, rows=job.rows, **self.settings
-        )
+            job.column, job.predictors, job.rules, self.schema, self.codes, rows=job.rows, orders=self.orders,
+            **self.settings,
+        )  # fmt: skip
         if job.state_of is not None:
             states = self.states[job.state_of]
             tree.rule_column, tree.rule_numbers = job.state_of, states.numbers

@@ -18,7 +18,7 @@ lists right after it (:mod:`bayessdc.models.cart.states`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,7 @@ def fit_column_tree(
     seed: int,
     rows: np.ndarray | None = None,
     tree_builder: str = "native",
+    orders: MutableMapping[str, np.ndarray] | None = None,
 ) -> ColumnTree:
     """Fit the tree of ``column`` on the confidential values and index its leaves' observed values.
 
@@ -185,10 +186,14 @@ def fit_column_tree(
     tree_builder
         ``"native"`` (:func:`bayessdc.models.cart.fast_tree.fit_native_tree`) or ``"sklearn"`` (scikit-learn on
         the one-hot design; ``seed`` breaks its ties).
+    orders
+        A cache shared by the trees of a synthesizer: per numeric column, all records in the order of its
+        predictor values (native builder; filled as the trees need them).
     """
     if tree_builder not in TREE_BUILDERS:
         raise ValueError(f"tree_builder must be one of {TREE_BUILDERS}, got {tree_builder!r}")
     spec = schema[column]
+    every = codes
     if rows is not None:
         codes = {c: codes[c][rows] for c in {column, *predictors}}
     n = len(codes[column])
@@ -197,6 +202,10 @@ def fit_column_tree(
     else:
         target_codes = np.searchsorted(spec.levels.astype(float), codes[column])
     if tree_builder == "native":
+        orders = {} if orders is None else orders
+        sorted_rows = [
+            None if schema[c].categorical else _sorted_rows(c, every, schema, rows, orders) for c in predictors
+        ]
         tree: Any = fit_native_tree(
             [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
             [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
@@ -206,6 +215,7 @@ def fit_column_tree(
             min_samples_leaf=min_samples_leaf,
             max_depth=max_depth,
             ccp_alpha=ccp_alpha,
+            sorted_rows=sorted_rows,
         )
         fitted_leaves = tree.apply_predictors(
             [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
@@ -262,3 +272,24 @@ def fit_column_tree(
         pair_count=counts.astype(float),
         rules=rules,
     )
+
+
+def _sorted_rows(
+    column: str,
+    codes: Mapping[str, np.ndarray],
+    schema: Mapping[str, ColumnSchema],
+    rows: np.ndarray | None,
+    orders: MutableMapping[str, np.ndarray],
+) -> np.ndarray:
+    """The records (``rows``, or all) in the order of the numeric ``column``'s float32 predictor values; the order
+    of all records is sorted once and kept in ``orders``."""
+    order = orders.get(column)
+    if order is None:
+        order = np.argsort(np.asarray(schema[column].predictor(codes[column]), dtype=np.float32), kind="stable")
+        orders[column] = order
+    if rows is None:
+        return order
+    position = np.full(len(order), -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    kept = position[order]
+    return kept[kept >= 0]
