@@ -98,6 +98,8 @@ class NativeTree:
     def __init__(self, arrays: TreeArrays) -> None:
         self.tree_ = arrays
         self._nodes: np.ndarray | None = None
+        #: The leaf of each record the tree was grown on (dropped by its user once read).
+        self.fitted_leaves: np.ndarray | None = None
 
     def apply(self, design: np.ndarray) -> np.ndarray:
         """The leaf (node id) of every row of ``design`` (the one-hot design matrix, float32).
@@ -188,21 +190,28 @@ def fit_native_tree(
     for f in range(len(num)):
         order[f] = np.argsort(num[f], kind="stable") if given[f] is None else given[f]
     if classification:
-        y_class, y_real, width = np.asarray(target, dtype=np.int64), np.zeros(0), max(int(n_classes), 1)
+        y_class, y_real, width = np.asarray(target, dtype=np.int32), np.zeros(0), max(int(n_classes), 1)
     else:
-        y_class, y_real, width = np.zeros(0, dtype=np.int64), np.asarray(target, dtype=np.float64), 1
+        y_class, y_real, width = np.zeros(0, dtype=np.int32), np.asarray(target, dtype=np.float64), 1
     depth = np.iinfo(np.int32).max if max_depth is None else int(max_depth)
     leaf = max(int(min_samples_leaf), 1)
     max_nodes = 2 * max(n // leaf, 1) + 1
     grown = _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, width, classification, leaf,
                   depth, max_nodes)  # fmt: skip
-    left, right, feature, threshold, impurity, samples, value = grown
+    left, right, feature, threshold, impurity, samples, value, leaf_of = grown
     if ccp_alpha > 0.0:
         keep_leaf = _prune(left, right, samples.astype(np.float64), impurity, float(ccp_alpha))
-        left, right, feature, threshold, impurity, samples, value = _rebuild(
-            keep_leaf, left, right, feature, threshold, impurity, samples, value
-        )
-    return NativeTree(
+        rebuilt = _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, value)
+        new_of_old = rebuilt[-1]
+        parent = np.full(len(left), -1, dtype=np.int64)
+        inner = np.flatnonzero(left != _LEAF)
+        parent[left[inner]], parent[right[inner]] = inner, inner
+        for old in range(len(left)):  # a parent's id is below its children's (depth-first numbering)
+            if new_of_old[old] < 0:
+                new_of_old[old] = new_of_old[parent[old]]
+        leaf_of = new_of_old[leaf_of]
+        left, right, feature, threshold, impurity, samples, value = rebuilt[:-1]
+    tree = NativeTree(
         TreeArrays(
             children_left=left,
             children_right=right,
@@ -214,6 +223,8 @@ def fit_native_tree(
             value=value[:, None, :],
         )
     )
+    tree.fitted_leaves = leaf_of
+    return tree
 
 
 def _predictor_arrays(
@@ -299,7 +310,6 @@ def _gini(counts, total):  # pragma: no cover - compiled
 def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_classes, classification, min_leaf,
           max_depth, max_nodes):  # fmt: skip  # pragma: no cover - compiled
     n = order.shape[1] if order.shape[0] else (y_class.shape[0] if classification else y_real.shape[0])
-    n_num = num.shape[0]
     n_pred = kinds.shape[0]
     total_weight = np.float64(n)
     min_split = max(2, 2 * min_leaf)
@@ -328,6 +338,15 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
     st_parent = np.zeros(max_nodes + 2, dtype=np.int64)
     st_is_left = np.zeros(max_nodes + 2, dtype=np.uint8)
     st_impurity = np.zeros(max_nodes + 2)
+    # Per stack entry, the predictors constant in its node (so in every node below it): not scanned, not partitioned.
+    st_constant = np.zeros((max_nodes + 2, n_pred), dtype=np.uint8)
+    constant = np.zeros(n_pred, dtype=np.uint8)
+    leaf_of = np.empty(n, dtype=np.int64)
+    svals = np.empty_like(num)
+    for f in range(num.shape[0]):
+        for i in range(n):
+            svals[f, i] = num[f, order[f, i]]
+    vbuffer = np.empty(n, dtype=np.float32)
     top = 1
     st_start[0], st_end[0], st_depth[0], st_parent[0], st_is_left[0] = 0, n, 0, _UNDEFINED, 0
     st_impurity[0] = np.inf
@@ -337,6 +356,7 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         top -= 1
         start, end, depth = st_start[top], st_end[top], st_depth[top]
         parent, is_left, node_impurity = st_parent[top], st_is_left[top], st_impurity[top]
+        constant[:] = st_constant[top]
         n_node = end - start
         weight = np.float64(n_node)
         sum_total = 0.0
@@ -364,6 +384,8 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         best_threshold = 0.0
         if not is_leaf:
             for p in range(n_pred):
+                if constant[p]:
+                    continue
                 f = index[p]
                 if kinds[p] == 0:
                     k = levels[f]
@@ -385,6 +407,8 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
                         if n_right == 0.0:
                             continue
                         n_left = weight - n_right
+                        if n_left == 0.0:
+                            constant[p] = 1  # one level only
                         if n_left == 0.0 or n_left < min_leaf or n_right < min_leaf:
                             continue
                         # left: the records without the level (one-hot 0), right: those with it (one-hot 1)
@@ -416,11 +440,12 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
                                 for y in range(n_classes):
                                     level_counts[c, y] = 0.0
                 else:
-                    values = num[f]
+                    values = svals[f]
                     sorted_rows = order[f]
-                    lowest = values[sorted_rows[start]]
-                    if values[sorted_rows[end - 1]] <= lowest + FEATURE_THRESHOLD:
-                        continue  # constant in the node
+                    lowest = values[start]
+                    if values[end - 1] <= lowest + FEATURE_THRESHOLD:
+                        constant[p] = 1
+                        continue
                     sum_left = 0.0
                     sq_left = 0.0
                     sq_right = 0.0
@@ -432,7 +457,7 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
                     for q in range(n_node - 1):
                         s = sorted_rows[start + q]
                         here = after
-                        after = values[sorted_rows[start + q + 1]]
+                        after = values[start + q + 1]
                         if classification:
                             y = y_class[s]
                             sq_left += 2.0 * count_left[y] + 1.0
@@ -521,14 +546,19 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         else:
             value[node, 0] = sum_total / weight
         if is_leaf:
+            for i in range(start, end):
+                leaf_of[samples[i]] = node
             continue
         feature[node] = offsets[best_pred] + (best_level if best_level >= 0 else 0)
         threshold[node] = best_threshold
         # Stable partition of the node's records, and of each numeric predictor's sorted records.
         _partition(samples, start, end, goes_left, buffer)
-        for g in range(n_num):
-            _partition(order[g], start, end, goes_left, buffer)
+        for p in range(n_pred):
+            if kinds[p] == 1 and not constant[p]:
+                _partition2(order[index[p]], svals[index[p]], start, end, goes_left, buffer, vbuffer)
         middle = start + n_left_rows
+        st_constant[top] = constant
+        st_constant[top + 1] = constant
         st_start[top], st_end[top], st_depth[top] = middle, end, depth + 1
         st_parent[top], st_is_left[top], st_impurity[top] = node, 0, impurity_right
         top += 1
@@ -543,7 +573,27 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         impurity[:node_count].copy(),
         n_samples[:node_count].copy(),
         value[:node_count].copy(),
+        leaf_of,
     )
+
+
+@njit(nogil=True, cache=True)
+def _partition2(rows, vals, start, end, goes_left, buffer, vbuffer):  # pragma: no cover - compiled
+    k = start
+    m = 0
+    for i in range(start, end):
+        s = rows[i]
+        if goes_left[s]:
+            rows[k] = s
+            vals[k] = vals[i]
+            k += 1
+        else:
+            buffer[m] = s
+            vbuffer[m] = vals[i]
+            m += 1
+    for i in range(m):
+        rows[k + i] = buffer[i]
+        vals[k + i] = vbuffer[i]
 
 
 @njit(nogil=True, cache=True)
@@ -655,11 +705,13 @@ def _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, valu
     top = 1
     stack_node[0], stack_parent[0], stack_is_left[0] = 0, _UNDEFINED, 0
     count = 0
+    new_of_old = np.full(n_nodes, -1, dtype=np.int64)
     while top > 0:
         top -= 1
         old, parent, is_left = stack_node[top], stack_parent[top], stack_is_left[top]
         node = count
         count += 1
+        new_of_old[old] = node
         if parent != _UNDEFINED:
             if is_left:
                 new_left[parent] = node
@@ -684,4 +736,5 @@ def _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, valu
         new_impurity[:count].copy(),
         new_samples[:count].copy(),
         new_value[:count].copy(),
+        new_of_old,
     )

@@ -217,11 +217,7 @@ def fit_column_tree(
             ccp_alpha=ccp_alpha,
             sorted_rows=sorted_rows,
         )
-        fitted_leaves = tree.apply_predictors(
-            [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
-            [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
-            n,
-        )
+        fitted_leaves, tree.fitted_leaves = tree.fitted_leaves, None
     else:
         design = design_matrix(predictors, codes, n, schema)
         settings = {

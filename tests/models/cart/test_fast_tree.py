@@ -121,6 +121,7 @@ def test_regression_trees_partition_the_records_as_scikit_learn(seed, settings):
     assert _partition(reference, design) == _partition(native, design)
     assert native.get_depth() == reference.get_depth()
     assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels, len(y)))
+    assert np.array_equal(native.apply(design), native.fitted_leaves)  # the leaves the builder put the records in
 
 
 @pytest.mark.parametrize("settings", SETTINGS[2:4])
@@ -138,6 +139,7 @@ def test_classification_trees_partition_the_records_as_scikit_learn(seed, settin
     assert found["leaves"] == reference.get_n_leaves() == native.get_n_leaves()
     assert _partition(reference, design) == _partition(native, design)
     assert np.array_equal(native.apply(design), native.apply_predictors(predictors, levels, len(y)))
+    assert np.array_equal(native.apply(design), native.fitted_leaves)  # the leaves the builder put the records in
 
 
 @pytest.mark.parametrize("settings", [SETTINGS[0], SETTINGS[1], SETTINGS[4]])
