@@ -14,7 +14,10 @@ the CPS file (3.2x), 51.2 s and 8.4 s on the 100-column table at 20,000 records 
 its integer codes, and every level-versus-rest split of it is scored from per-level class counts (Gini) or
 per-level sums (squared error) gathered in ONE pass over the node's records; a numeric predictor is scanned in
 sorted order as scikit-learn does, from indices sorted once at the root and kept sorted within each node by a
-stable partition at every split (no sort per node). The candidates and the criterion are scikit-learn's:
+stable partition at every split, its values beside them (no sort per node; reading the values in order instead of
+through the indices took 40% off the CPU time at 100,000 records); a predictor constant in a node is skipped in
+every node below it, as scikit-learn skips its known constant features. The candidates and the criterion are
+scikit-learn's:
 
 * the split maximising scikit-learn's proxy of the impurity decrease (for Gini the same floating-point
   expression, so the same bits; for squared error the same formula, summed in another order);
@@ -35,7 +38,9 @@ Ties: among splits with exactly equal proxies (for instance the two levels of a 
 the same partition mirrored), scikit-learn takes the first in a random order of the features drawn from
 ``random_state``; this builder takes the first in the order of the design's columns (a predictor's levels in
 code order). The partition into leaves is the same whenever the best split is unique; at exact ties it is
-another, equally good, tree. ``tests/models/cart/test_fast_tree.py`` checks the agreement with scikit-learn.
+another, equally good, tree. Squared errors are summed in another order than scikit-learn's, so two splits whose
+decreases are equal but for rounding may also be taken differently. ``tests/models/cart/test_fast_tree.py``
+checks the agreement with scikit-learn.
 """
 
 from __future__ import annotations
