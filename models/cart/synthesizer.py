@@ -184,8 +184,8 @@ class CartSynthesizer:
         data
             The confidential records (one row per person).
         seed
-            Seed of the whole run: tree fitting (tie-breaking among equally good splits) and, in
-            :meth:`synthesize`, the bootstrap weights and draws.
+            Seed of the whole run: tree fitting (scikit-learn's tie-breaking among equally good splits, with
+            ``tree_builder="sklearn"``) and, in :meth:`synthesize`, the bootstrap weights and draws.
         fan_out
             Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order
             (default: one after the other, in this thread).

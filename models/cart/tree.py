@@ -180,7 +180,8 @@ def fit_column_tree(
     min_samples_leaf, ccp_alpha, max_depth
         scikit-learn's tree settings.
     seed
-        ``random_state`` of the tree (tie-breaking among equally good splits).
+        ``random_state`` of scikit-learn's tree (its tie-breaking among equally good splits; the native builder
+        takes the first in the design's order and needs no seed).
     rows
         The records the tree is fitted on (default all; a value tree: those in the "value" state).
     tree_builder
