@@ -17,7 +17,9 @@ wall time counts from the data in memory to the m datasets in memory:
 
 * **ours**: ``bsd.synthesize(frame, bsd.CART(...), m=5)``, the public API, timed whole, fit, m datasets,
   the measures and the disclosure policy included (utility tables: the first kept column by three synthesized
-  ones, 200 bootstrap replicates; the default tables of a 100-column run would be 900 two-way tables);
+  ones, 200 bootstrap replicates; the default tables of a 100-column run would be 900 two-way tables); the
+  import of ``bsd.CART`` and ``bsd.synthesize`` is not timed, as python-synthpop's import is not (it takes
+  about 2 s, PyMC's import included, and was timed until 2026-11-28);
   ``fit + draw`` is the trees and the m datasets alone (the release's ``fit_seconds`` and
   ``synthesis_seconds``). The trees and the m datasets fan out over the cores through the part runner;
 * **python-synthpop** (PyPI ``python-synthpop``, pinned below, in its own virtual environment, created at the
@@ -32,6 +34,21 @@ wall time counts from the data in memory to the m datasets in memory:
   synthesized columns only (the same scikit-learn calls as its ``fit``), predicted from the real records.
 
     .venv/bin/python bench/cart_many_columns.py [--n 100000] [--p 100] [--m 5] [--seed 0] [--skip-synthpop]
+
+Measured on 2026-11-28 on the 2-core machine while other sessions ran (one-minute load average beside each
+figure, the bench's own threads included), with the compiled tree builder (``models/cart/fast_tree.py``); ours
+wall (fit + draw) against python-synthpop's wall, ratio of its wall to ours:
+
+* ``--n 20000``: CPS fully synthetic 3.0 s (1.4 s) against 10.8 s, 3.6x (load 1.5 to 2.3); partially 3.5 s (1.7 s)
+  against 10.6 s, 3.0x (2.3 to 3.0); the 100-column table fully 24.7 s (20.1 s) against 130.8 s, 5.3x (3.0 to
+  6.3); partially 20.6 s (16.4 s) against 133.8 s, 6.5x (6.3 to 6.8). A run ten minutes earlier at a load of 6.8
+  to 7.4: CPS 3.3x and 1.9x, the 100-column table 6.4x and 6.0x;
+* ``--skip-synthpop --skip-cps`` (100,000 records): fully 124.1 s (112.0 s), peak 1,953 MiB (load 5.8 to 6.5);
+  partially 98.4 s (87.2 s), peak 2,133 MiB (5.3 to 5.8).
+
+With scikit-learn's trees (2026-11-27, nothing else running): CPS 1.3x and 1.2x, the 100-column table 2.8x and
+2.6x at 20,000 records, 288 s and 282 s at 100,000. The CPS file stays below 5x: half of our run is the release's
+measures, which python-synthpop does not compute (README, "CART on many columns and many records").
 """
 
 from __future__ import annotations
@@ -125,9 +142,10 @@ def run_ours(path: Path, synthesize: list[str], keep: list[str], m: int, seed: i
 
     frame = pd.read_parquet(path)
     tables = [f"{keep[0] if keep else synthesize[0]},{c}" for c in synthesize[1:4]]
+    cart, synthesize_release = bsd.CART, bsd.synthesize  # imported before the clock, as python-synthpop's CARTMethod
     start = time.perf_counter()
-    recipe = bsd.CART(tables=tables, bootstrap=200)
-    release = bsd.synthesize(frame, recipe, synthesize=synthesize, keep=keep, m=m, seed=seed, progress=False)
+    recipe = cart(tables=tables, bootstrap=200)
+    release = synthesize_release(frame, recipe, synthesize=synthesize, keep=keep, m=m, seed=seed, progress=False)
     wall = time.perf_counter() - start
     assert len(release.synthetic) == m * len(frame)
     facts = release.facts

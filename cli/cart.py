@@ -47,6 +47,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--min-leaf", type=int, default=5, help="smallest number of records in a leaf (default 5)")
     p.add_argument("--ccp-alpha", type=float, default=0.0, help="cost-complexity pruning parameter (default 0)")
     p.add_argument("--max-depth", type=int, default=None, help="largest tree depth (default none)")
+    p.add_argument("--tree-builder", choices=("native", "sklearn"), default="native",
+                   help="native: compiled CART (default); sklearn: scikit-learn's, its reference")  # fmt: skip
     p.add_argument("--categorical", default="", help="comma-separated numeric columns to treat as categorical")
     p.add_argument(
         "--table",
@@ -110,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         min_leaf=args.min_leaf,
         ccp_alpha=args.ccp_alpha,
         max_depth=args.max_depth,
+        tree_builder=args.tree_builder,
         categorical=_columns(args.categorical),
         tables=args.table,
         bootstrap=args.bootstrap,

@@ -41,14 +41,7 @@ from bayessdc.synthesis.tables import TableSpec
 
 from ..errors import InputError
 from ..release import Diagnostics, Release
-from .cart_measures import (
-    CartMeasures,
-    default_tables,
-    identification_figures,
-    parse_table,
-    table_specs,
-    table_utility,
-)
+from .cart_measures import CartMeasures, default_tables, identification_figures, parse_table, table_specs, table_utility
 from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
 
 __all__ = ["CART", "CartPrepared", "default_tables", "identification_figures", "parse_table", "table_utility"]
@@ -110,6 +103,8 @@ class CART(Recipe):
     smoothing
         ``None`` (donor values) or ``"density"`` (``--smoothing density``): drawn numeric values perturbed by a
         Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range.
+    tree_builder
+        ``"native"`` (default, compiled) or ``"sklearn"`` (``--tree-builder``): the same CART, but for ties.
     scheduler, workers
         Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
         :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
@@ -144,6 +139,7 @@ class CART(Recipe):
     missing_codes: Mapping[str, Sequence[float]] | None = None
     spikes: Mapping[str, Sequence[float]] | None = None
     smoothing: str | None = None
+    tree_builder: str = "native"
     scheduler: str | None = None
     workers: int | None = None
     name: ClassVar[str] = "cart"
@@ -166,6 +162,7 @@ class CART(Recipe):
             missing_codes=dict(self.missing_codes or {}),
             spikes=dict(self.spikes or {}),
             smoothing=self.smoothing,
+            tree_builder=self.tree_builder,
         )
 
     def _fan_out(self, prepared: CartPrepared, label: str) -> FanOut | None:
@@ -200,6 +197,7 @@ class CART(Recipe):
                 "min_samples_leaf": self.min_leaf,
                 "ccp_alpha": self.ccp_alpha,
                 "max_depth": self.max_depth,
+                "tree_builder": self.tree_builder,
             },
             "categorical": list(self.categorical),
             "missing_codes": synthesizer.missing_codes,

@@ -47,7 +47,7 @@ from .data import CartDataError, check_rules_hold, decode_categorical, encode_co
 from .rules import ColumnSchema, Rule, parse_rules, rule_violations
 from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
-from .tree import ColumnTree, DesignLayout, fit_column_tree
+from .tree import TREE_BUILDERS, ColumnTree, DesignLayout, fit_column_tree
 
 __all__ = ["FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
 
@@ -57,6 +57,12 @@ FAN_OUT_FROM = 1_000_000
 
 #: Runs ``task(name, part)`` on every ``(name, part)`` pair and returns the results in the order of the pairs
 #: (the pipeline's is :func:`bayessdc.synthesis.runner.run_parts`, which may run them at once).
+_IMPLEMENTATION = {
+    "native": "bayessdc's compiled CART (models/cart/fast_tree.py): scikit-learn's splits and criterion on the "
+    "one-hot design, categorical predictors scored from their level counts",
+    "sklearn": "scikit-learn DecisionTreeClassifier / DecisionTreeRegressor",
+}
+
 FanOut = Callable[[Callable[[str, Any], Any], list[tuple[str, Any]]], list[Any]]
 
 
@@ -94,6 +100,11 @@ class CartSynthesizer:
         ``None`` (default): numeric values are donors' values; ``"density"``: each drawn value is perturbed by a
         Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range
         (:mod:`bayessdc.models.cart.smoothing`).
+    tree_builder
+        ``"native"`` (default): the compiled CART of :mod:`bayessdc.models.cart.fast_tree`, which takes a
+        categorical predictor as codes and scores its level-versus-rest splits from level counts;
+        ``"sklearn"``: scikit-learn's trees on the one-hot design. The same trees (the same candidate splits and
+        criterion), but for the choice among exactly equal splits.
     name
         Short name used in outputs.
 
@@ -114,6 +125,7 @@ class CartSynthesizer:
     missing_codes: Mapping[str, Sequence[float]] = field(default_factory=dict)
     spikes: Mapping[str, Sequence[float]] = field(default_factory=dict)
     smoothing: str | None = None
+    tree_builder: str = "native"
     name: str = "cart"
     #: Per synthesized column, fallbacks of the last :meth:`synthesize` (records drawn from an ancestor node
     #: and, of those, from the root, i.e. the whole column), and the number of draws.
@@ -130,6 +142,8 @@ class CartSynthesizer:
             raise ValueError(f"ccp_alpha must be non-negative, got {self.ccp_alpha}")
         if self.max_depth is not None and self.max_depth < 1:
             raise ValueError(f"max_depth must be at least 1, got {self.max_depth}")
+        if self.tree_builder not in TREE_BUILDERS:
+            raise ValueError(f"tree_builder must be one of {TREE_BUILDERS}, got {self.tree_builder!r}")
         if self.smoothing not in SMOOTHING:
             raise ValueError(f"smoothing must be None or 'density', got {self.smoothing!r}")
         self.missing_codes = {str(c): _numbers(v) for c, v in dict(self.missing_codes or {}).items()}
@@ -170,8 +184,8 @@ class CartSynthesizer:
         data
             The confidential records (one row per person).
         seed
-            Seed of the whole run: tree fitting (tie-breaking among equally good splits) and, in
-            :meth:`synthesize`, the bootstrap weights and draws.
+            Seed of the whole run: tree fitting (scikit-learn's tie-breaking among equally good splits, with
+            ``tree_builder="sklearn"``) and, in :meth:`synthesize`, the bootstrap weights and draws.
         fan_out
             Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order
             (default: one after the other, in this thread).
@@ -200,6 +214,7 @@ class CartSynthesizer:
             "ccp_alpha": self.ccp_alpha,
             "max_depth": self.max_depth,
             "seed": streams.integer_seed(seed, "tree"),
+            "tree_builder": self.tree_builder,
         }
         jobs: list[tuple[str, _TreeJob]] = []
         for j, column in enumerate(self.synthesize):
@@ -374,7 +389,7 @@ class CartSynthesizer:
                 "ccp_alpha": self.ccp_alpha,
                 "max_depth": self.max_depth,
                 "criterion": {"classification": "gini", "regression": "squared_error"},
-                "implementation": "scikit-learn DecisionTreeClassifier / DecisionTreeRegressor",
+                "implementation": _IMPLEMENTATION[self.tree_builder],
             },
             "predictor_encoding": "one-hot for categorical predictors, numbers for numeric ones",
             "leaf_draw": "Bayesian bootstrap: Dirichlet(1,...,1) weights over the leaf's observed values, "
@@ -492,11 +507,14 @@ class _FitTree:
     codes: dict[str, np.ndarray]
     settings: dict[str, Any]
     states: dict[str, NumericStates]
+    #: Per numeric column, the records in the order of its values, sorted once for all the trees.
+    orders: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __call__(self, name: str, job: _TreeJob) -> ColumnTree:
         tree = fit_column_tree(
-            job.column, job.predictors, job.rules, self.schema, self.codes, rows=job.rows, **self.settings
-        )
+            job.column, job.predictors, job.rules, self.schema, self.codes, rows=job.rows, orders=self.orders,
+            **self.settings,
+        )  # fmt: skip
         if job.state_of is not None:
             states = self.states[job.state_of]
             tree.rule_column, tree.rule_numbers = job.state_of, states.numbers

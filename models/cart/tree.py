@@ -2,7 +2,11 @@
 
 Each synthesized variable ``X_j`` gets one tree, fitted once on the confidential data, with the kept
 variables and the variables synthesized before it as predictors: a classification tree for a categorical
-variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn's CART).
+variable, a regression tree for a numeric one (Breiman et al. 1984; scikit-learn's CART). Two builders grow
+the same tree (``tree_builder``): ``"native"`` (default), the compiled builder of
+:mod:`bayessdc.models.cart.fast_tree`, which scores a categorical predictor's level-versus-rest splits from its
+level counts, and ``"sklearn"``, scikit-learn's ``DecisionTreeClassifier`` / ``DecisionTreeRegressor`` on the
+one-hot design, the reference it is tested against (they differ only in the choice among exactly equal splits).
 
 Encoding of categorical predictors: one-hot. A CART split on a one-hot column separates one category from
 the rest, so no order is imposed on unordered categories (an ordinal code would let a split group
@@ -14,16 +18,20 @@ lists right after it (:mod:`bayessdc.models.cart.states`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from .fast_tree import fit_native_tree
 from .rules import ColumnSchema, Rule
 
-__all__ = ["ColumnTree", "DesignLayout", "design_matrix", "fit_column_tree"]
+__all__ = ["TREE_BUILDERS", "ColumnTree", "DesignLayout", "design_matrix", "fit_column_tree"]
+
+#: The tree builders: the compiled one (default) and scikit-learn's, its reference.
+TREE_BUILDERS = ("native", "sklearn")
 
 
 @dataclass
@@ -154,6 +162,8 @@ def fit_column_tree(
     max_depth: int | None,
     seed: int,
     rows: np.ndarray | None = None,
+    tree_builder: str = "native",
+    orders: MutableMapping[str, np.ndarray] | None = None,
 ) -> ColumnTree:
     """Fit the tree of ``column`` on the confidential values and index its leaves' observed values.
 
@@ -170,27 +180,57 @@ def fit_column_tree(
     min_samples_leaf, ccp_alpha, max_depth
         scikit-learn's tree settings.
     seed
-        ``random_state`` of the tree (tie-breaking among equally good splits).
+        ``random_state`` of scikit-learn's tree (its tie-breaking among equally good splits; the native builder
+        takes the first in the design's order and needs no seed).
     rows
         The records the tree is fitted on (default all; a value tree: those in the "value" state).
+    tree_builder
+        ``"native"`` (:func:`bayessdc.models.cart.fast_tree.fit_native_tree`) or ``"sklearn"`` (scikit-learn on
+        the one-hot design; ``seed`` breaks its ties).
+    orders
+        A cache shared by the trees of a synthesizer: per numeric column, all records in the order of its
+        predictor values (native builder; filled as the trees need them).
     """
+    if tree_builder not in TREE_BUILDERS:
+        raise ValueError(f"tree_builder must be one of {TREE_BUILDERS}, got {tree_builder!r}")
     spec = schema[column]
+    every = codes
     if rows is not None:
         codes = {c: codes[c][rows] for c in {column, *predictors}}
     n = len(codes[column])
-    design = design_matrix(predictors, codes, n, schema)
-    settings = {
-        "min_samples_leaf": min_samples_leaf,
-        "ccp_alpha": ccp_alpha,
-        "max_depth": max_depth,
-        "random_state": seed,
-    }
     if spec.categorical:
         target_codes = codes[column]
-        tree = DecisionTreeClassifier(**settings).fit(design, target_codes)
     else:
         target_codes = np.searchsorted(spec.levels.astype(float), codes[column])
-        tree = DecisionTreeRegressor(**settings).fit(design, codes[column])
+    if tree_builder == "native":
+        orders = {} if orders is None else orders
+        sorted_rows = [
+            None if schema[c].categorical else _sorted_rows(c, every, schema, rows, orders) for c in predictors
+        ]
+        tree: Any = fit_native_tree(
+            [codes[c] if schema[c].categorical else schema[c].predictor(codes[c]) for c in predictors],
+            [len(schema[c].levels) if schema[c].categorical else 0 for c in predictors],
+            codes[column],
+            classification=spec.categorical,
+            n_classes=len(spec.levels) if spec.categorical else 0,
+            min_samples_leaf=min_samples_leaf,
+            max_depth=max_depth,
+            ccp_alpha=ccp_alpha,
+            sorted_rows=sorted_rows,
+        )
+        fitted_leaves, tree.fitted_leaves = tree.fitted_leaves, None
+    else:
+        design = design_matrix(predictors, codes, n, schema)
+        settings = {
+            "min_samples_leaf": min_samples_leaf,
+            "ccp_alpha": ccp_alpha,
+            "max_depth": max_depth,
+            "random_state": seed,
+        }
+        kind = DecisionTreeClassifier if spec.categorical else DecisionTreeRegressor
+        tree = kind(**settings).fit(design, codes[column])
+        fitted_leaves = tree.apply(design)
+        del design
     left, right = tree.tree_.children_left, tree.tree_.children_right
     n_nodes = len(left)
     is_leaf = left == -1  # sklearn.tree._tree.TREE_LEAF
@@ -213,7 +253,7 @@ def fit_column_tree(
             first[node] = first[left[node]]
             last[node] = last[right[node]]
     n_levels = len(spec.levels)
-    key = leaf_rank[tree.apply(design)] * n_levels + target_codes
+    key = leaf_rank[fitted_leaves] * n_levels + target_codes
     pairs, counts = np.unique(key, return_counts=True)
     pair_leaf = pairs // n_levels
     leaf_start = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="left")
@@ -229,3 +269,24 @@ def fit_column_tree(
         pair_count=counts.astype(float),
         rules=rules,
     )
+
+
+def _sorted_rows(
+    column: str,
+    codes: Mapping[str, np.ndarray],
+    schema: Mapping[str, ColumnSchema],
+    rows: np.ndarray | None,
+    orders: MutableMapping[str, np.ndarray],
+) -> np.ndarray:
+    """The records (``rows``, or all) in the order of the numeric ``column``'s float32 predictor values; the order
+    of all records is sorted once and kept in ``orders``."""
+    order = orders.get(column)
+    if order is None:
+        order = np.argsort(np.asarray(schema[column].predictor(codes[column]), dtype=np.float32), kind="stable")
+        orders[column] = order
+    if rows is None:
+        return order
+    position = np.full(len(order), -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    kept = position[order]
+    return kept[kept >= 0]
