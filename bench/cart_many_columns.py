@@ -42,7 +42,9 @@ wall (fit + draw) against python-synthpop's wall, ratio of its wall to ours:
 * ``--n 20000``: CPS fully synthetic 3.0 s (1.4 s) against 10.8 s, 3.6x (load 1.5 to 2.3); partially 3.5 s (1.7 s)
   against 10.6 s, 3.0x (2.3 to 3.0); the 100-column table fully 24.7 s (20.1 s) against 130.8 s, 5.3x (3.0 to
   6.3); partially 20.6 s (16.4 s) against 133.8 s, 6.5x (6.3 to 6.8). A run ten minutes earlier at a load of 6.8
-  to 7.4: CPS 3.3x and 1.9x, the 100-column table 6.4x and 6.0x;
+  to 7.4: CPS 3.3x and 1.9x, the 100-column table 6.4x and 6.0x; a run 40 minutes later, during another session's
+  test run: CPS 3.5x and 5.3x, the 100-column table 1.3x (ours 75.7 s at a load of 6 to 9, python-synthpop's
+  100.4 s at 4 to 6) and 6.1x;
 * ``--skip-synthpop --skip-cps`` (100,000 records): fully 124.1 s (112.0 s), peak 1,953 MiB (load 5.8 to 6.5);
   partially 98.4 s (87.2 s), peak 2,133 MiB (5.3 to 5.8).
 
