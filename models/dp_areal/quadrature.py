@@ -71,7 +71,7 @@ def poisson_lognormal_mode(count: Any, location: Any, precision: Any, steps: int
     w = xp.where(lz >= 1.0, lz - xp.log(xp.maximum(lz, 1.0)), xp.maximum(xp.exp(low - 1.0), xp.exp(low - xp.exp(low))))
     for _ in range(steps):
         w = w * (1.0 + lz - xp.log(w)) / (1.0 + w)
-    w = xp.where(tiny, xp.exp(log_z), w)
+    w = xp.where(tiny, xp.exp(xp.minimum(log_z, -30.0)), w)  # exp only where used: no overflow elsewhere
     return location + count / precision - w, precision * w
 
 
