@@ -610,6 +610,7 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
 
 @njit(nogil=True, cache=True)
 def _partition2(rows, vals, start, end, goes_left, buffer, vbuffer):  # pragma: no cover - compiled
+    """:func:`_partition` of ``rows[start:end]`` with their sorted values ``vals`` moved alongside."""
     k = start
     m = 0
     for i in range(start, end):
