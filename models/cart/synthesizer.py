@@ -55,14 +55,14 @@ __all__ = ["FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
 #: (below it, starting a local dask cluster costs more than it saves).
 FAN_OUT_FROM = 1_000_000
 
-#: Runs ``task(name, part)`` on every ``(name, part)`` pair and returns the results in the order of the pairs
-#: (the pipeline's is :func:`bayessdc.synthesis.runner.run_parts`, which may run them at once).
 _IMPLEMENTATION = {
     "native": "bayessdc's compiled CART (models/cart/fast_tree.py): scikit-learn's splits and criterion on the "
     "one-hot design, categorical predictors scored from their level counts",
     "sklearn": "scikit-learn DecisionTreeClassifier / DecisionTreeRegressor",
 }
 
+#: Runs ``task(name, part)`` on every ``(name, part)`` pair and returns the results in the order of the pairs
+#: (the pipeline's is :func:`bayessdc.synthesis.runner.run_parts`, which may run them at once).
 FanOut = Callable[[Callable[[str, Any], Any], list[tuple[str, Any]]], list[Any]]
 
 
