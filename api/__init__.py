@@ -20,8 +20,12 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from . import examples
-from .errors import InputError, NotApplicableError
+from .threads import limit_blas_threads
+
+limit_blas_threads()  # before anything below loads numpy: one BLAS thread, parallelism from chains and groups
+
+from . import examples  # noqa: E402
+from .errors import InputError, NotApplicableError  # noqa: E402
 
 try:
     __version__ = version("bayessdc")

@@ -22,7 +22,6 @@ import dataclasses
 import importlib.util
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -38,11 +37,6 @@ import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
 from .diagnostics import split_rhat_and_bulk_ess
-
-# Two threads of BLAS on two busy cores made a GP gradient 14 times slower on the machines this suite
-# targets: one BLAS thread per process, parallelism comes from chains and groups instead.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
 
 
 def _exact_floating_point() -> None:
