@@ -100,8 +100,8 @@ class DPArealSynthesizer:
     quadrature_nodes
         Grid points per log-rate integral.
     centred_components
-        Leading components sampled centred under the ``"identified"`` parameterization (default
-        ``min(10, K // 2)``, :func:`bayessdc.models.dp_areal.marginal.leading_components`).
+        Leading components sampled centred under the ``"identified"`` parameterization (default none below
+        ``K = 20``, ``min(10, K // 5)`` from there: :func:`bayessdc.models.dp_areal.marginal.leading_components`).
     criteria
         The convergence gate, applied to label-invariant quantities (:meth:`convergence_quantities`).
     labels

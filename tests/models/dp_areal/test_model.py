@@ -100,3 +100,10 @@ def test_identified_parameterization_is_the_same_prior_for_what_the_likelihood_s
             ]
         )
     assert np.allclose(summaries["identified"], summaries["centred"], atol=0.15)
+
+
+def test_leading_components_are_centred_only_for_a_large_truncation():
+    from bayessdc.models.dp_areal.marginal import leading_components
+
+    assert [leading_components(K, None) for K in (4, 10, 19, 20, 50, 80)] == [0, 0, 0, 4, 10, 10]
+    assert leading_components(10, 3) == 3 and leading_components(10, 30) == 10 and leading_components(10, -1) == 0

@@ -125,7 +125,7 @@ def test_explicit_label_sampler_runs_end_to_end_with_the_pymc_sampler(tmp_path):
     assert idata.attrs["sampler_backend"] == "pymc" and idata.attrs["labels"] == "explicit"
     assert "component_label" not in idata.posterior  # the labels are redrawn exactly, never stored
     idata.to_netcdf(tmp_path / "posterior.nc")  # every attribute is one netCDF can hold
-    assert idata.attrs["centred_components"] == 2  # min(10, K // 2)
+    assert idata.attrs["centred_components"] == 0  # none below K = 20
     assert np.isfinite(idata.posterior["expected_log_rate"]).all()
     assert np.allclose(idata.posterior["rho"].sum("component"), 1.0)
     assert "within Gibbs" in synthesizer.describe()["computation"]["sampler"]
