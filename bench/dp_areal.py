@@ -54,6 +54,26 @@ zero-count pairs have a median ESS of 42 against 89 for the non-zero ones. The s
 placement of the components. In the label-marginalised model a component is born or dies only by its stick and
 its location moving together through low density, which NUTS does in small steps.
 
+The covariance's funnel, found and removed (2026-11-28, second session; scratch scripts storing nutpie's
+unconstrained draws and mass matrices). On the demo's table (4 chains x (500 + 250), target 0.99, seed 0) the
+chains whose step size had fallen to 0.007-0.015 (930-970 leapfrog steps per draw, 263 s of sampling) had
+adapted inside one row of PyMC's packed Cholesky factor of ``Sigma_phi``: those entries' posterior standard
+deviation was 0.04 against 0.18 in the other chains, their posterior scale 24 times their mass matrix's, and the
+row's standard deviation had visited 0.000-0.002 (the half-t prior allows it; the likelihood sees most of
+``Sigma_phi`` not at all). An off-diagonal entry of the packed factor is bounded by its row's standard deviation,
+so a small one squeezes the whole row: a funnel. Sampling the standard deviations and the LKJ partial
+correlations as separate variables (:mod:`bayessdc.models.dp_areal.lkj`, the same distribution) gave 130-177
+steps per draw in every chain and 55 s of sampling on the same seed. What was left, 1-6 divergences per fit at
+0.99 on the tests' and the demo's tables, came from centred components the data leave empty; with none centred
+(the default below K = 20 since) six fits on both tables (seeds 0-3) had zero divergences at 0.99, 131-173 steps
+per draw, the step sizes 0.040-0.048 in every chain. At 0.95 the demo's table had 4 divergences (70-105 steps).
+On the CE-like data (``--chains 2 --draws 300 --tune 300``, load 2-3 from another session): 10 centred, 423 s of
+sampling, 153 steps per draw, ESS per second alpha 0.29, tau_lambda 0.14, occupied components 0.17, slowest
+expected log rate 0.032, max r_hat 1.11, min ESS 13, 0 divergences; none centred, 481 s, 88 steps per draw, 0.11,
+0.063, 0.098, 0.013, r_hat 1.25, min ESS 6. Against the first session's default run above (ESS per second 0.11,
+0.018, 0.05) that is 2.6, 7.8 and 3.4 times, but the CE-like table is still far from the issue's 5 minutes:
+each chain's draws cost about 0.45 s (153 gradients of 3 ms).
+
 The small tables of the demo and the tests (2026-11-28, scratch scripts; the demo's table of 12 patterns x 40
 labels, K = 10, nutpie; the first two runs on an idle machine, the others beside two other sessions, load average
 4-8, where only the step counts compare). The cost is the tree depth, and it is a lottery of the chain's seed: at the

@@ -103,5 +103,7 @@ def lkj_cholesky_cov(name: str, n: int, eta: float, sigma_nu: float, sigma_scale
         b = cpc_beta_parameters(n, eta)
         cpc = 2.0 * pm.Beta(f"{name}_cpc_unit", alpha=b, beta=b, shape=b.size) - 1.0
         factor = cholesky_from_partial_correlations(cpc, n)
-    pm.Deterministic(f"{name}_corr", factor @ factor.T)
+    # Omega = L L', elementwise (a matrix product of the transposed view compiles to a numba np.dot on
+    # non-contiguous arrays, which warns)
+    pm.Deterministic(f"{name}_corr", (factor[:, None, :] * factor[None, :, :]).sum(axis=-1))
     return pm.Deterministic(name, stds[:, None] * factor)
