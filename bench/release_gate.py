@@ -76,8 +76,46 @@ def _vlss_frame():
     return frame
 
 
-def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: int | None = None) -> dict:
-    """One part in this process: the run, its verdict and figures."""
+def reference_figures(frame, roles: dict, release_or_error, seconds: float, cores: int = 2) -> dict:
+    """NPBayesImputeCat 0.5 timed on the same coded records, scaled to the chains and iterations this run sampled.
+
+    The reference runs one chain per process; given the run's ``cores``, it would run that many chains at once, so
+    the seconds it needs for the run's chains are ``chains x iterations x (its seconds per iteration) / cores``.
+    It is timed over a few iterations after 5 untimed ones (40 at 1,000,000 records, 1,000 below 40,000), as
+    ``bench/dpmpm.py --reference`` times it. Two ratios: against this run's sampling wall time, and against its whole
+    wall time (gate, datasets, risk and utility included, for which the reference is given nothing).
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import reference_dpmpm as ref
+
+    from bayessdc.models.categorical import prepare_categorical
+
+    missing = ref.reference_unavailable()
+    if missing:
+        return {"reference": f"not run: {missing}"}
+    posteriors = release_or_error.diagnostics.posteriors
+    fits = list(posteriors.values()) if hasattr(posteriors, "values") else [posteriors]
+    iterations = sum(int(f.posterior.sizes["chain"]) * int(f.attrs["iterations_per_chain"]) for f in fits)
+    sampling = sum(float(f.attrs["sampling_seconds"]) for f in fits)
+    data = prepare_categorical(frame, roles["synthesize"], roles["keep"])
+    timed = 40 if data.n_records > 40_000 else 1000
+    run = ref.run_reference(data.codes, data.variables, data.n_levels, timed, warmup=5)
+    per_iteration = run.seconds / run.iterations
+    reference_seconds = per_iteration * iterations / cores
+    return {
+        "reference_seconds_per_1000_iterations": round(1000 * per_iteration, 2),
+        "bayessdc_sampling_seconds_per_1000_iterations_per_core": round(1000 * sampling * cores / iterations, 3),
+        "iterations_sampled": iterations,
+        "reference_seconds_same_iterations": round(reference_seconds, 1),
+        "ratio_to_reference_sampling": round(reference_seconds / sampling, 1),
+        "ratio_to_reference_whole_run": round(reference_seconds / seconds, 1),
+    }
+
+
+def run_part(
+    part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: int | None = None, reference: bool = False
+) -> dict:
+    """One part in this process: the run, its verdict and figures (and NPBayesImputeCat's, with ``reference``)."""
     import bayessdc as bsd
 
     if part.startswith("dpmpm"):
@@ -100,14 +138,14 @@ def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: 
     start = time.perf_counter()
     try:
         release = bsd.synthesize(frame, recipe, **roles, m=20, seed=seed, progress=True)
-        summary = release.diagnostics.summary
     except bsd.ConvergenceError as err:
-        summary = err.diagnostics.summary
+        release = err
+    summary = release.diagnostics.summary
     seconds = time.perf_counter() - start
     gate = summary["release_gate"]
     judged = {k: f for k, f in gate["figures"].items() if f.get("tolerance")}
     worst = max(judged, key=lambda k: judged[k]["between_chain_se"] / judged[k]["tolerance"])
-    return {
+    figures = {
         "part": part,
         "records": len(frame),
         "release_gate": "passed" if gate["passed"] else "FAILED",
@@ -124,6 +162,10 @@ def run_part(part: str, seed: int, draws: int = 1000, tune: int = 1000, chains: 
         "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+    if reference and part.startswith("dpmpm"):
+        figures.update(reference_figures(frame, roles, release, seconds))
+        figures["load_average_after_reference"] = [round(x, 2) for x in os.getloadavg()]
+    return figures
 
 
 def main() -> None:
@@ -133,17 +175,20 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000, help="dp-areal-ce: NUTS draws per chain (default 1000)")
     parser.add_argument("--tune", type=int, default=1000, help="dp-areal-ce: NUTS warm-up per chain (default 1000)")
     parser.add_argument("--chains", type=int, default=None, help="DPMPM parts: chains (default: the recipe's, 8)")
+    parser.add_argument("--reference", action="store_true",
+                        help="DPMPM parts: time NPBayesImputeCat 0.5 on the same records (R, $BAYESSDC_RLIB)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a part in a child process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune, args.chains)), flush=True)
+        print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune, args.chains, args.reference)), flush=True)
         return
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     for part in args.parts:
         print(f"--- {part} (load average {os.getloadavg()[0]:.2f})", flush=True)
         done = subprocess.run(
             [sys.executable, __file__, "--one", part, "--seed", str(args.seed), "--draws", str(args.draws),
-             "--tune", str(args.tune)] + (["--chains", str(args.chains)] if args.chains else []),
+             "--tune", str(args.tune)] + (["--chains", str(args.chains)] if args.chains else [])
+            + (["--reference"] if args.reference else []),
             env=env, capture_output=True, text=True,
         )  # fmt: skip
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
