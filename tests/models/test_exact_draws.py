@@ -10,10 +10,14 @@ from bayessdc.models.exact_draws import draw_binomials, draw_multinomials, unifo
 
 @pytest.mark.parametrize(
     "n, p",
-    [(7, 0.3), (40, 0.5), (200, 0.3), (200, 0.85), (5000, 0.4), (100_003, 0.01), (18_000, 0.9995), (1, 0.5)],
-)
+    [
+        (7, 0.3), (40, 0.5), (200, 0.3), (200, 0.85), (5000, 0.4), (100_003, 0.01), (18_000, 0.9995), (1, 0.5),
+        (512, 0.05), (513, 0.05), (255, 0.9), (97, 0.3), (60, 0.45),
+    ],
+)  # fmt: skip
 def test_binomial_draws_follow_the_binomial_distribution(n, p):
-    """Inversion (n min(p, 1-p) <= 30) and BTPE (above, every region of its envelope) against the pmf."""
+    """Inversion (n min(p, 1-p) <= 30; its start (1 - p)^n by repeated squaring up to n = 512, by exp and log1p
+    above) and BTPE (above, every region of its envelope) against the pmf."""
     size = 200_000
     x = draw_binomials(np.full(size, n, dtype=np.int64), np.full(size, p), np.random.default_rng(17))
     sd = np.sqrt(n * p * (1 - p))
