@@ -295,7 +295,6 @@ def multinomial_cdf(
     comps: np.ndarray,
     out: np.ndarray,
     removed: np.ndarray,
-    work: np.ndarray,
 ) -> int:
     """An exact Multinomial(n, prob / cdf[-1]) draw, sparse: returns ``nnz``, the draw being ``out[t]`` trials in
     component ``comps[t]`` for ``t < nnz`` (distinct components, every count positive).
@@ -349,28 +348,24 @@ def multinomial_cdf(
         last_drawn = b
     if left == 0:
         return nnz
-    # the cumulative sums over the components not drawn: cdf less the drawn intervals below (into prob's place,
-    # the drawn components keeping a zero probability in ``out`` beyond nnz... see below)
+    # Each remaining trial: a uniform over the mass left, mapped onto the scale of ``cdf`` by stepping over the
+    # drawn components' intervals below it (in increasing order, a few), then located by counting the cumulative
+    # sums at or below it.
     rest = total - removed_mass
-    skip = 0.0
-    t = 0
-    for h in range(n_removed + 1):
-        stop = removed[h] if h < n_removed else K
-        for k in range(t, stop):
-            work[k] = cdf[k] - skip
-        if h < n_removed:
-            r = removed[h]
-            skip += cdf[r] - (cdf[r - 1] if r > 0 else 0.0)
-            work[r] = cdf[r] - skip
-            t = r + 1
     first_single = nnz
     for _ in range(left):
         chosen = -1
         for _try in range(64):
             v = rng.random() * rest
+            for h in range(n_removed):
+                r = removed[h]
+                low = cdf[r - 1] if r > 0 else 0.0
+                if v < low:
+                    break
+                v += cdf[r] - low
             k = 0
             for h in range(K):
-                k += 1 if work[h] <= v else 0
+                k += 1 if cdf[h] <= v else 0
             if k < K and prob[k] > 0.0:
                 chosen = k
                 break
@@ -406,10 +401,9 @@ def draw_multinomials_cdf(
     comps = np.empty(K, dtype=np.int64)
     drawn = np.empty(K, dtype=np.int64)
     removed = np.empty(K, dtype=np.int64)
-    rest_cdf = np.empty(K)
     for i in range(size):
         work[:] = prob
-        nnz = multinomial_cdf(rng, n, work, cdf, largest, largest.shape[0], small, comps, drawn, removed, rest_cdf)
+        nnz = multinomial_cdf(rng, n, work, cdf, largest, largest.shape[0], small, comps, drawn, removed)
         for t in range(nnz):
             out[i, comps[t]] += drawn[t]
     return out

@@ -215,17 +215,19 @@ class GibbsSettings:
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _gamma(rng: np.random.Generator, shape: float) -> float:
-    """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) as -log U."""
+    """A Gamma(shape, 1) draw; shape 1 (an empty level under the Dirichlet(1, ..., 1) prior) a standard
+    exponential by the ziggurat (exact; numpy's and numba's ``standard_exponential``), cheaper than -log U."""
     if shape == 1.0:
-        return -np.log(1.0 - rng.random())
+        return rng.standard_exponential()
     return rng.gamma(shape, 1.0)
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _log_gamma_draw(rng: np.random.Generator, shape: float) -> float:
-    """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``)."""
+    """``log X`` for ``X ~ Gamma(shape, 1)``, exact for small shapes (``X = Gamma(shape + 1) U^(1/shape)``, ``log U``
+    drawn as minus a standard exponential, by the ziggurat)."""
     if shape < 1.0:
-        return np.log(rng.gamma(shape + 1.0, 1.0)) + np.log(rng.random()) / shape
+        return np.log(rng.gamma(shape + 1.0, 1.0)) - rng.standard_exponential() / shape
     return np.log(rng.gamma(shape, 1.0))
 
 
@@ -335,7 +337,6 @@ def _gibbs_chain(
     drawn = np.zeros(K, dtype=np.int64)
     drawn_k = np.zeros(K, dtype=np.int64)
     removed = np.zeros(K, dtype=np.int64)
-    rest_cdf = np.empty(K)
     n_largest = min(3, K)
     largest = np.zeros(3, dtype=np.int64)
     # keep every cell's allocation between the steps
@@ -437,7 +438,7 @@ def _gibbs_chain(
                 continue
             # A larger cell: one multinomial draw, sparse (the components that get records).
             nnz = multinomial_cdf(
-                rng, n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed, rest_cdf
+                rng, n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed
             )
             if track:
                 for k in range(K):
