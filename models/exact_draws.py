@@ -300,10 +300,12 @@ def multinomial_cdf(
     component ``comps[t]`` for ``t < nnz`` (distinct components, every count positive).
 
     ``cdf`` holds the cumulative sums of ``prob`` (non-negative, not normalised, positive sum) and
-    ``largest[:n_largest]`` (at least one) the positions of its largest entries in decreasing order, all known to
-    the caller (the Gibbs sampler's allocation step computes them while it computes ``prob``), so that the
-    common case needs no further scan of ``prob``. Conditional binomials, largest probability first (beyond
-    ``largest``, the next largest found by a scan), while more than ``small`` trials are left; each remaining
+    ``largest[:n_largest]`` (at least one) distinct components of positive probability whose binomials come
+    first, in that order: the caller's guess of the largest entries in decreasing order (the Gibbs sampler's
+    allocation step passes the components that got most of the cell's records in the previous iteration, sorted
+    by their probability now), so that the common case needs no scan of ``prob``. Conditional binomials, in
+    that order, then the largest probability left (found by a scan), while more than ``small`` trials are left;
+    a good guess makes the chain of binomials short. Each remaining
     trial is then one categorical draw over the components not drawn yet (given the counts drawn so far, the
     rest is multinomial over the rest): a uniform over the remaining mass, stepped over the drawn components'
     intervals of ``cdf`` (a few), then located by counting the cumulative sums at or below it (a branch-free
@@ -389,14 +391,17 @@ def multinomial_cdf(
 
 @numba.njit(cache=True)
 def draw_multinomials_cdf(
-    n: int, prob: np.ndarray, size: int, small: int, rng: np.random.Generator, n_largest: int = 3
+    n: int, prob: np.ndarray, size: int, small: int, rng: np.random.Generator, n_largest: int = 3, first=None
 ) -> np.ndarray:
-    """``size`` draws of :func:`multinomial_cdf` (the ``n_largest`` largest given), from ``rng`` (for tests), as
-    dense rows."""
+    """``size`` draws of :func:`multinomial_cdf` (the ``n_largest`` largest given, or the components ``first``
+    in that order), from ``rng`` (for tests), as dense rows."""
     K = prob.shape[0]
     out = np.zeros((size, K), dtype=np.int64)
     cdf = np.cumsum(prob)
-    largest = np.argsort(-prob)[:n_largest]
+    if first is None:
+        largest = np.argsort(-prob)[:n_largest]
+    else:
+        largest = first.astype(np.int64)
     work = np.empty(K)
     comps = np.empty(K, dtype=np.int64)
     drawn = np.empty(K, dtype=np.int64)

@@ -339,6 +339,11 @@ def _gibbs_chain(
     removed = np.zeros(K, dtype=np.int64)
     n_largest = min(3, K)
     largest = np.zeros(3, dtype=np.int64)
+    guess = np.full((n_cells, n_largest), -1, dtype=np.int64)  # per cell, see the allocation step
+    # the component now labelled relabel[k] was labelled k when the guesses were written (label swaps since);
+    # label_of is its inverse
+    relabel = np.arange(K)
+    label_of = np.arange(K)
     # keep every cell's allocation between the steps
     track = exchange_moves > 0 or split_merge_moves > 0 or pattern_moves > 0
     allocation = np.zeros((n_cells if track else 0, K), dtype=np.int64)
@@ -401,9 +406,33 @@ def _gibbs_chain(
                     prob[k] = prefix[p, k]
                     total += prob[k]
                     cdf[k] = total
-            else:
+            elif guess[c, 0] < 0:  # no guess yet (the first iteration): the three largest
                 _cumulate_top3(prefix[p], prob, cdf, largest)
                 total = cdf[K - 1]
+                n_first = n_largest
+            else:
+                for k in range(K):
+                    prob[k] = prefix[p, k]
+                    total += prob[k]
+                    cdf[k] = total
+                # the binomials first for the components this cell's draw gave most records last iteration (a
+                # guess of its largest probabilities, far cheaper than finding them), in decreasing order of
+                # their probability now; those with none now are left out
+                n_first = 0
+                for g in range(n_largest):
+                    b = guess[c, g]
+                    if b < 0:
+                        break
+                    b = relabel[b]
+                    w = prob[b]
+                    if not w > 0.0:
+                        continue
+                    h = n_first
+                    while h > 0 and prob[largest[h - 1]] < w:
+                        largest[h] = largest[h - 1]
+                        h -= 1
+                    largest[h] = b
+                    n_first += 1
             if not (total > 1e-280 and total < np.inf):
                 # Underflow with many variables: redo this cell in logs.
                 top = -np.inf
@@ -417,6 +446,7 @@ def _gibbs_chain(
                     log_w[k] = np.exp(log_w[k] - top)
                 _cumulate_top3(log_w, prob, cdf, largest)
                 total = cdf[K - 1]
+                n_first = n_largest
             if n_c <= small_cell:
                 # A few records: one categorical draw each.
                 if track:
@@ -424,11 +454,12 @@ def _gibbs_chain(
                         allocation[c, last_choice[c, r]] = 0
                 for r in range(n_c):
                     u = rng.random() * total
-                    chosen = K - 1
+                    # the first k with u < cdf[k]: the count of the cumulative sums at or below u (branch-free,
+                    # vectorised), K - 1 if rounding puts u at the total
+                    chosen = 0
                     for k in range(K):
-                        if u < cdf[k]:
-                            chosen = k
-                            break
+                        chosen += 1 if cdf[k] <= u else 0
+                    chosen = min(chosen, K - 1)
                     n_k[chosen] += 1
                     if track:
                         allocation[c, chosen] += 1
@@ -437,9 +468,16 @@ def _gibbs_chain(
                         counts[chosen, cell_index[c, j]] += 1
                 continue
             # A larger cell: one multinomial draw, sparse (the components that get records).
-            nnz = multinomial_cdf(
-                rng, n_c, prob, cdf, largest, n_largest, small_cell, drawn_k, drawn, removed
-            )
+            if n_first == 0:  # no guess with mass now: the largest by a scan
+                b = 0
+                for k in range(1, K):
+                    if prob[k] > prob[b]:
+                        b = k
+                largest[0] = b
+                n_first = 1
+            nnz = multinomial_cdf(rng, n_c, prob, cdf, largest, n_first, small_cell, drawn_k, drawn, removed)
+            for g in range(n_largest):  # the guess for the next iteration: the first components drawn
+                guess[c, g] = drawn_k[g] if g < nnz else -1
             if track:
                 for k in range(K):
                     allocation[c, k] = 0
@@ -451,6 +489,9 @@ def _gibbs_chain(
                 n_k[k] += m
                 for j in range(p):
                     counts[k, cell_index[c, j]] += m
+        for k in range(K):  # the guesses are in the current labels
+            relabel[k] = k
+            label_of[k] = k
         # Level-exchange moves (theta and the sticks integrated out; see level_exchange), right after the
         # allocations (the per-cell allocations are not kept up to date by the label swaps). Theta is stale
         # from here until its draw below: the label swaps carry it along without using it.
@@ -500,6 +541,9 @@ def _gibbs_chain(
             log_ratio = swap_log_ratio(n_k, j, l, alpha, beta_a)
             if np.log(rng.random()) < log_ratio:
                 n_k[j], n_k[l] = n_k[l], n_k[j]
+                x, y = label_of[j], label_of[l]  # the guesses' labels follow the components
+                relabel[x], relabel[y] = l, j
+                label_of[j], label_of[l] = y, x
                 for col in range(L):
                     counts[j, col], counts[l, col] = counts[l, col], counts[j, col]
                     theta[j, col], theta[l, col] = theta[l, col], theta[j, col]

@@ -83,6 +83,25 @@ def test_sparse_multinomial_from_the_cumulative_sums_has_the_multinomial_distrib
         assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
 
 
+@pytest.mark.parametrize("first", [[0], [4, 0], [0, 3, 2], [3, 4, 0, 2]])
+def test_sparse_multinomial_with_any_first_components_has_the_multinomial_distribution(first):
+    """The binomials first for a guess of the largest components (the Gibbs sampler's: last iteration's), here
+    wrong on purpose (small ones first, some in increasing order): every outcome of Multinomial(12, p) at its pmf."""
+    from bayessdc.models.exact_draws import draw_multinomials_cdf
+
+    weights = np.array([0.3, 0.0, 2.0, 0.5, 1.2])
+    p = weights / weights.sum()
+    size = 200_000
+    for small in (0, 2, 5):
+        x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(23), 3, np.array(first))
+        assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
+        outcomes, observed = np.unique(x, axis=0, return_counts=True)
+        expected = stats.multinomial.pmf(outcomes, 12, p) * size
+        keep = expected > 10
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+
+
 @pytest.mark.parametrize("n", [9, 60, 3000, 250_000])
 def test_sparse_multinomial_for_large_counts_has_the_multinomial_mean_and_marginals(n):
     """Large counts (binomials by inversion and BTPE, then single trials), forty components of very unequal
