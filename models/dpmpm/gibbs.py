@@ -410,26 +410,23 @@ def _gibbs_chain(
                     for k in range(K):
                         counts[k, previous[j]] += pattern_counts[k]
                 pattern_counts[:] = 0
-            for j in range(first, p):
+            for j in range(first, p - 1):
                 row = cell_index[c, j]
                 previous[j] = row
                 for k in range(K):
                     prefix[j + 1, k] = prefix[j, k] * theta_t[row, k]
+            # the last variable's product (it changes with every cell) and the cumulative sums in one pass
+            row = cell_index[c, p - 1]
+            previous[p - 1] = row
             total = 0.0
-            if n_c <= small_cell:
-                for k in range(K):
-                    prob[k] = prefix[p, k]
-                    total += prob[k]
-                    cdf[k] = total
-            elif guess[c, 0] < 0:  # no guess yet (the first iteration): the three largest
-                _cumulate_top3(prefix[p], prob, cdf, largest)
-                total = cdf[K - 1]
+            for k in range(K):
+                prob[k] = prefix[p - 1, k] * theta_t[row, k]
+                total += prob[k]
+                cdf[k] = total
+            if n_c > small_cell and guess[c, 0] < 0:  # no guess yet (the first iteration): the three largest
+                _cumulate_top3(prob, prob, cdf, largest)
                 n_first = n_largest
-            else:
-                for k in range(K):
-                    prob[k] = prefix[p, k]
-                    total += prob[k]
-                    cdf[k] = total
+            elif n_c > small_cell:
                 # the binomials first for the components this cell's draw gave most records last iteration (a
                 # guess of its largest probabilities, far cheaper than finding them), in decreasing order of
                 # their probability now; those with none now are left out
