@@ -61,7 +61,47 @@ K = 40, a_alpha = b_alpha = 0.25; ESS per second counted over the whole sampling
 Each size runs in its own process so that the peak memory (ru_maxrss) is its own; the sizes run one after
 another, never at once.
 
-Latest runs, 2026-11-27, after the kernels' reference counting was turned off (``_nrt=False``; see the docstrings
+Latest runs, 2026-12-01, after the speed-ups of the allocation step (issue 35, item 2; all draws exact, each new
+kernel tested against its distribution; listed in the docstring of ``bayessdc.models.dpmpm.gibbs``):
+``BAYESSDC_RLIB=<rlib> OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
+--reference-iterations 4000 --collapsed-sweeps 0``, section (b), n = 1,000,000, three invocations one after another
+(load 1.3-2.0 on 2 cores, another session running), then the code before:
+
+    this code       NPBayesImputeCat 111 s per 1,000, bayessdc 1.86 s, ratio 59 (load 2.0); 106 s, 1.82 s, ratio 58
+                    (load 1.4); 110 s, 1.86 s, ratio 59 (load 1.3)
+    before          105 s, 2.38 s, ratio 44 (load 1.1)
+
+The 50x target is met. What each lever gave: CPU of the sampler alone in s per 1,000 iterations at n = 1,000,000
+(a ``/tmp`` script timing ``fit``, one chain, the code before and after alternately), and the allocation of the
+4,373 cells above ``SMALL_CELL`` of one fixed state in ms (``multinomial_cdf`` and the cumulative sums, 200
+repetitions):
+
+    the inversion binomial's start (1 - p)^n by repeated squaring      2.47-2.49 -> 2.30-2.32 (load 3.1-3.9);
+        allocation 1.94 -> 1.76-1.78 ms; the same chain
+    single trials stepped over the drawn components' intervals;        allocation 1.76-1.78 -> 1.65-1.73 ms; the
+        ziggurat exponentials for theta and the sticks                    chain within the noise (another chain)
+    the binomials first for last iteration's components (following   2.33-2.38 -> 1.99-2.00 (load 2.1-2.3);
+        the label swaps), not the three largest; the small cells'        allocation 1.75 -> 1.43 ms; without
+        branch-free search                                                following the swaps 2.47 (stale guesses)
+    the counts per pattern, int32 allocations, the last product       2.07-2.13 -> 1.99-2.05 (load 3.9-4.3); the
+        fused with the cumulative sums                                    same chain
+
+The level exchanges with the allocation tracking they need are now about 10% of an iteration (before the last
+row above: 2.11-2.21 s per 1,000 with the defaults, 1.94-1.96 without the exchanges, 1.91 without the label swaps
+too; load 3-3.2); the tracking alone about 6% (2.06-2.08 without the exchanges but with the tracking).
+
+Levers measured on 2026-12-01 and not taken:
+
+    a buffered xoshiro256++ generator (seeded from the chain's)       1.65 ns a double against 3.7-6.3 from the
+        for the allocation's uniforms (branch dpmpm-fast-xoshiro)         Generator in a loop, but the allocation
+                                                                          the same (1.41-1.43 ms) and the chain
+                                                                          2.13-2.17 against 2.04-2.08 (4 seeds)
+    inversion from the mode instead of BTPE for means 30-150          50-54 ns against 61-68 in isolation, but
+                                                                          allocation 1.45-1.47 ms against 1.41-1.42
+    SMALL_CELL 4, 12, 16 or 24 instead of 8 (before the guesses)      allocation 1.75, 1.82, 1.94, 2.19 ms
+                                                                          against 1.73
+
+Runs of 2026-11-27, after the kernels' reference counting was turned off (``_nrt=False``; see the docstrings
 of ``bayessdc.models.exact_draws`` and ``bayessdc.models.dpmpm.gibbs``; the draws and the chains are unchanged):
 ``BAYESSDC_RLIB=<rlib> OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python bench/dpmpm.py --reference
 --reference-iterations 4000 --collapsed-sweeps 0``, section (b), n = 1,000,000, alternating with the same

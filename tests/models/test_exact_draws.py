@@ -10,10 +10,14 @@ from bayessdc.models.exact_draws import draw_binomials, draw_multinomials, unifo
 
 @pytest.mark.parametrize(
     "n, p",
-    [(7, 0.3), (40, 0.5), (200, 0.3), (200, 0.85), (5000, 0.4), (100_003, 0.01), (18_000, 0.9995), (1, 0.5)],
-)
+    [
+        (7, 0.3), (40, 0.5), (200, 0.3), (200, 0.85), (5000, 0.4), (100_003, 0.01), (18_000, 0.9995), (1, 0.5),
+        (512, 0.05), (513, 0.05), (255, 0.9), (97, 0.3), (60, 0.45),
+    ],
+)  # fmt: skip
 def test_binomial_draws_follow_the_binomial_distribution(n, p):
-    """Inversion (n min(p, 1-p) <= 30) and BTPE (above, every region of its envelope) against the pmf."""
+    """Inversion (n min(p, 1-p) <= 30; its start (1 - p)^n by repeated squaring up to n = 512, by exp and log1p
+    above) and BTPE (above, every region of its envelope) against the pmf."""
     size = 200_000
     x = draw_binomials(np.full(size, n, dtype=np.int64), np.full(size, p), np.random.default_rng(17))
     sd = np.sqrt(n * p * (1 - p))
@@ -71,6 +75,25 @@ def test_sparse_multinomial_from_the_cumulative_sums_has_the_multinomial_distrib
     size = 200_000
     for small in (0, 2, 5, 20):
         x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(21), n_largest)
+        assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
+        outcomes, observed = np.unique(x, axis=0, return_counts=True)
+        expected = stats.multinomial.pmf(outcomes, 12, p) * size
+        keep = expected > 10
+        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+
+
+@pytest.mark.parametrize("first", [[0], [4, 0], [0, 3, 2], [3, 4, 0, 2]])
+def test_sparse_multinomial_with_any_first_components_has_the_multinomial_distribution(first):
+    """The binomials first for a guess of the largest components (the Gibbs sampler's: last iteration's), here
+    wrong on purpose (small ones first, some in increasing order): every outcome of Multinomial(12, p) at its pmf."""
+    from bayessdc.models.exact_draws import draw_multinomials_cdf
+
+    weights = np.array([0.3, 0.0, 2.0, 0.5, 1.2])
+    p = weights / weights.sum()
+    size = 200_000
+    for small in (0, 2, 5):
+        x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(23), 3, np.array(first))
         assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
         outcomes, observed = np.unique(x, axis=0, return_counts=True)
         expected = stats.multinomial.pmf(outcomes, 12, p) * size

@@ -208,3 +208,28 @@ def _enumerated_occupied(data, K: int, alpha: float) -> np.ndarray:
                 log_w += gammaln(d) - gammaln(d + c.sum()) + gammaln(1.0 + c).sum()
         probability[(n_k > 0).sum()] += np.exp(log_w)
     return probability / probability.sum()
+
+
+@pytest.mark.parametrize("shape", [1.0, 0.04, 0.3, 0.999, 2.5, 40.0])
+def test_gamma_draws_of_the_sweep_follow_the_gamma_distribution(shape):
+    """The sweep's gamma draws (theta: ``_gamma``, a ziggurat exponential at shape 1; the sticks: ``_log_gamma_draw``
+    in logs, exact for small shapes) against scipy's gamma cdf by Kolmogorov-Smirnov over 100,000 draws."""
+    import numba
+
+    from bayessdc.models.dpmpm.gibbs import _gamma, _log_gamma_draw
+
+    @numba.njit
+    def draws(rng, shape, size):  # noqa: ANN001, ANN202
+        out = np.empty((2, size))
+        for i in range(size):
+            out[0, i] = _gamma(rng, shape)
+            out[1, i] = _log_gamma_draw(rng, shape)
+        return out
+
+    from scipy import stats
+
+    x, log_y = draws(np.random.default_rng(int(shape * 1000)), shape, 100_000)
+    assert stats.kstest(x, stats.gamma(shape).cdf).pvalue > 1e-3
+    # log Y against the cdf of log Gamma(shape): P(log Y <= t) = P(Y <= e^t), in logs for tiny shapes
+    assert stats.kstest(log_y, lambda t: np.exp(stats.gamma(shape).logcdf(np.exp(t)))).pvalue > 1e-3
+    assert np.all(np.isfinite(log_y))
