@@ -1,5 +1,8 @@
 """Benchmark of the release gate of the Dirichlet-process synthesizers (issue 19): verdict and wall time.
 
+Below the public API: ``--reference`` codes the records with ``bayessdc.models.categorical`` to time
+NPBayesImputeCat on exactly the records the run fitted.
+
 Usage::
 
     python bench/release_gate.py                       # every part below, one after another
