@@ -27,14 +27,14 @@ Latest run (2026-12-01, one invocation, ``BAYESSDC_RLIB=<rlib> python bench/rele
 iteration, the DP-areal with the covariance sampled scale-free). Ratio: NPBayesImputeCat's seconds for the same
 chains and iterations on 2 cores, against this run's sampling (and its whole run: gate, datasets, risk, utility):
 
-================  ========  ========================================  =============  ======  =========  ===============
-part              verdict   largest SE / tolerance (figure)           chains         wall    peak mem   x NPBayesImputeCat
-================  ========  ========================================  =============  ======  =========  ===============
-dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8              50 s    1.18 GB    2.7 (0.3)
-dpmpm-1m          passed    0.688 (expected_match_risk[g+a+county])   8 -> 32        820 s   6.18 GB    58.8 (11.2)
-dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8              138 s   2.20 GB    4.3 (0.5)
-dp-areal-ce       FAILED    0.449 (expected_match_risk[g+a+county])   4              940 s   1.26 GB    (no reference)
-================  ========  ========================================  =============  ======  =========  ===============
+================  ========  ========================================  =======  ======  =========  ===============
+part              verdict   largest SE / tolerance (figure)           chains   wall    peak mem   x NPBayesImputeCat
+================  ========  ========================================  =======  ======  =========  ===============
+dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8        50 s    1.18 GB    2.7 (0.3)
+dpmpm-1m          passed    0.688 (expected_match_risk[g+a+county])   8 -> 32  820 s   6.18 GB    58.8 (11.2)
+dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8        138 s   2.20 GB    4.3 (0.5)
+dp-areal-ce       FAILED    0.449 (expected_match_risk[g+a+county])   4        940 s   1.26 GB    (no reference)
+================  ========  ========================================  =======  ======  =========  ===============
 
 dpmpm-1m: the stopping rule forecast 22 chains after 8 and added 24 (x1.5); 160,000 iterations are about 156 s of
 sampling, the rest is the gate's 1,600 datasets of 1,000,000 records and the policy's second draw (pattern
