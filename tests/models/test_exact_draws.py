@@ -50,6 +50,17 @@ def test_multinomial_draws_have_the_multinomial_mean_and_covariance(n):
     assert np.all(np.abs(products.mean(axis=0) - cov)[positive] < 5 * se_cov[positive] + 1e-12)
 
 
+def _assert_multinomial(x, n, p, label):
+    """Every row of ``x`` sums to ``n`` and never draws a zero-probability component, and the outcomes' counts fit
+    Multinomial(n, p) by a chi-square test over the outcomes expected more than 10 times."""
+    assert np.all(x.sum(axis=1) == n) and np.all(x[:, p == 0] == 0)
+    outcomes, observed = np.unique(x, axis=0, return_counts=True)
+    expected = stats.multinomial.pmf(outcomes, n, p) * len(x)
+    keep = expected > 10
+    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, label
+
+
 def test_multinomial_draws_have_the_multinomial_distribution():
     """Every outcome of Multinomial(12, p) over 3 components at its pmf (the tail path and the head path)."""
     p = np.array([0.5, 0.3, 0.2])
@@ -75,12 +86,7 @@ def test_sparse_multinomial_from_the_cumulative_sums_has_the_multinomial_distrib
     size = 200_000
     for small in (0, 2, 5, 20):
         x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(21), n_largest)
-        assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
-        outcomes, observed = np.unique(x, axis=0, return_counts=True)
-        expected = stats.multinomial.pmf(outcomes, 12, p) * size
-        keep = expected > 10
-        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
-        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+        _assert_multinomial(x, 12, p, small)
 
 
 @pytest.mark.parametrize("first", [[0], [4, 0], [0, 3, 2], [3, 4, 0, 2]])
@@ -94,12 +100,7 @@ def test_sparse_multinomial_with_any_first_components_has_the_multinomial_distri
     size = 200_000
     for small in (0, 2, 5):
         x = draw_multinomials_cdf(12, weights, size, small, np.random.default_rng(23), 3, np.array(first))
-        assert np.all(x.sum(axis=1) == 12) and np.all(x[:, 1] == 0)
-        outcomes, observed = np.unique(x, axis=0, return_counts=True)
-        expected = stats.multinomial.pmf(outcomes, 12, p) * size
-        keep = expected > 10
-        chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
-        assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3, small
+        _assert_multinomial(x, 12, p, small)
 
 
 @pytest.mark.parametrize("n", [9, 60, 3000, 250_000])
