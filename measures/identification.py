@@ -52,7 +52,7 @@ def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
 
         weights = None if data.weights is None else data.original[data.weights].to_numpy(dtype=float)
         figures = cache.get("release_figures") or CategoricalReleaseFigures(
-            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True, seed=data.seed,
+            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True,
             survey_weights=weights,
         )  # fmt: skip
         columns = data.kept + data.synthesized

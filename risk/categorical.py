@@ -110,7 +110,7 @@ def categorical_risk(
     # bayessdc.risk.identification.risk_by_dataset, which tests/risk/test_release_figures.py checks it against)
     from .release_figures import CategoricalReleaseFigures
 
-    figures = CategoricalReleaseFigures(original, synthesize, keep, known_sets, ways=(), pmse=False, seed=seed)
+    figures = CategoricalReleaseFigures(original, synthesize, keep, known_sets, ways=(), pmse=False)
     per_dataset = figures.risk_by_dataset(synthetic[["synthetic", *keep, *synthesize]])
     if inherent is None:
         inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)

@@ -115,9 +115,7 @@ class CategoricalRecipe(Recipe):
 
         x = prepared
         columns = x.keep + x.synthesize
-        figures = CategoricalReleaseFigures(
-            x.original, x.synthesize, x.keep, x.known, ways=(1, 2, 3), pmse=True, seed=seed
-        )
+        figures = CategoricalReleaseFigures(x.original, x.synthesize, x.keep, x.known, ways=(1, 2, 3), pmse=True)
         if state.inherent is None:
             state.inherent = inherent_risk(
                 x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed
@@ -242,7 +240,7 @@ class CategoricalRecipe(Recipe):
         )  # fmt: skip
         say("utility ...")
         utility, within_pattern = categorical_utility(
-            x.original, synthetic, x.synthesize, x.keep, seed=seed, ordered_logits=x.ordered_logits, say=say
+            x.original, synthetic, x.synthesize, x.keep, ordered_logits=x.ordered_logits, say=say
         )
         regressions = [ordered_logit_input(x.original, synthetic, fit) for fit in utility.get("ordered_logit", [])]
         items = None

@@ -103,7 +103,6 @@ def categorical_utility(
     synthesize: list[str],
     keep: list[str],
     *,
-    seed: int,
     ordered_logits: OrderedLogits = (),
     say: Callable[[str], None] = lambda msg: None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -124,7 +123,7 @@ def categorical_utility(
     cells, patterns = within_pattern_distributions(original, synthetic, synthesize, keep)
     utility: dict[str, Any] = {
         "table_deviations": deviations,
-        "pmse": pmse(original, synthetic, keep + synthesize, synthesize, seed=seed),
+        "pmse": pmse(original, synthetic, keep + synthesize, synthesize),
         "within_pattern": {
             "mean_total_variation": float(patterns["total_variation"].mean()),
             "weighted_total_variation": float(np.average(patterns["total_variation"], weights=patterns["records"])),
