@@ -25,6 +25,7 @@ class ExactAttributeDisclosures(Measure):
     unit = "records"
     description = "records whose synthesized values all equal their true ones (eq. 18)"
     references = INHERENT_NOTES
+    from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
         return bool(data.partially_synthetic and data.original is not None and data.synthesized)

@@ -342,6 +342,10 @@ class Measure:
     headline
         Whether the report sets this measure against the others of the other kind (risk against utility):
         ``True`` for every subset, a subset's name for that one only, ``False`` not at all.
+    from_release_figures
+        Whether the measure reads only the per-dataset release figures
+        (:func:`bayessdc.measures.identification.per_dataset_figures`), never the synthetic frame itself: the
+        release gate then measures its datasets from their codes, without building their frames.
     """
 
     name: ClassVar[str] = ""
@@ -353,6 +357,7 @@ class Measure:
     references: ClassVar[Mapping[str, str]] = {}
     subsets: ClassVar[str] = "all"
     headline: ClassVar[bool | str] = False
+    from_release_figures: ClassVar[bool] = False
 
     def applies(self, data: MeasureInput) -> bool:
         """Whether this release has what the measure needs (a measure that does not apply is not computed)."""

@@ -89,6 +89,7 @@ class _Identification(Measure):
     better = "lower"
     references = INHERENT_NOTES
     subsets = "knowledge set (the columns the intruder knows, joined by +)"
+    from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
         return bool(data.partially_synthetic and data.original is not None and data.known_sets and data.synthesized)

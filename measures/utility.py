@@ -27,6 +27,7 @@ __all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV"]
 class _Categorical(Measure):
     kind = "utility"
     better = "lower"
+    from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
         return bool(data.partially_synthetic and data.original is not None and data.synthesized and data.kept)

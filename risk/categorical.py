@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .identification import IDENTIFICATION_MEASURES, inherent_risk, match_counts, place_among
+from .identification import IDENTIFICATION_MEASURES, inherent_risk, place_among
+from .release_figures import CategoricalReleaseFigures, MeasuredDatasets
 
 __all__ = ["CategoricalRisk", "categorical_risk"]
 
@@ -71,6 +72,7 @@ def categorical_risk(
     seed: int,
     bayesian: tuple[pd.DataFrame, dict[str, Any]] | None = None,
     inherent: dict[str, pd.DataFrame] | None = None,
+    measured: MeasuredDatasets | None = None,
 ) -> CategoricalRisk:
     """Identification and attribute risk of the synthetic datasets against the inherent bounds.
 
@@ -96,6 +98,9 @@ def categorical_risk(
     inherent
         The inherent scenarios' figures when already computed with the same arguments
         (:func:`bayessdc.risk.identification.inherent_risk`; the release gate computes them first).
+    measured
+        The datasets already measured (:meth:`CategoricalReleaseFigures.measure_datasets` on the same original,
+        knowledge sets and datasets; the pipeline measures them once for risk and utility).
 
     Returns
     -------
@@ -108,10 +113,12 @@ def categorical_risk(
     pattern_size = original.groupby(keep, observed=True)[keep[0]].transform("size").to_numpy()
     # one implementation of the figures: the integer-key one (its data-frame oracle is
     # bayessdc.risk.identification.risk_by_dataset, which tests/risk/test_release_figures.py checks it against)
-    from .release_figures import CategoricalReleaseFigures
-
-    figures = CategoricalReleaseFigures(original, synthesize, keep, known_sets, ways=(), pmse=False)
-    per_dataset = figures.risk_by_dataset(synthetic[["synthetic", *keep, *synthesize]])
+    # one pass over the datasets: their figures and, per record, matches and exact disclosures on integer keys
+    # (the data-frame oracle of the records' figures is bayessdc.risk.identification.match_counts)
+    if measured is None:
+        figures = CategoricalReleaseFigures(original, synthesize, keep, known_sets, ways=(), pmse=False)
+        measured = figures.measure_datasets(synthetic[["synthetic", *keep, *synthesize]])
+    per_dataset = measured.source.risk_table(measured.figures)
     if inherent is None:
         inherent = inherent_risk(original, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
     identification = []
@@ -153,20 +160,9 @@ def categorical_risk(
 
     # Per record: matches and exact disclosures over the m datasets; single-record patterns singled out.
     records = pd.DataFrame({"record": np.arange(n_records), "pattern_size": pattern_size})
-    exact = np.zeros(n_records)
-    for _, frame in synthetic.groupby("synthetic", sort=True):
-        frame = frame.reset_index(drop=True)
-        same = np.ones(n_records, dtype=bool)
-        for col in synthesize:
-            same &= frame[col].to_numpy() == original[col].to_numpy()
-        exact += same
-    records["exact_disclosure_share"] = exact / m
-    for known in known_sets:
-        share = np.zeros(n_records)
-        for _, frame in synthetic.groupby("synthetic", sort=True):
-            counts = match_counts(original, frame.reset_index(drop=True), known)
-            share += np.where(counts["T"], 1.0 / np.maximum(counts["c"], 1), 0.0)
-        records[f"match_risk[{'+'.join(known)}]"] = share / m
+    records["exact_disclosure_share"] = measured.exact / m
+    for name, share in measured.match_risk.items():
+        records[f"match_risk[{name}]"] = share / m
     single = records[records["pattern_size"] == 1]
     attribute["single_record_patterns"] = {
         "records": len(single),

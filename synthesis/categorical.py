@@ -31,6 +31,7 @@ __all__ = [
     "deviation_tables",
     "ordered_logit_combined",
     "pmse",
+    "pmse_model",
     "weighted_pmse",
     "table_deviations",
     "tables_involving",
@@ -193,10 +194,17 @@ def pmse(
         "per_dataset": per_dataset,
         # k differs between datasets when a synthetic dataset fills a cell the original leaves empty
         "null_expectation": float(np.mean(per_dataset["null_expectation"])),
-        "model": "logistic; main effects of "
-        + ", ".join(columns)
-        + (f"; interactions of {', '.join(synthesized)} with the other columns" if synthesized else ""),
+        "model": pmse_model(columns, synthesized),
     }
+
+
+def pmse_model(columns: Sequence[str], synthesized: Sequence[str]) -> str:
+    """The pMSE's propensity model in words (``utility.json``)."""
+    return (
+        "logistic; main effects of "
+        + ", ".join(columns)
+        + (f"; interactions of {', '.join(synthesized)} with the other columns" if synthesized else "")
+    )
 
 
 def weighted_pmse(

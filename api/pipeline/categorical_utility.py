@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayessdc.measures import MeasureInput, RegressionInput
 from bayessdc.risk.categorical import categorical_risk
+from bayessdc.risk.release_figures import MeasuredDatasets
 from bayessdc.synthesis.combining import Kind, kind_of_release
 
 from ..release import Measures
@@ -105,11 +106,16 @@ def categorical_utility(
     *,
     ordered_logits: OrderedLogits = (),
     say: Callable[[str], None] = lambda msg: None,
+    measured: MeasuredDatasets | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Utility of m synthetic categorical datasets (Hu & Savitsky, Section 3).
 
     The ordered logits are combined by the rules of the release's kind: partially synthetic when ``keep`` names
     a column, fully synthetic when it is empty (:func:`bayessdc.synthesis.combining.kind_of_release`).
+    ``measured``: the datasets already measured on integer keys with the one-, two- and three-way tables and the
+    pMSE (:meth:`bayessdc.risk.release_figures.CategoricalReleaseFigures.measure_datasets`, as the pipeline
+    does), whose table deviations and pMSE are used instead of the data-frame functions' (the same figures; at
+    1,000,000 records and m = 20, about 1 s against 10 s).
 
     Returns
     -------
@@ -119,11 +125,16 @@ def categorical_utility(
     """
     from bayessdc.synthesis.categorical import pmse, table_deviations, within_pattern_distributions
 
-    deviations = table_deviations(original, synthetic, synthesize, keep)
+    if measured is not None and measured.source.with_pmse and set(measured.source.tables) >= {1, 2, 3}:
+        figures = measured.source  # the same figures from integer keys (tests/risk/test_release_figures.py)
+        deviations, fit = figures.table_deviations(measured.figures), figures.pmse_summary(measured.figures)
+    else:
+        deviations = table_deviations(original, synthetic, synthesize, keep)
+        fit = pmse(original, synthetic, keep + synthesize, synthesize)
     cells, patterns = within_pattern_distributions(original, synthetic, synthesize, keep)
     utility: dict[str, Any] = {
         "table_deviations": deviations,
-        "pmse": pmse(original, synthetic, keep + synthesize, synthesize),
+        "pmse": fit,
         "within_pattern": {
             "mean_total_variation": float(patterns["total_variation"].mean()),
             "weighted_total_variation": float(np.average(patterns["total_variation"], weights=patterns["records"])),

@@ -315,15 +315,22 @@ class DPArealSynthesizer:
 
     def release_frame(self, data: ArealData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m)."""
-        values = joint.transpose("synthetic", "item").to_numpy()
         records = data.records
         column = records.synthesize_index[0]
+        values = self.synthesized_codes(data, joint)[records.variables[column]][1]
         frames = []
         for k in range(values.shape[0]):
             codes = records.codes.copy()
             codes[:, column] = values[k]
             frames.append(records.frame(codes).assign(synthetic=k + 1))
         return pd.concat(frames, ignore_index=True)[["synthetic", *records.variables]]
+
+    def synthesized_codes(self, data: ArealData, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
+        """The label of every dataset as codes: ``{label: (levels, codes)}``, ``codes`` of dimensions
+        ``(synthetic, item)`` over ``levels`` (the release gate measures these, no data frame)."""
+        records = data.records
+        label = records.variables[records.synthesize_index[0]]
+        return {label: (records.levels[label], joint.transpose("synthetic", "item").to_numpy())}
 
     def describe(self) -> dict[str, Any]:
         """The public description of the model written to ``release/model.json`` (no estimates)."""

@@ -450,16 +450,24 @@ class DPMPMSynthesizer:
             Joint codes of the synthesized variables, dimensions ``(synthetic, item)`` (from
             :func:`bayessdc.synthesis.datasets.draw_synthetic`).
         """
-        values = joint.transpose("synthetic", "item").to_numpy()
+        synthesized = self.synthesized_codes(data, joint)
         frames = []
-        for k in range(values.shape[0]):
+        for k in range(joint.sizes["synthetic"]):
             codes = data.codes.copy()
-            for j, level_codes in zip(
-                data.synthesize_index, np.unravel_index(values[k], data.synthesized_shape), strict=True
-            ):
-                codes[:, j] = level_codes
+            for j in data.synthesize_index:
+                codes[:, j] = synthesized[data.variables[j]][1][k]
             frames.append(data.frame(codes).assign(synthetic=k + 1))
         return pd.concat(frames, ignore_index=True)[["synthetic", *data.variables]]
+
+    def synthesized_codes(self, data: CategoricalData, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
+        """Every synthesized variable of every dataset as codes: ``{variable: (levels, codes)}``, ``codes`` of
+        dimensions ``(synthetic, item)`` over ``levels`` (the release gate measures these, no data frame)."""
+        values = joint.transpose("synthetic", "item").to_numpy()
+        parts = np.unravel_index(values, data.synthesized_shape)
+        return {
+            data.variables[j]: (data.levels[data.variables[j]], part)
+            for j, part in zip(data.synthesize_index, parts, strict=True)
+        }
 
     def describe(self) -> dict[str, Any]:
         """The public description of the model written to ``release/model.json`` (no estimates)."""

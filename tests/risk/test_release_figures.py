@@ -84,3 +84,51 @@ def test_gate_figures_read_from_the_measures_carry_their_inherent_range_and_unkn
     bad = original.assign(county="nowhere")
     with pytest.raises(ValueError, match="'county' holds 'nowhere'"):
         figures.of_dataset(bad)
+
+
+def test_every_records_matches_equal_the_data_frame_function():
+    """``record_risk``: T_i / c_i per record and knowledge set and the exact disclosures, as ``match_counts`` gives
+    them from data frames (one knowledge set with a key space too large for dense keys)."""
+    from bayessdc.risk.identification import match_counts
+
+    original, synthetic = _data(seed=4)
+    # sex x age x band x id x county: 2 x 11 x 10 x 600 x 25 = 3,300,000 cells, keyed through np.unique
+    original["id"], original["band"] = np.arange(len(original)) * 7919 % 600, np.arange(len(original)) % 10
+    synthetic["id"], synthetic["band"] = np.tile(original["id"].to_numpy(), 3), np.tile(original["band"].to_numpy(), 3)
+    known = [*KNOWN, ["sex", "age", "band", "id", "county"]]
+    figures = CategoricalReleaseFigures(original, ["county"], [*KEEP, "band", "id"], known, ways=(), pmse=False)
+    for _, frame in synthetic.groupby("synthetic"):
+        frame = frame.reset_index(drop=True)
+        at_risk = figures.record_risk(figures.synthetic_codes(frame))
+        np.testing.assert_array_equal(at_risk["exact"], frame["county"].to_numpy() == original["county"].to_numpy())
+        for columns in known:
+            counts = match_counts(original, frame, columns)
+            expected = np.where(counts["T"], 1.0 / np.maximum(counts["c"], 1), 0.0)
+            np.testing.assert_allclose(at_risk[f"match_risk[{'+'.join(columns)}]"], expected, rtol=1e-15)
+        assert at_risk["match_risk[sex+age+band+id+county]"].sum() > at_risk["match_risk[sex+county]"].sum() > 0
+
+
+def test_the_measured_datasets_give_the_data_frame_functions_utility_and_records():
+    """``measure_datasets``: the table deviations (per order and per table) and the pMSE summary of utility.json,
+    and the records' sums, as the data-frame functions give them."""
+    from bayessdc.risk.identification import match_counts
+
+    original, synthetic = _data(seed=6)
+    figures = CategoricalReleaseFigures(original, ["county"], KEEP, KNOWN)
+    measured = figures.measure_datasets(synthetic)
+    assert measured.m == 3 and list(measured.figures["synthetic"]) == [1, 2, 3]
+    deviations = table_deviations(original, synthetic, ["county"], KEEP)
+    assert figures.table_deviations(measured.figures) == deviations  # counts and their means: exactly
+    assert set(deviations["two-way"]["tables"]) == {"county x sex", "county x age"}
+    slow = pmse(original, synthetic, KEEP + ["county"], ["county"])
+    fast = figures.pmse_summary(measured.figures)
+    assert fast["model"] == slow["model"] and fast["per_dataset"]["parameters"] == slow["per_dataset"]["parameters"]
+    for key in ("pmse", "ratio", "null_expectation"):
+        assert fast[key] == pytest.approx(slow[key], rel=1e-9)
+    exact = sum((f["county"].to_numpy() == original["county"].to_numpy()) for _, f in synthetic.groupby("synthetic"))
+    np.testing.assert_array_equal(measured.exact, exact)
+    datasets = [frame.reset_index(drop=True) for _, frame in synthetic.groupby("synthetic")]
+    for known in KNOWN:
+        counts = [match_counts(original, frame, known) for frame in datasets]
+        expected = sum(np.where(c["T"], 1.0 / np.maximum(c["c"], 1), 0.0) for c in counts)
+        np.testing.assert_allclose(measured.match_risk["+".join(known)], expected, rtol=1e-14)
