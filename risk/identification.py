@@ -323,6 +323,17 @@ def inherent_risk(
     columns = list(dict.fromkeys([c for k in known_sets for c in k] + synthesized))
     codes = {c: pd.factorize(original[c], use_na_sentinel=False)[0].astype(np.int64) for c in columns}
     sizes = {c: max(int(codes[c].max()) + 1, 1) if n else 1 for c in columns}
+    # dense keys: the record's own (target) key and the kept columns' part of the released one, once; a
+    # repetition adds its synthesized codes times their strides (the same integers as _joint_keys)
+    dense = {}
+    for known in known_sets:
+        shape = [sizes[c] for c in known]
+        if float(np.prod(np.asarray(shape, dtype=float))) < 4 * n + 1_000_000:
+            strides = np.cumprod([1, *shape[::-1]])[:-1][::-1].astype(np.int64)
+            base = sum((codes[c] * st for c, st in zip(known, strides, strict=True) if c not in synthesized),
+                       np.zeros(n, dtype=np.int64))  # fmt: skip
+            varying = [(c, int(st)) for c, st in zip(known, strides, strict=True) if c in synthesized]
+            dense["+".join(known)] = (np.ravel_multi_index([codes[c] for c in known], shape), base, varying)
     out = {}
     with progress.bar(2 * repetitions, "inherent risk scenarios") as bar:
         for scenario, name in (("min", "minimum"), ("max", "maximum")):
@@ -336,9 +347,14 @@ def inherent_risk(
                     same &= drawn[c] == codes[c]
                 attribute = {"disclosures": int(same.sum()), "share": float(same.mean()) if n else float("nan")}
                 for known in known_sets:
-                    target, released = _joint_keys(
-                        [codes[c] for c in known], [drawn[c] for c in known], [sizes[c] for c in known]
-                    )
+                    if "+".join(known) in dense:
+                        target, released, varying = dense["+".join(known)]
+                        for c, stride in varying:
+                            released = released + drawn[c] * stride
+                    else:
+                        target, released = _joint_keys(
+                            [codes[c] for c in known], [drawn[c] for c in known], [sizes[c] for c in known]
+                        )
                     measures = identification_from_keys(target, released)
                     rows.append({"repetition": s + 1, "known": "+".join(known), **measures, **attribute})
                 bar.advance()
