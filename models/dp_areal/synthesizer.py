@@ -28,6 +28,7 @@ import bayessdc.synthesis.streams as streams
 from bayessdc import progress
 
 from ..cart.rules import Rule
+from ..categorical import long_frame
 from ..sampling import (
     CompiledModelCache,
     ConvergenceCriteria,
@@ -315,15 +316,7 @@ class DPArealSynthesizer:
 
     def release_frame(self, data: ArealData, joint: xr.DataArray) -> pd.DataFrame:
         """Synthetic datasets as one long table of labels with a ``synthetic`` column (1..m)."""
-        records = data.records
-        column = records.synthesize_index[0]
-        values = self.synthesized_codes(data, joint)[records.variables[column]][1]
-        frames = []
-        for k in range(values.shape[0]):
-            codes = records.codes.copy()
-            codes[:, column] = values[k]
-            frames.append(records.frame(codes).assign(synthetic=k + 1))
-        return pd.concat(frames, ignore_index=True)[["synthetic", *records.variables]]
+        return long_frame(data.records, self.synthesized_codes(data, joint), joint.sizes["synthetic"])
 
     def synthesized_codes(self, data: ArealData, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
         """The label of every dataset as codes: ``{label: (levels, codes)}``, ``codes`` of dimensions

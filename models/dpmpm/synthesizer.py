@@ -29,7 +29,7 @@ import xarray as xr
 
 from ..base import concat_chains
 from ..cart.rules import Rule
-from ..categorical import CategoricalData
+from ..categorical import CategoricalData, long_frame
 from ..sampling import ConvergenceCriteria, ConvergenceReport, check_convergence
 from ..structural_zeros import allowed_records, structural_zeros_dict
 from .gibbs import SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
@@ -450,14 +450,7 @@ class DPMPMSynthesizer:
             Joint codes of the synthesized variables, dimensions ``(synthetic, item)`` (from
             :func:`bayessdc.synthesis.datasets.draw_synthetic`).
         """
-        synthesized = self.synthesized_codes(data, joint)
-        frames = []
-        for k in range(joint.sizes["synthetic"]):
-            codes = data.codes.copy()
-            for j in data.synthesize_index:
-                codes[:, j] = synthesized[data.variables[j]][1][k]
-            frames.append(data.frame(codes).assign(synthetic=k + 1))
-        return pd.concat(frames, ignore_index=True)[["synthetic", *data.variables]]
+        return long_frame(data, self.synthesized_codes(data, joint), joint.sizes["synthetic"])
 
     def synthesized_codes(self, data: CategoricalData, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
         """Every synthesized variable of every dataset as codes: ``{variable: (levels, codes)}``, ``codes`` of
