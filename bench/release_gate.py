@@ -22,23 +22,28 @@ which figure), the parameter gate's verdict (a diagnostic), the seconds of the w
 datasets, risk with the default 100 inherent repetitions, utility), peak memory of the process and the load
 average. Each part runs in its own process, so that its peak memory is its own.
 
-Latest run (2026-12-01, one invocation, ``BAYESSDC_RLIB=<rlib> python bench/release_gate.py --reference --draws 500
---tune 500``, seed 1, alone on the machine, load average 1.0-2.2; the DPMPM at 58-59x NPBayesImputeCat per
-iteration, the DP-areal with the covariance sampled scale-free). Ratio: NPBayesImputeCat's seconds for the same
-chains and iterations on 2 cores, against this run's sampling (and its whole run: gate, datasets, risk, utility):
+Latest run (2026-12-01, session 44, one invocation, ``BAYESSDC_RLIB=<rlib> python bench/release_gate.py --reference
+--draws 500 --tune 500``, seed 1, alone on the machine, load average 1.1-3.0; the gate's datasets measured from their
+codes in threads, the pMSE fitted to its optimum, every table a margin of the full table). Ratio: NPBayesImputeCat's
+seconds for the same chains and iterations on 2 cores, against this run's sampling (and its whole run: gate,
+datasets, risk, utility):
 
 ================  ========  ========================================  =======  ======  =========  ===============
 part              verdict   largest SE / tolerance (figure)           chains   wall    peak mem   x NPBayesImputeCat
 ================  ========  ========================================  =======  ======  =========  ===============
-dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8        50 s    1.18 GB    2.7 (0.3)
-dpmpm-1m          passed    0.688 (expected_match_risk[g+a+county])   8 -> 32  820 s   6.18 GB    58.8 (11.2)
-dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8        138 s   2.20 GB    4.3 (0.5)
-dp-areal-ce       FAILED    0.449 (expected_match_risk[g+a+county])   4        940 s   1.26 GB    (no reference)
+dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8        16 s    1.18 GB    2.7 (0.9)
+dpmpm-1m          passed    0.688 (expected_match_risk[g+a+county])   8 -> 32  312 s   5.50 GB    56.6 (30.0)
+dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8        49 s    2.20 GB    4.2 (1.4)
+dp-areal-ce       FAILED    0.449 (expected_match_risk[g+a+county])   4        974 s   1.18 GB    (no reference)
 ================  ========  ========================================  =======  ======  =========  ===============
 
-dpmpm-1m: the stopping rule forecast 22 chains after 8 and added 24 (x1.5); 160,000 iterations are about 156 s of
-sampling, the rest is the gate's 1,600 datasets of 1,000,000 records and the policy's second draw (pattern
-conditioning, after full conditioning failed 3 of 5 criteria), mostly on one core: the 5-minute target is not met.
+The same run before (session 43, the gate's datasets as data frames, one after another, the pMSE by scikit-learn's
+L-BFGS): dpmpm-6208 50 s, dpmpm-1m 820 s, dpmpm-vlss 138 s, dp-areal-ce 940 s; the verdicts, chains and largest
+ratios the same. dpmpm-1m: the stopping rule forecast 22 chains after 8 and added 24 (x1.5); 160,000 iterations are
+about 165 s of sampling (2.07 ms per iteration and core), the gate's 1,600 datasets of 1,000,000 records most of the
+rest, then the policy's second draw (pattern conditioning, after full conditioning failed 3 of 5 criteria); the
+part alone again after ``long_frame`` (the released datasets' table built column by column): 320.6 s, the same
+chains and figures. The 5-minute target is missed by 12-21 s.
 dp-areal-ce: the figures were precise enough (0.449) but the chains had 7 divergent transitions at target_accept 0.9,
 so the gate refused and the stopping rule added no chain ("more chains do not remove divergences"). The run of
 2026-11-24 below, with PyMC's packed Cholesky factor of ``Sigma_phi`` and the same settings, had none (three runs):
