@@ -52,6 +52,7 @@ __all__ = [
     "SupportsReleaseFrame",
     "SupportsReleaseRisk",
     "SupportsSamplerSettings",
+    "SupportsSynthesizedCodes",
     "Synthesizer",
     "concat_chains",
     "sample_candidates",
@@ -99,6 +100,15 @@ class SupportsReleaseFrame(Protocol):
         released columns of every record with the sensitive items replaced by ``values`` (dimensions
         ``(synthetic, item)``); given the observed values (:meth:`Synthesizer.observed` with a ``synthetic``
         dimension of one), the confidential frame."""
+
+
+@runtime_checkable
+class SupportsSynthesizedCodes(Protocol):
+    """Optional: a categorical synthesizer's datasets as codes, for the release gate (no frames)."""
+
+    def synthesized_codes(self, data: Any, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
+        """Every synthesized column of every dataset of ``joint`` (dimensions ``(synthetic, item)``):
+        ``{column: (levels, codes)}``, ``codes`` of dimensions ``(synthetic, item)`` over ``levels``."""
 
 
 @runtime_checkable

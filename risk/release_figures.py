@@ -82,9 +82,10 @@ class CategoricalReleaseFigures:
     -----
     Figure names: ``expected_match_risk[<known>]``, ``true_match_rate[<known>]``, ``false_match_rate[<known>]``
     (``<known>`` the columns joined by ``+``), ``attribute_disclosures``, ``table_deviation[one-way]`` ...,
-    ``pmse``. Cost per dataset on the CE-like data (one core, 2026-12-01): n = 6,208 about 0.012 s, of which the
-    pMSE 0.009 s (0.1 s with the L-BFGS fit before); n = 1,000,000 0.14 s, of which the pMSE 0.02 s; the same
-    figures through the data-frame functions 0.25 s at n = 6,208.
+    ``pmse``. Cost per dataset on the CE-like data (one core, 2026-12-01, ``bench/release_figures.py``): n = 6,208
+    about 0.011 s, nearly all of it the pMSE (0.1 s with the L-BFGS fit before); n = 1,000,000 0.030 s (0.064 s
+    table by table, 0.14 s before the pMSE's exact fit); the same figures through the data-frame functions 0.25 s
+    at n = 6,208.
     """
 
     def __init__(
@@ -163,8 +164,8 @@ class CategoricalReleaseFigures:
         """One dataset's counts of every table and the identification figures of every knowledge set, from one
         count of the full table over all the columns: every other table is a margin of it (a sum over the other
         columns' axes), so a dataset costs one ``bincount`` pass over its records, a gather per knowledge set and
-        sums over a few thousand cells (1,000,000 CE-like records: 16 ms against 53 ms table by table,
-        ``bench/release_figures.py``). Empty (the figures table by table) when the full table is too large to
+        sums over a few thousand cells (1,000,000 CE-like records: a dataset's figures in 30 ms against 64 ms table
+        by table, ``bench/release_figures.py``). Empty (the figures table by table) when the full table is too large to
         count densely. The same integers, so the same figures as :meth:`_counts` and
         :func:`~bayessdc.risk.identification.identification_from_keys`."""
         cells = int(np.prod(np.asarray(self.cell_sizes, dtype=float)))

@@ -16,9 +16,7 @@ risk for other knowledge sets from the confidential records held in memory
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,17 +24,17 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayessdc import progress as _progress
 from bayessdc.measures import MeasureInput
 from bayessdc.models.base import concat_chains
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
-from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport, judge_release
+from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport
 
 from ..errors import InputError
 from ..release import Release
+from .categorical_gate import categorical_release_gate
 from .categorical_input import CategoricalPrepared, KnownSets
 from .categorical_utility import CategoricalMeasures, categorical_utility, ordered_logit_input
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
@@ -110,70 +108,7 @@ class CategoricalRecipe(Recipe):
         ``measures``, :func:`bayessdc.measures.compute_measures`, on integer keys), and the between-chain
         standard error of every pooled figure against its tolerance. The inherent scenarios are computed here
         once, for the gate's tolerances and the release's risk figures (``state.inherent``)."""
-        from bayessdc.measures import compute_measures, registry
-        from bayessdc.models.base import stack_draws
-        from bayessdc.risk.identification import inherent_risk
-        from bayessdc.synthesis.release_gate import measure_figures
-
-        x = prepared
-        columns = x.keep + x.synthesize
-        figures = CategoricalReleaseFigures(x.original, x.synthesize, x.keep, x.known, ways=(1, 2, 3), pmse=True)
-        if state.inherent is None:
-            state.inherent = inherent_risk(
-                x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed
-            )
-        synthesizer, posterior = state.synthesizer, state.idata.posterior
-        chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
-        per_chain = self.gate.datasets_per_chain
-        todo = [chain for chain in range(chains) if chain not in state.gate_frames]
-        say(f"release gate: {per_chain} synthetic datasets from each of {len(todo)} chains ...")
-        stacked = stack_draws(posterior)
-        records = max(len(x.original), 1)
-        batch = max(1, min(per_chain, 20_000_000 // records))  # bounds the memory of one batch of datasets
-        # measures that read only the release figures are given them from the datasets' codes (at 1,000,000
-        # records a dataset's frame cost more than its figures); any other gate measure gets the frames
-        registered = registry()
-        from_codes = all(registered[name].from_release_figures for name in self.gate.measures)
-        def chain_figures(chain: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-            """The figures of one chain's gate datasets (its own stream: the same whatever runs beside it)."""
-            frames, kinds = [], {}
-            rng = streams.rng(seed, "gate", chain)
-            positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
-            for start in range(0, per_chain, batch):
-                chosen = positions[start : start + batch]
-                values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
-                numbers = np.arange(1, len(chosen) + 1)
-                joint = values.rename(sample="synthetic").assign_coords(synthetic=numbers)
-                cache: dict[str, Any] = {"release_figures": figures}
-                if from_codes:
-                    cache["categorical_figures"] = _figures_from_codes(figures, synthesizer, prepared.data, joint)
-                    frame = pd.DataFrame({"synthetic": numbers})  # the datasets' numbers: their figures are above
-                else:
-                    frame = synthesizer.release_frame(prepared.data, joint)[["synthetic", *columns]]
-                data = MeasureInput(
-                    frame, x.original, released=columns, synthesized=x.synthesize, kept=x.keep,
-                    known_sets=x.known, partially_synthetic=True, inherent=state.inherent,
-                    repetitions=self.repetitions, seed=seed, cache=cache,
-                )  # fmt: skip
-                table, kinds = measure_figures(compute_measures(data, self.gate.measures))
-                frames.append(table.drop(columns="synthetic").assign(chain=chain))
-                bar.advance(len(chosen))
-            return pd.concat(frames, ignore_index=True), kinds
-
-        # chains in threads, one per core: the synthesis kernels release the GIL and numpy's passes over a
-        # dataset's keys mostly do (1,000,000 records: 1.5x on 2 cores for the figures, 2x for the draws)
-        cores = getattr(getattr(synthesizer, "settings", None), "cores", None) or os.cpu_count() or 1
-        workers = max(1, min(len(todo), cores))
-        with _progress.bar(len(todo) * per_chain, "release gate datasets") as bar:
-            if workers > 1:
-                with ThreadPoolExecutor(workers) as pool:
-                    done = list(pool.map(chain_figures, todo))
-            else:
-                done = [chain_figures(chain) for chain in todo]
-        for chain, (frame, kinds) in zip(todo, done, strict=True):
-            state.gate_frames[chain], state.gate_kinds = frame, kinds
-        by_dataset = pd.concat([state.gate_frames[chain] for chain in range(chains)], ignore_index=True)
-        return judge_release(by_dataset, state.gate_kinds, self.gate, divergences=divergences)
+        return categorical_release_gate(self.gate, self.repetitions, prepared, state, seed, say, divergences)
 
     def more_chains(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
                     workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
@@ -325,24 +260,3 @@ def categorical_report_content(label: str, prepared: CategoricalPrepared, releas
         original=prepared.original, synthetic=release.synthetic, compared=list(synthesize), about=about
     )
 
-
-def _figures_from_codes(figures: CategoricalReleaseFigures, synthesizer: Any, data: Any, joint: Any) -> pd.DataFrame:
-    """The release figures of every dataset of ``joint`` (dims ``(synthetic, item)``) from the synthesized
-    columns' codes (the synthesizer's ``synthesized_codes``), as :meth:`CategoricalReleaseFigures.by_dataset` gives
-    them from the datasets' frames: the same figures, without the frames."""
-    coded = {}
-    for column, (levels, codes) in synthesizer.synthesized_codes(data, joint).items():
-        recode = figures.recoding(column, levels)
-        if (recode < 0).any():
-            used = np.flatnonzero(np.bincount(codes.ravel(), minlength=len(recode)))
-            if (recode[used] < 0).any():
-                bad = pd.Index(levels)[used[recode[used] < 0][0]]
-                bad = bad.item() if isinstance(bad, np.generic) else bad
-                raise ValueError(f"synthetic column {column!r} holds {bad!r}, a value the original never takes")
-        coded[column] = codes if np.array_equal(recode, np.arange(len(recode))) else recode[codes]
-    numbers = joint["synthetic"].to_numpy()
-    rows = [
-        {"synthetic": number, **figures.of_codes({c: codes[k] for c, codes in coded.items()})}
-        for k, number in enumerate(numbers)
-    ]
-    return pd.DataFrame(rows)
