@@ -50,11 +50,13 @@ from bayessdc.synthesis import streams
 __all__ = [
     "IDENTIFICATION_MEASURES",
     "attribute_disclosures",
+    "identification_from_counts",
     "identification_from_keys",
     "identification_risk",
     "inherent_datasets",
     "inherent_sources",
     "inherent_risk",
+    "key_parts",
     "label_attribute_risk",
     "match_counts",
     "place_among",
@@ -329,10 +331,7 @@ def inherent_risk(
     for known in known_sets:
         shape = [sizes[c] for c in known]
         if float(np.prod(np.asarray(shape, dtype=float))) < 4 * n + 1_000_000:
-            strides = np.cumprod([1, *shape[::-1]])[:-1][::-1].astype(np.int64)
-            base = sum((codes[c] * st for c, st in zip(known, strides, strict=True) if c not in synthesized),
-                       np.zeros(n, dtype=np.int64))  # fmt: skip
-            varying = [(c, int(st)) for c, st in zip(known, strides, strict=True) if c in synthesized]
+            base, varying = key_parts(known, shape, codes, synthesized)
             dense["+".join(known)] = (np.ravel_multi_index([codes[c] for c in known], shape), base, varying)
     out = {}
     with progress.bar(2 * repetitions, "inherent risk scenarios") as bar:
@@ -372,18 +371,39 @@ def identification_from_keys(target: np.ndarray, released: np.ndarray) -> dict[s
         ``expected_match_risk``, ``true_match_rate``, ``false_match_rate`` (NaN without a unique match) and
         ``unique_matches``, as :func:`identification_risk`.
     """
-    n = len(target)
-    size = int(max(target.max(), released.max())) + 1 if n else 0
-    c = np.bincount(released, minlength=size)[target]
-    t = target == released
+    size = int(max(target.max(), released.max())) + 1 if len(target) else 0
+    return identification_from_counts(np.bincount(released, minlength=size)[target], target == released)
+
+
+def identification_from_counts(c: np.ndarray, t: np.ndarray) -> dict[str, float]:
+    """Eq. 15-17 from every record's ``c_i`` (released records matching its true known values) and ``T_i`` (its
+    own released record among them), as :func:`identification_from_keys` returns them."""
+    n = len(c)
     unique = c == 1
     count = int(unique.sum())
     return {
-        "expected_match_risk": float((1.0 / c[t]).sum()),
+        "expected_match_risk": float((t / np.maximum(c, 1)).sum()),  # c_i >= 1 wherever T_i = 1
         "true_match_rate": float((unique & t).sum() / n),
         "false_match_rate": float((unique & ~t).sum() / count) if count else float("nan"),
         "unique_matches": count,
     }
+
+
+def key_parts(
+    columns: Sequence[str], sizes: Sequence[int], codes: dict[str, np.ndarray], varying: Sequence[str]
+) -> tuple[np.ndarray, list[tuple[str, int]]]:
+    """``np.ravel_multi_index`` of the columns' codes (C order, ``sizes``) split into the part of the columns that
+    do not vary (``base``, from ``codes``) and the stride of every column in ``varying``: the key of a dataset whose
+    ``varying`` columns hold other codes is ``base + sum(stride * code)``, the same integers."""
+    strides = np.cumprod([1, *list(sizes)[::-1]])[:-1][::-1].astype(np.int64)
+    base = np.zeros(len(codes[columns[0]]) if columns else 0, dtype=np.int64)
+    moving = []
+    for column, stride in zip(columns, strides, strict=True):
+        if column in varying:
+            moving.append((column, int(stride)))
+        else:
+            base += codes[column] * stride
+    return base, moving
 
 
 def _joint_keys(

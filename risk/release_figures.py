@@ -30,7 +30,7 @@ import pandas as pd
 
 from bayessdc.synthesis.categorical import pmse_model, tables_involving, weighted_pmse
 
-from .identification import IDENTIFICATION_MEASURES, identification_from_keys
+from .identification import IDENTIFICATION_MEASURES, identification_from_counts, identification_from_keys, key_parts
 
 __all__ = ["CategoricalReleaseFigures", "MeasuredDatasets"]
 
@@ -145,15 +145,7 @@ class CategoricalReleaseFigures:
             sizes = self._sizes(columns)
             if float(np.prod(np.asarray(sizes, dtype=float))) >= 2**62:
                 raise ValueError(f"the table over {', '.join(columns)} has too many cells for integer keys")
-            strides = np.cumprod([1, *sizes[::-1]])[:-1][::-1].astype(np.int64)
-            base = np.zeros(self.n, dtype=np.int64)
-            varying = []
-            for column, stride in zip(columns, strides, strict=True):
-                if column in self.synthesize:
-                    varying.append((column, int(stride)))
-                else:
-                    base += self.codes[column] * stride
-            parts = self._key_parts[combo] = (base, varying)
+            parts = self._key_parts[combo] = key_parts(columns, sizes, self.codes, self.synthesize)
         base, varying = parts
         key = base
         for column, stride in varying:
@@ -182,30 +174,32 @@ class CategoricalReleaseFigures:
             summed = full.sum(axis=tuple(a for a in range(len(self.columns)) if a not in axes))
             # the summed array's axes are the combo's columns in the order of self.columns; the key's order is combo's
             tables[combo] = np.transpose(summed, np.argsort(np.argsort(axes))).ravel()
-        identification = {}
-        same: dict[tuple[str, ...], np.ndarray] = {}
-        for name, (known, target, _) in self.known_keys.items():
-            counts = tables.get(tuple(known))
-            if counts is None:
-                continue
-            c = counts[target]
-            # T_i: the record's own released values equal its true known ones (its synthesized ones, here)
-            mine = tuple(col for col in self.synthesize if col in known)
-            if mine not in same:
-                own = np.ones(self.n, dtype=bool)
-                for col in mine:
-                    own &= codes[col] == self.codes[col]
-                same[mine] = own
-            own = same[mine]
-            unique = c == 1
-            matches = int(unique.sum())
-            identification[name] = {
-                "expected_match_risk": float((own / np.maximum(c, 1)).sum()),  # c >= 1 wherever T_i = 1
-                "true_match_rate": float((unique & own).sum() / self.n),
-                "false_match_rate": float((unique & ~own).sum() / matches) if matches else float("nan"),
-                "unique_matches": matches,
-            }
+        identification = {
+            name: identification_from_counts(*self._matches(name, codes, tables))
+            for name, (known, _, _) in self.known_keys.items()
+            if tuple(known) in tables
+        }
         return tables, identification
+
+    def _same(self, codes: dict[str, np.ndarray], columns: Sequence[str]) -> np.ndarray:
+        """Per record: its synthesized values among ``columns`` all equal its true ones."""
+        same = np.ones(self.n, dtype=bool)
+        for col in self.synthesize:
+            if col in columns:
+                same &= codes[col] == self.codes[col]
+        return same
+
+    def _matches(
+        self, name: str, codes: dict[str, np.ndarray], tables: dict[tuple[str, ...], np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``c_i`` and ``T_i`` of every record for knowledge set ``name``: from the dataset's dense counts of its
+        table when counted (``T_i``: the record's synthesized known values are its own), else from its keys."""
+        known, target, _ = self.known_keys[name]
+        counts = tables.get(tuple(known))
+        if counts is not None:
+            return counts[target], self._same(codes, known)
+        target, released = self._match_keys(name, codes)
+        return np.bincount(released, minlength=int(max(target.max(), released.max())) + 1)[target], target == released
 
     def _original_key(self, columns: Sequence[str], counts: bool = False) -> tuple[np.ndarray, ...]:
         key = self._key(columns, self.codes)
@@ -283,14 +277,13 @@ class CategoricalReleaseFigures:
         synthesized value its true one) and, per knowledge set, ``match_risk[<known>]``: ``T_i / c_i`` (0 when
         ``T_i = 0``), as :func:`bayessdc.risk.identification.match_counts` gives ``c`` and ``T``."""
         codes = self._checked(synthesized)
-        same = np.ones(self.n, dtype=bool)
-        for col in self.synthesize:
-            same &= codes[col] == self.codes[col]
-        out = {"exact": same}
+        return self._record_risk(codes, self._dense_pass(codes)[0])
+
+    def _record_risk(self, codes: dict[str, np.ndarray], tables: dict[tuple[str, ...], np.ndarray]) -> dict[str, Any]:
+        out = {"exact": self._same(codes, self.synthesize)}
         for name in self.known_keys:
-            target, released = self._match_keys(name, codes)
-            c = np.bincount(released, minlength=int(max(target.max(), released.max())) + 1)[target]
-            out[f"match_risk[{name}]"] = np.where(target == released, 1.0 / np.maximum(c, 1), 0.0)
+            c, own = self._matches(name, codes, tables)
+            out[f"match_risk[{name}]"] = np.where(own, 1.0 / np.maximum(c, 1), 0.0)
         return out
 
     def _deviation(
@@ -323,17 +316,21 @@ class CategoricalReleaseFigures:
         path (:meth:`recoding` translates a synthesizer's codes). ``details``: also every table's deviation,
         ``table_deviation[<a x b>]``, and the pMSE's ``pmse_parameters`` and ``pmse_null_expectation``."""
         codes = self._checked(synthesized)
-        counted, identified = self._dense_pass(codes) if self.n else ({}, {})
+        return self._figures(codes, self._dense_pass(codes), details)
+
+    def _figures(
+        self, codes: dict[str, np.ndarray], dense: tuple[dict[tuple[str, ...], np.ndarray], dict[str, Any]],
+        details: bool,
+    ) -> dict[str, float]:  # fmt: skip
+        """:meth:`of_codes` of checked codes with their :meth:`_dense_pass`."""
+        counted, identified = dense
         out: dict[str, float] = {}
         for name in self.known_keys:
             measures = identified.get(name) or identification_from_keys(*self._match_keys(name, codes))
             for measure in IDENTIFICATION_MEASURES:
                 out[f"{measure}[{name}]"] = measures[measure]
             out[f"unique_matches[{name}]"] = float(measures["unique_matches"])
-        same = np.ones(self.n, dtype=bool)
-        for col in self.synthesize:
-            same &= codes[col] == self.codes[col]
-        out["attribute_disclosures"] = float(same.sum())
+        out["attribute_disclosures"] = float(self._same(codes, self.synthesize).sum())
         for way, tables in self.tables.items():
             total = 0.0
             for combo, _, original_cells in tables:
@@ -439,8 +436,9 @@ class CategoricalReleaseFigures:
         match_risk = {name: np.zeros(self.n) for name in self.known_keys}
         for number, frame in synthetic.groupby(by, sort=True):
             codes = self.synthetic_codes(frame.reset_index(drop=True))
-            rows.append({by: number, **self.of_codes(codes, details=True)})
-            at_risk = self.record_risk(codes)
+            dense = self._dense_pass(codes)
+            rows.append({by: number, **self._figures(codes, dense, details=True)})
+            at_risk = self._record_risk(codes, dense[0])
             exact += at_risk["exact"]
             for name, total in match_risk.items():
                 total += at_risk[f"match_risk[{name}]"]
