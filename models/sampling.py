@@ -164,6 +164,8 @@ class ConvergenceReport:
     worst_ess_bulk: str
     criteria: ConvergenceCriteria = field(default_factory=ConvergenceCriteria)
     sampling_seconds: float | None = None
+    #: The quantities the gate judged (posterior variables, then the derived ones), in order.
+    monitored: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -513,4 +515,5 @@ def check_convergence(
         worst_ess_bulk=worst_e,
         criteria=criteria,
         sampling_seconds=float(seconds) if seconds is not None else None,
+        monitored=tuple(str(name) for name in monitored.data_vars),
     )

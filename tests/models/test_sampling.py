@@ -49,6 +49,8 @@ def test_derived_quantities_are_monitored_instead_of_parameters():
     good = _idata([0, 0, 0, 0], seed=1).posterior["x"].rename("good")
     report = check_convergence(idata, var_names=[], derived={"good": good})
     assert report.passed and report.worst_r_hat == "good"
+    assert report.monitored == ("good",)  # what the gate judged: the derived quantity, not x
+    assert check_convergence(idata, derived={"good": good}).monitored == ("x", "good")
 
 
 @pytest.mark.parametrize(
