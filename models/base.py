@@ -23,6 +23,10 @@ protocols, so that no generic module needs to know any one model:
     replaces with :func:`dataclasses.replace`.
 :class:`SupportsContinuation` (optional: the group runner's first extension of a fit that missed r_hat or ESS)
     ``continue_fit(idata, data, draws, seed)``, the chains continued from their adapted state.
+:class:`SupportsSynthesizedCodes`, :class:`SupportsSynthesizedCellCounts` (optional: the release gate's datasets
+    without frames) ``synthesized_codes(data, joint)``, every dataset's synthesized columns as codes, and
+    ``synthesized_cell_counts(posterior, data, rng)``, datasets drawn as counts per cell of identical records
+    (:class:`SyntheticCellCounts`).
 
 Posterior draws travel as an :class:`xarray.Dataset` with one ``sample`` dimension (chains and draws
 stacked, :func:`stack_draws`); sensitive values as :class:`xarray.DataArray` objects with dimensions
@@ -37,6 +41,7 @@ text), the ``sampler_seed`` and the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import arviz as az
@@ -52,8 +57,10 @@ __all__ = [
     "SupportsReleaseFrame",
     "SupportsReleaseRisk",
     "SupportsSamplerSettings",
+    "SupportsSynthesizedCellCounts",
     "SupportsSynthesizedCodes",
     "Synthesizer",
+    "SyntheticCellCounts",
     "concat_chains",
     "sample_candidates",
     "stack_draws",
@@ -109,6 +116,43 @@ class SupportsSynthesizedCodes(Protocol):
     def synthesized_codes(self, data: Any, joint: xr.DataArray) -> dict[str, tuple[Any, np.ndarray]]:
         """Every synthesized column of every dataset of ``joint`` (dimensions ``(synthetic, item)``):
         ``{column: (levels, codes)}``, ``codes`` of dimensions ``(synthetic, item)`` over ``levels``."""
+
+
+@dataclass(frozen=True)
+class SyntheticCellCounts:
+    """Partially synthetic datasets as counts per cell: the original records grouped into cells of records equal in
+    every column, and for each dataset how many records of each cell take each joint value of the synthesized
+    columns. Every release figure sums over records, and records of one cell are exchangeable, so the counts give
+    the same figures as the records (:meth:`bayessdc.risk.release_figures.CategoricalReleaseFigures.of_cell_counts`).
+
+    Attributes
+    ----------
+    cells
+        ``{column: (levels, codes)}``: every column's code in every cell (``codes`` of length C, over ``levels``).
+    values
+        ``{synthesized column: (levels, codes)}``: each synthesized column's code in every joint value (length V).
+    records
+        ``(C,)`` each cell's records.
+    counts
+        ``(dataset, C, V)`` integer counts; each cell's row sums to its records.
+    """
+
+    cells: dict[str, tuple[Any, np.ndarray]]
+    values: dict[str, tuple[Any, np.ndarray]]
+    records: np.ndarray
+    counts: np.ndarray
+
+
+@runtime_checkable
+class SupportsSynthesizedCellCounts(Protocol):
+    """Optional: a categorical synthesizer's datasets drawn as counts per cell, for the release gate."""
+
+    def synthesized_cell_counts(
+        self, posterior: xr.Dataset, data: Any, rng: np.random.Generator
+    ) -> SyntheticCellCounts | None:
+        """One dataset per draw of ``posterior`` (dimension ``sample``) as :class:`SyntheticCellCounts`, drawn from
+        ``rng`` like ``posterior_predictive``'s values; ``None`` when the synthesizer cannot (then the gate draws
+        records)."""
 
 
 @runtime_checkable

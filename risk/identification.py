@@ -50,6 +50,7 @@ from bayessdc.synthesis import streams
 __all__ = [
     "IDENTIFICATION_MEASURES",
     "attribute_disclosures",
+    "identification_from_cells",
     "identification_from_counts",
     "identification_from_keys",
     "identification_risk",
@@ -378,13 +379,25 @@ def identification_from_keys(target: np.ndarray, released: np.ndarray) -> dict[s
 def identification_from_counts(c: np.ndarray, t: np.ndarray) -> dict[str, float]:
     """Eq. 15-17 from every record's ``c_i`` (released records matching its true known values) and ``T_i`` (its
     own released record among them), as :func:`identification_from_keys` returns them."""
-    n = len(c)
-    unique = c == 1
-    count = int(unique.sum())
+    t = np.asarray(t, dtype=bool)
+    return identification_from_cells(c, t.astype(np.int64), np.ones(len(c), dtype=np.int64))
+
+
+def identification_from_cells(c: np.ndarray, own: np.ndarray, records: np.ndarray) -> dict[str, float]:
+    """Eq. 15-17 from groups of records that share ``c_i`` (records of one cell of identical true values): each
+    group's ``c`` (released records matching its true known values), ``own`` (its records with ``T_i = 1``) and
+    ``records``; one record per group is :func:`identification_from_counts`.
+
+    ``expected_match_risk = sum_i T_i / c_i``, ``true_match_rate = #{c_i = 1, T_i = 1} / n``,
+    ``false_match_rate = #{c_i = 1, T_i = 0} / #{c_i = 1}`` (NaN when no record is uniquely matched).
+    """
+    n = int(np.sum(records))
+    unique = np.asarray(c) == 1
+    count = int(records[unique].sum())
     return {
-        "expected_match_risk": float((t / np.maximum(c, 1)).sum()),  # c_i >= 1 wherever T_i = 1
-        "true_match_rate": float((unique & t).sum() / n),
-        "false_match_rate": float((unique & ~t).sum() / count) if count else float("nan"),
+        "expected_match_risk": float((own / np.maximum(c, 1)).sum()),  # c_i >= 1 wherever T_i = 1
+        "true_match_rate": float(own[unique].sum() / n),
+        "false_match_rate": float((records - own)[unique].sum() / count) if count else float("nan"),
         "unique_matches": count,
     }
 

@@ -54,6 +54,14 @@ def categorical_release_gate(
     # records a dataset's frame cost more than its figures); any other gate measure gets the frames
     registered = registry()
     from_codes = all(registered[name].from_release_figures for name in gate.measures)
+    # cheaper still: datasets drawn as counts per cell of identical records, where the synthesizer can (the
+    # DPMPM without structural zeros; 1,000,000 records: 17 + 16 ms a dataset against 40 + 30 ms from codes)
+    layout = None
+    if from_codes and figures.counts_densely and hasattr(synthesizer, "synthesized_cell_counts"):
+        empty = synthesizer.synthesized_cell_counts(stacked.isel(sample=[]), prepared.data, streams.rng(seed, "gate"))
+        if empty is not None:  # what every dataset's counts are read against, once
+            layout = figures.cell_layout(empty.cells, empty.values, empty.records)
+            batch = max(1, min(batch, 5_000_000 // max(layout.full_key.size, 1)))  # a batch's counts: 40 MB at most
 
     def chain_figures(chain: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         """The figures of one chain's gate datasets (its own stream: the same whatever runs beside it)."""
@@ -62,15 +70,23 @@ def categorical_release_gate(
         positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
         for start in range(0, per_chain, batch):
             chosen = positions[start : start + batch]
-            values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
             numbers = np.arange(1, len(chosen) + 1)
-            joint = values.rename(sample="synthetic").assign_coords(synthetic=numbers)
             cache: dict[str, Any] = {"release_figures": figures}
-            if from_codes:
-                cache["categorical_figures"] = _figures_from_codes(figures, synthesizer, prepared.data, joint)
-                frame = pd.DataFrame({"synthetic": numbers})  # the datasets' numbers: their figures are above
+            if layout is not None:
+                cells = synthesizer.synthesized_cell_counts(stacked.isel(sample=chosen), prepared.data, rng)
+                cache["categorical_figures"] = pd.DataFrame(
+                    [{"synthetic": number, **figures.of_cell_counts(layout, counts)}
+                     for number, counts in zip(numbers, cells.counts, strict=True)]
+                )  # fmt: skip
+                frame = pd.DataFrame({"synthetic": numbers})
             else:
-                frame = synthesizer.release_frame(prepared.data, joint)[["synthetic", *columns]]
+                values = synthesizer.posterior_predictive(stacked.isel(sample=chosen), prepared.data, rng)
+                joint = values.rename(sample="synthetic").assign_coords(synthetic=numbers)
+                if from_codes:
+                    cache["categorical_figures"] = _figures_from_codes(figures, synthesizer, prepared.data, joint)
+                    frame = pd.DataFrame({"synthetic": numbers})  # the datasets' numbers: their figures are above
+                else:
+                    frame = synthesizer.release_frame(prepared.data, joint)[["synthetic", *columns]]
             data = MeasureInput(
                 frame, x.original, released=columns, synthesized=x.synthesize, kept=x.keep,
                 known_sets=x.known, partially_synthetic=True, inherent=state.inherent,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..base import concat_chains
+from ..base import SyntheticCellCounts, concat_chains
 from ..cart.rules import Rule
 from ..categorical import CategoricalData, long_frame
 from ..sampling import ConvergenceCriteria, ConvergenceReport, check_convergence
@@ -35,7 +35,7 @@ from ..structural_zeros import allowed_records, structural_zeros_dict
 from .gibbs import SAMPLER_DECISION, SMALL_CELL, GibbsSettings, run_gibbs
 from .marginal import build_model, model_hyperparameters
 from .model import DEFAULT_K, DPMPMPriors, level_dim
-from .predictive import synthesize_cells
+from .predictive import synthesize_cell_counts, synthesize_cells
 
 __all__ = ["CONDITIONINGS", "PATTERN_MONITOR_RECORDS", "Conditioning", "DPMPMSynthesizer"]
 
@@ -419,17 +419,50 @@ class DPMPMSynthesizer:
     ) -> np.ndarray:  # fmt: skip
         """Synthesized level codes ``(n, J)`` from one posterior draw (``pi`` (K,), ``thetas`` [(K, d_j)]);
         ``reject``: redraw the records that violate a structural zero (:meth:`_reject_impossible`)."""
+        order, cell_start = data.cell_order
+        values = synthesize_cells(order, cell_start, *self._kernel_inputs(pi, thetas, data), rng, SMALL_CELL)
+        if reject and self.structural_zeros:
+            values = self._reject_impossible(values, pi, thetas, data, rng)
+        return values
+
+    def _kernel_inputs(
+        self, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The synthesis kernels' class weights per cell ``(C, K)``, cumulative theta of the synthesized variables
+        ``(K, L)`` and their blocks on its level axis ``(J + 1,)``, for one posterior draw."""
         # p(z = k | the conditioning values) per cell: records of one cell share it.
         weights = self._class_weights(pi[None], [t[None] for t in thetas], data, data.cell_codes, self.conditioning)[0]
         synthesized = [thetas[j] for j in data.synthesize_index]
         theta_cdf = np.ascontiguousarray(np.concatenate([np.cumsum(t, axis=1) for t in synthesized], axis=1))
         syn_start = np.concatenate([[0], np.cumsum([t.shape[1] for t in synthesized])]).astype(np.int64)
-        order, cell_start = data.cell_order
-        weights = np.ascontiguousarray(weights)
-        values = synthesize_cells(order, cell_start, weights, theta_cdf, syn_start, rng, SMALL_CELL)
-        if reject and self.structural_zeros:
-            values = self._reject_impossible(values, pi, thetas, data, rng)
-        return values
+        return np.ascontiguousarray(weights), theta_cdf, syn_start
+
+    def synthesized_cell_counts(
+        self, posterior: xr.Dataset, data: CategoricalData, rng: np.random.Generator
+    ) -> SyntheticCellCounts | None:
+        """One dataset per draw of ``posterior`` as counts per cell of :attr:`CategoricalData.cell_codes`
+        (:func:`~bayessdc.models.dpmpm.predictive.synthesize_cell_counts`): the class counts and values of
+        :meth:`posterior_predictive`, drawn the same way, without assigning them to records. ``None`` under
+        structural zeros (their rejection redraws records)."""
+        if self.structural_zeros:
+            return None
+        pi, thetas = self._arrays(posterior, data)
+        shape = data.synthesized_shape
+        _, cell_start = data.cell_order
+        counts = np.empty((pi.shape[0], len(data.cell_counts), int(np.prod(shape))), dtype=np.int64)
+        for s in range(pi.shape[0]):
+            inputs = self._kernel_inputs(pi[s], [t[s] for t in thetas], data)
+            synthesize_cell_counts(cell_start, *inputs, rng, SMALL_CELL, counts[s])
+        joint = np.unravel_index(np.arange(counts.shape[-1]), shape)
+        return SyntheticCellCounts(
+            cells={v: (data.levels[v], data.cell_codes[:, j]) for j, v in enumerate(data.variables)},
+            values={
+                data.variables[j]: (data.levels[data.variables[j]], codes)
+                for j, codes in zip(data.synthesize_index, joint, strict=True)
+            },
+            records=np.asarray(data.cell_counts, dtype=np.int64),
+            counts=counts,
+        )
 
     def _reject_impossible(
         self, values: np.ndarray, pi: np.ndarray, thetas: list[np.ndarray], data: CategoricalData,

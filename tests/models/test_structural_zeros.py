@@ -218,3 +218,13 @@ def test_the_command_line_takes_rules_and_refuses_a_bad_one_before_fitting(tmp_p
     err = capsys.readouterr().err
     assert "'income' is numeric with 266 distinct values" in err and "--max-numeric-levels" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_no_dpmpm_cell_counts_under_structural_zeros():
+    """The release gate's counts per cell skip the rejection of records, so under structural zeros there are none
+    (the gate draws records)."""
+    _, data, posterior = _hand(10)
+    rules = tuple(check_structural_zeros(read_structural_zeros(NO_G0), data))
+    synth = DPMPMSynthesizer(K=2, structural_zeros=rules)
+    assert synth.synthesized_cell_counts(posterior, data, np.random.default_rng(0)) is None
+    assert DPMPMSynthesizer(K=2).synthesized_cell_counts(posterior, data, np.random.default_rng(0)) is not None

@@ -181,3 +181,17 @@ def test_place_among_reports_percentile_ranks():
     assert out["min"] == 1 and out["mean"] == 2 and out["max"] == 3
     assert (out["min_percentile"], out["mean_percentile"], out["max_percentile"]) == (0.2, 0.4, 0.6)
     assert out["reference_mean"] == 2.0
+
+
+def test_identification_from_cells_by_hand_and_as_records():
+    """Three cells of 2, 3 and 1 records with c = 1, 2, 1 and 1, 2, 0 records whose own record is released with
+    their true values: risk 1/1 + 2/2 + 0 = 2, true unique matches 1 of 6, false 2 of the 3 uniquely matched."""
+    from bayessdc.risk.identification import identification_from_cells, identification_from_counts
+
+    got = identification_from_cells(np.array([1, 2, 1]), np.array([1, 2, 0]), np.array([2, 3, 1]))
+    assert got == {"expected_match_risk": 2.0, "true_match_rate": 1 / 6, "false_match_rate": 2 / 3,
+                   "unique_matches": 3}  # fmt: skip
+    # the same records one by one
+    c = np.array([1, 1, 2, 2, 2, 1])
+    t = np.array([True, False, True, True, False, False])
+    assert identification_from_counts(c, t) == got

@@ -138,3 +138,67 @@ def test_the_measured_datasets_give_the_data_frame_functions_utility_and_records
         counts = [match_counts(original, frame, known) for frame in datasets]
         expected = sum(np.where(c["T"], 1.0 / np.maximum(c["c"], 1), 0.0) for c in counts)
         np.testing.assert_allclose(measured.match_risk["+".join(known)], expected, rtol=1e-14)
+
+
+def _as_cells(original: pd.DataFrame, synthetic: pd.DataFrame, synthesize: list[str]):
+    """A dataset as counts per cell of identical original records, in a coding of its own (levels reversed)."""
+    columns = list(original.columns)
+    levels = {c: np.sort(original[c].unique())[::-1] for c in columns}
+    coded = {c: pd.Index(levels[c]).get_indexer(original[c]) for c in columns}
+    cells, cell_of = np.unique(np.column_stack([coded[c] for c in columns]), axis=0, return_inverse=True)
+    cell_of = cell_of.ravel()
+    shape = tuple(len(levels[c]) for c in synthesize)
+    value = np.ravel_multi_index(tuple(pd.Index(levels[c]).get_indexer(synthetic[c]) for c in synthesize), shape)
+    counts = np.zeros((len(cells), int(np.prod(shape))), dtype=np.int64)
+    np.add.at(counts, (cell_of, value), 1)
+    joint = np.unravel_index(np.arange(counts.shape[1]), shape)
+    return (
+        {c: (levels[c], cells[:, j]) for j, c in enumerate(columns)},
+        {c: (levels[c], part) for c, part in zip(synthesize, joint, strict=True)},
+        np.bincount(cell_of),
+        counts,
+    )
+
+
+@pytest.mark.parametrize("synthesize", [["county"], ["county", "age"]])
+def test_datasets_as_counts_per_cell_give_the_figures_of_their_records(synthesize):
+    original, synthetic = _data()
+    keep = [c for c in ("sex", "age") if c not in synthesize]
+    if "age" in synthesize:  # the synthetic ages of the records: drawn at random
+        rng = np.random.default_rng(4)
+        redrawn = rng.integers(1, 12, len(synthetic))
+        synthetic["age"] = np.where(rng.random(len(synthetic)) < 0.5, synthetic["age"], redrawn)
+    figures = CategoricalReleaseFigures(original, synthesize, keep, KNOWN)
+    layout = None
+    for _, frame in synthetic.groupby("synthetic"):
+        frame = frame.reset_index(drop=True)
+        cells, values, records, counts = _as_cells(original[keep + synthesize], frame, synthesize)
+        layout = layout or figures.cell_layout(cells, values, records)
+        by_cells, by_records = figures.of_cell_counts(layout, counts, details=True), figures.of_dataset(frame, True)
+        assert by_cells.keys() == by_records.keys()
+        for name, value in by_records.items():
+            if name.startswith("expected_match_risk"):  # summed by cell, not by record
+                assert by_cells[name] == pytest.approx(value, rel=1e-12), name
+            else:
+                assert by_cells[name] == value or (np.isnan(value) and np.isnan(by_cells[name])), name
+        assert by_records["attribute_disclosures"] > 0 and by_records["unique_matches[sex+age+county]"] > 0
+
+
+def test_counts_per_cell_that_are_not_the_originals_records_are_refused():
+    original, synthetic = _data()
+    figures = CategoricalReleaseFigures(original, ["county"], KEEP, KNOWN)
+    cells, values, records, counts = _as_cells(original[KEEP + ["county"]], synthetic[synthetic.synthetic == 1],
+                                               ["county"])  # fmt: skip
+    with pytest.raises(ValueError, match="not the original records"):
+        figures.cell_layout(cells, values, records + (np.arange(len(records)) == 0))
+    layout = figures.cell_layout(cells, values, records)
+    moved = counts.copy()
+    moved[0, np.flatnonzero(moved[0])[0]] -= 1
+    with pytest.raises(ValueError, match="do not hold each cell's records"):
+        figures.of_cell_counts(layout, moved)
+    levels, codes = values["county"]
+    with pytest.raises(ValueError, match="column 'county' holds a value the original never takes"):
+        figures.cell_layout(cells, {"county": (np.r_[levels[:-1], ["c99"]], codes)}, records)
+    weighted = CategoricalReleaseFigures(original, ["county"], KEEP, KNOWN, survey_weights=np.ones(len(original)))
+    with pytest.raises(ValueError, match="survey weights"):
+        weighted.cell_layout(cells, values, records)

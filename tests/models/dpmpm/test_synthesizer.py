@@ -286,3 +286,54 @@ def test_pattern_conditionals_by_hand():
         w = np.array([pi[k] * theta_g[k] * theta_a[k] for k in range(3)])
         expected = (w[:, None] * post["theta_county"].values).sum(axis=0) / w.sum()
         assert np.allclose(conditional.isel(chain=1, draw=2, pattern=b).values, expected, rtol=1e-10)
+
+
+
+@pytest.mark.parametrize("copies", [1, 40])  # single draws per group; large groups counted by binomials
+@pytest.mark.parametrize("synthesize", [["g"], ["g", "h"]])
+def test_cell_counts_are_the_records_values_counted(copies, synthesize):
+    """For a dataset of one cell, the counts drawn from a generator are exactly the counts of the records' values
+    drawn from the same generator state (the same draws, without the assignment to records)."""
+    n = 60 * copies
+    frame = pd.DataFrame({"a": np.zeros(n, int), "g": np.zeros(n, int), "h": np.zeros(n, int)})
+    frame.loc[:3, ["g", "h"]] = [[1, 2], [2, 1], [3, 3], [3, 0]]  # every level in the coding, then one cell
+    keep = ["a"] + [c for c in ("h",) if c not in synthesize]
+    data = prepare_categorical(frame, synthesize, keep).take(np.arange(4, n))
+    assert len(data.cell_counts) == 1
+    probs = np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])
+    theta = {v: np.repeat(probs[None], 4, axis=0) if v in synthesize else np.ones((4, 2, 4)) for v in ("g", "h")}
+    posterior = xr.Dataset(
+        {"pi": (("sample", "component"), np.array([[0.35, 0.65]] * 4)),
+         "theta_a": (("sample", "component", "a_level"), np.ones((4, 2, 1))),
+         **{f"theta_{v}": (("sample", "component", f"{v}_level"), t) for v, t in theta.items()}},
+        coords={"sample": np.arange(4), "component": [0, 1]},
+    )  # fmt: skip
+    synth = DPMPMSynthesizer(K=2, conditioning="pattern")
+    counted = synth.synthesized_cell_counts(posterior, data, np.random.default_rng(11))
+    size = 4 ** len(synthesize)
+    assert counted.counts.shape == (4, 1, size) and np.array_equal(counted.records, [n - 4])
+    for s in range(4):  # each draw from its own generator: the records' assignment draws after the values
+        one = posterior.isel(sample=[s])
+        values = synth.posterior_predictive(one, data, np.random.default_rng(s)).to_numpy()[0]
+        counts = synth.synthesized_cell_counts(one, data, np.random.default_rng(s)).counts[0, 0]
+        assert np.array_equal(counts, np.bincount(values, minlength=size))
+    assert {v: list(codes) for v, (_, codes) in counted.values.items()} == {
+        v: list(part)
+        for v, part in zip(synthesize, np.unravel_index(np.arange(size), (4,) * len(synthesize)), strict=True)
+    }
+
+
+@pytest.mark.parametrize("conditioning", ["full", "pattern"])
+def test_cell_counts_follow_each_cells_conditional(conditioning):
+    """Many draws: each cell's mean counts are its records times p(g | its conditioning values), eq. (1)."""
+    data = _hand_data(2_000)
+    posterior, pi, ta, tg = _fixed_posterior(data)
+    synth = DPMPMSynthesizer(K=2, conditioning=conditioning)
+    draws = np.concatenate(
+        [synth.synthesized_cell_counts(posterior, data, np.random.default_rng(s)).counts for s in range(30)]
+    )
+    assert np.all(draws.sum(axis=2) == data.cell_counts)  # every record once
+    for c, (a, g) in enumerate(data.cell_codes):
+        expected = data.cell_counts[c] * _expected(conditioning, a, g, pi, ta, tg)
+        sd = np.sqrt(expected * (1 - expected / data.cell_counts[c]) / len(draws))
+        assert np.all(np.abs(draws[:, c].mean(axis=0) - expected) < 5 * sd), (c, draws[:, c].mean(axis=0), expected)
