@@ -22,20 +22,33 @@ which figure), the parameter gate's verdict (a diagnostic), the seconds of the w
 datasets, risk with the default 100 inherent repetitions, utility), peak memory of the process and the load
 average. Each part runs in its own process, so that its peak memory is its own.
 
-Latest run (2026-12-01, session 44, one invocation, ``BAYESSDC_RLIB=<rlib> python bench/release_gate.py --reference
---draws 500 --tune 500``, seed 1, alone on the machine, load average 1.1-3.0; the gate's datasets measured from their
-codes in threads, the pMSE fitted to its optimum, every table a margin of the full table). Ratio: NPBayesImputeCat's
-seconds for the same chains and iterations on 2 cores, against this run's sampling (and its whole run: gate,
-datasets, risk, utility):
+Latest run (2026-12-02, session 45, one invocation for the three DPMPM parts, ``BAYESSDC_RLIB=<rlib> python
+bench/release_gate.py --reference --parts dpmpm-6208 dpmpm-1m dpmpm-vlss``, seed 1, alone on the machine; the gate's
+datasets of the 1,000,000 records drawn and measured as counts per cell, the parameter gate's pattern conditionals by
+matmul). Ratio: NPBayesImputeCat's seconds for the same chains and iterations on 2 cores, against this run's sampling
+(and its whole run: gate, datasets, risk, utility). dp-areal-ce is session 44's run (its path is unchanged):
 
 ================  ========  ========================================  =======  ======  =========  ===============
 part              verdict   largest SE / tolerance (figure)           chains   wall    peak mem   x NPBayesImputeCat
 ================  ========  ========================================  =======  ======  =========  ===============
-dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8        16 s    1.18 GB    2.7 (0.9)
-dpmpm-1m          passed    0.688 (expected_match_risk[g+a+county])   8 -> 32  312 s   5.50 GB    56.6 (30.0)
-dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8        49 s    2.20 GB    4.2 (1.4)
+dpmpm-6208        passed    0.867 (false_match_rate[gender+county])   8        22 s    1.14 GB    1.9 (0.8)
+dpmpm-1m          passed    0.675 (expected_match_risk[g+a+county])   8 -> 32  319 s   4.93 GB    53.8 (30.7)
+dpmpm-vlss        passed    0.603 (table_deviation[three-way])        8        54 s    1.95 GB    3.7 (1.4)
 dp-areal-ce       FAILED    0.449 (expected_match_risk[g+a+county])   4        974 s   1.18 GB    (no reference)
 ================  ========  ========================================  =======  ======  =========  ===============
+
+The machine was slower this session than the last: the DPMPM sampled 2.28 ms per iteration and core at 1,000,000
+records (2.07 in session 44), and dpmpm-6208, whose path this session did not change, took 22 s (16 s before).
+dpmpm-1m alone, earlier the same day (``--parts dpmpm-1m``, the gate's counts in batches of 20 datasets): 286.4 s, the
+same 32 chains (forecast 23 after 8, 24 added); in an invocation of all four parts (batches of 7), 319.4 s. So the
+5-minute target was met once (286 s) and missed in both invocations with the other parts (319 s). Of a
+1,000,000-record run, the sampling is about 182 s at this machine's speed; the gate's 1,600 datasets about 25 + 16 ms
+each (one core) as counts per cell, against 46 + 30 ms as records.
+dp-areal-ce with no component centred (2026-12-02, the same settings, ``leading_components`` 0): 2 divergences, max
+r_hat 1.29, 204 leapfrog steps per draw, 2,155 s: refused as well, and slower.
+
+Session 44's run (one invocation of all four parts, the datasets measured from their codes): dpmpm-6208 16 s, dpmpm-1m
+312 s, dpmpm-vlss 49 s, dp-areal-ce 974 s, the same verdicts, chains and largest ratios.
 
 The same run before (session 43, the gate's datasets as data frames, one after another, the pMSE by scikit-learn's
 L-BFGS): dpmpm-6208 50 s, dpmpm-1m 820 s, dpmpm-vlss 138 s, dp-areal-ce 940 s; the verdicts, chains and largest
