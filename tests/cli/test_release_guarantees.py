@@ -121,10 +121,12 @@ COMMANDS: dict[str, Command] = {
          "--K", "4", "--draws", "50", "--tune", "50", "--chains", "4", "--target-accept", "0.9",
          "--gate-datasets", "10", "--repetitions", "5", "--allow-unconverged", "--quiet",
          "--policy", "{dir}/report_only.toml"),
-        # two chains: below the release gate's minimum of four (the compiled model is A's)
+        # two chains: below the release gate's minimum of four, and a time budget too short for the chains the
+        # stopping rule would add, so the run is refused whether or not its chains diverge (on an AMD EPYC they did
+        # not, and without the budget the rule added chains until the gate passed); the compiled model is A's
         ("dp-areal", "--data", "{dir}/ce.csv", "--synthesize", "county", "--keep", "gender,age", "--m", "3",
          "--K", "4", "--draws", "30", "--tune", "30", "--chains", "2", "--target-accept", "0.9",
-         "--gate-datasets", "10", "--repetitions", "5", "--quiet"),
+         "--gate-datasets", "10", "--repetitions", "5", "--time-budget", "0.001", "--quiet"),
         SYNTHESIZER_FILES,
         separate_b=False,
     ),
@@ -766,6 +768,11 @@ def test_a_refused_gate_exits_3_and_releases_nothing(runs, name):
     assert diagnostics["allow_unconverged"] is False
     verdict = diagnostics["passed"] if "passed" in diagnostics else diagnostics["all_converged"]
     assert verdict is False, f"{name}: the refused run's diagnostics say the gate passed"
+    if name in ("dpmpm", "dp-areal"):
+        # refused by construction: two chains are below the gate's minimum and a budget (of chains or of time)
+        # forbids adding any, whatever the chains' draws (the verdict does not rest on whether a trajectory diverges)
+        rule = diagnostics["release_gate"]["stopping_rule"]
+        assert rule["rounds"] == [] and rule["chains"] == 2 and "budget" in rule["stopped"], rule
     assert not [p.name for p in run.out.iterdir() if p.name.startswith(".release-")]
     # the review board can read why: the report's verdict says the gate failed and nothing was released
     from tests.report.html_sections import by_title, parse_report
