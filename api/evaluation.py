@@ -180,10 +180,12 @@ def evaluate(
     from bayessdc.policy import load_policy
     from bayessdc.release import Diagnostics, Release
     from bayessdc.report import ReportContent
-    from bayessdc.synthesis.output import fingerprint_frame
+    from bayessdc.synthesis.output import check_output_root, fingerprint_frame
 
     from .control import check_control
 
+    if out is not None:
+        check_output_root(out)  # before anything is measured
     start = time.perf_counter()
     disclosure_policy = load_policy(policy)
     original, stacked = _frame(original, "original"), stack_synthetic(synthetic)

@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
     import bayessdc as bsd
     from bayessdc.cta import InfeasibleError
     from bayessdc.pipeline.cta import ProtectionNotMetError
+    from bayessdc.synthesis.output import check_output_root
 
+    check_output_root(args.out)  # before the table is solved: an InputError, exit status 2
     try:
         result = bsd.adjust(
             args.table, args.dims, args.value, rule=args.rule, protection=args.protection,

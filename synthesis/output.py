@@ -15,6 +15,9 @@ Nothing half-written is ever visible:
 A run's identity (input fingerprint and settings) is recorded in ``private/run.json``, so that a rerun into
 the same folder resumes the same run and a different run is refused; a folder in use by another process is
 refused too (an advisory lock on the ``private/`` folder).
+
+An output folder named ``release`` or inside a folder of that name is refused before anything is written
+(:func:`check_output_root`): its ``private/`` would sit inside what is published.
 """
 
 from __future__ import annotations
@@ -33,12 +36,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayessdc.models.errors import InputError
+
 __all__ = [
     "read_inference_data",
     "write_inference_data",
     "OutputFolder",
     "RunMismatchError",
     "atomic_path",
+    "check_output_root",
     "fingerprint_frame",
     "json_writer",
     "table_writer",
@@ -164,6 +170,39 @@ def fingerprint_frame(frame: pd.DataFrame) -> str:
     return digest.hexdigest()[:16]
 
 
+def check_output_root(root: str | os.PathLike[str]) -> Path:
+    """``root`` as an absolute path, refused when it is named ``release`` or lies inside such a folder.
+
+    A run's ``private/`` (posterior draws, observed values, per-record risk) is written inside its output
+    folder, so an output folder within a ``release/`` (another run's, or one named so by the user) would put
+    them where the published files are.
+
+    Parameters
+    ----------
+    root
+        The output folder asked for.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path (symbolic links not followed).
+
+    Raises
+    ------
+    InputError
+        ``root`` or one of its parent folders is named ``release``.
+    """
+    absolute = Path(os.path.abspath(root))
+    named = [p for p in (absolute, *absolute.parents) if p.name == "release"]
+    if named:
+        raise InputError(
+            f"output folder {root}: {'it is' if named[0] == absolute else f'it lies inside {named[-1]}, which is'} "
+            "named release/, and its private/ (posterior draws, observed data, per-record risk) would be written "
+            "inside a release folder; choose an out= folder outside any release/"
+        )
+    return absolute
+
+
 class OutputFolder:
     """An output folder with its ``release/`` and ``private/`` parts.
 
@@ -180,6 +219,8 @@ class OutputFolder:
 
     Raises
     ------
+    InputError
+        ``root`` is named ``release`` or lies inside such a folder (:func:`check_output_root`).
     RunMismatchError
         ``root`` holds another run, holds files that are not a bayessdc run, or is in use by another process.
     """
@@ -187,6 +228,7 @@ class OutputFolder:
     RUN_FILE = "run.json"
 
     def __init__(self, root: str | os.PathLike[str], identity: Mapping[str, Any]) -> None:
+        check_output_root(root)
         self.root = Path(root)
         self.identity = to_jsonable(dict(identity))
         self.release = self.root / "release"

@@ -27,7 +27,7 @@ import pandas as pd
 
 from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
-from bayessdc.synthesis.output import OutputFolder
+from bayessdc.synthesis.output import OutputFolder, check_output_root
 from bayessdc.synthesis.replicates import ReplicateDesign
 
 from ..control import hold_out
@@ -163,6 +163,8 @@ def synthesize(
     m = synthesizer.default_m if m is None else m
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise InputError(f"m= must be a whole number of at least 1, got {m!r}")
+    if out is not None:
+        check_output_root(out)  # before anything is read or fitted
     start = time.perf_counter()
     disclosure_policy = load_policy(policy)
     if holdout is not None and not synthesizer.takes_control:

@@ -238,6 +238,7 @@ class Case:
     data: Callable[[pd.DataFrame], pd.DataFrame | bytes | None] = lambda frame: frame
     suffix: str = ".csv"
     options: dict[str, str] = field(default_factory=dict)
+    out: str = "out"  # the output folder, under the test's folder
 
 
 def _word(column: str) -> str:
@@ -307,6 +308,10 @@ def _cases(c: Command) -> list[Case]:
         )
         garbled = {f"--{name}": "{tmp}/garbled.json"}
         cases.append(Case(c, f"unreadable {name} file", [r"garbled\.json", "cannot read"], options=garbled))
+    # issue 46: private/ never inside a release/ folder (a user's --out X/release, or a folder within a release)
+    inside = [r"output folder", r"named release/", r"private/"]
+    cases.append(Case(c, "output folder named release", inside, out="release"))
+    cases.append(Case(c, "output folder inside a release folder", inside, out="run/release/again"))
     return cases
 
 
@@ -323,7 +328,7 @@ def _argv(case: Case, tmp_path: Path, data: Path) -> list[str]:
             args += [option, value]
     fill = {"tmp": str(tmp_path), **{name: str(tmp_path / f"{name}.json") for name in c.files}}
     args = [a.format(**fill) for a in args]
-    return [c.name, c.data_flag, str(data), *args, "--out", str(tmp_path / "out")]
+    return [c.name, c.data_flag, str(data), *args, "--out", str(tmp_path / case.out)]
 
 
 class Sampled(AssertionError):
@@ -363,4 +368,4 @@ def test_bad_input_exits_2_naming_the_column_row_or_constraint(case, tmp_path, c
     assert err.startswith(f"bayessdc {c.name}: error: "), err
     for pattern in case.expect:
         assert re.search(pattern, err), f"{pattern!r} not in {err!r}"
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / case.out.split("/")[0]).exists()

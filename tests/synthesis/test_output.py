@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayessdc.models.errors import InputError
 from bayessdc.synthesis.output import (
     OutputFolder,
     RunMismatchError,
@@ -51,6 +52,20 @@ def test_output_folder_refuses_a_foreign_non_empty_folder(tmp_path):
     (tmp_path / "o" / "notes.txt").write_text("mine")
     with pytest.raises(RunMismatchError, match="not empty"):
         OutputFolder(tmp_path / "o", {"seed": 1})
+
+
+@pytest.mark.parametrize("out", ["release", "a/release", "a/release/b", "release/b/c"])
+def test_an_output_folder_named_release_or_inside_one_is_refused_before_anything_is_written(tmp_path, out):
+    # issue 46: private/ (posterior draws, observed data, per-record risk) never inside a release folder
+    with pytest.raises(InputError, match=r"named release/.*private/"):
+        OutputFolder(tmp_path / out, {"run": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["releases", "release-2026", "a/my_release/b"])
+def test_an_output_folder_merely_containing_the_word_is_accepted(tmp_path, out):
+    with OutputFolder(tmp_path / out, {"run": 1}) as folder:
+        assert folder.private.is_dir()
 
 
 def test_fingerprint_changes_with_any_value():
