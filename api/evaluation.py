@@ -4,8 +4,9 @@
 release of another agency) and computes every measure that needs no posterior: records copied and replicated
 uniques, the identification risk and attribute disclosures of the synthesized categorical columns beside their
 inherent bounds (partially synthetic data), tau of the analyst's tables, the pMSE and, with a control set, the
-attack measures. It judges them by a disclosure policy and writes the same output folder and report as
-:func:`bayessdc.synthesize`, so that ``bayessdc report`` and :func:`bayessdc.compare_releases` put the files on
+attack measures. It judges them by a disclosure policy and writes the same ``private/`` and report as
+:func:`bayessdc.synthesize`, with the files judged in ``private/evaluated/`` and no ``release/`` (an evaluation
+releases nothing), so that ``bayessdc report`` and :func:`bayessdc.compare_releases` put the files on
 one risk-utility plot with bayessdc releases.
 """
 
@@ -141,8 +142,9 @@ def evaluate(
     policy
         The disclosure policy (a file, a :class:`bayessdc.Policy` or ``None`` for the default).
     out
-        Optional output folder: ``private/`` (measures, verdict, report) always; ``release/`` (the synthetic
-        data and their description) only when the policy is met.
+        Optional output folder, all of it private: ``private/`` (measures, verdict, report) and
+        ``private/evaluated/`` (the files judged and their description, read back by :func:`bayessdc.load`).
+        An evaluation writes no ``release/``: the files given may be anything, the original included.
     seed
         Seed of the measures' random steps (inherent scenarios, bootstrap replicates).
     progress
@@ -227,6 +229,7 @@ def evaluate(
             _log.warning("%s: the kept columns do not equal the original's record by record: judged as fully "
                          "synthetic data", name)  # fmt: skip
         verdict = measure_and_judge(release, disclosure_policy, name, {}, progress)
+    verdict.evaluation = True
     release.policy_tried = [verdict]
     release.description["disclosure_policy"] = {**disclosure_policy.describe(), "released_under": {}}
     kept = f"; {', '.join(keep_columns)} kept" if keep_columns else ""
@@ -242,12 +245,16 @@ def evaluate(
     return release
 
 
+#: Where an evaluation keeps the files it judged and their description (read back by :func:`bayessdc.load`).
+EVALUATED = "evaluated"
+
+
 def _write(release: Any, out: Path) -> None:
-    """``private/`` always; ``release/`` only when the policy is met."""
-    from bayessdc.synthesis.output import OutputFolder
+    """``private/`` only, the files evaluated under ``private/evaluated/``: an evaluation releases nothing (issue
+    46): files given as "synthetic" may be anything, the original included, so none of it goes to ``release/``."""
+    from bayessdc.synthesis.output import OutputFolder, json_writer, table_writer
 
     with OutputFolder(out, release.identity) as folder:
-        if release.policy.passed:
-            release.write_to(folder)
-        else:
-            release.write_private(folder)
+        release.write_private(folder)
+        folder.write_private_file(f"{EVALUATED}/model.json", json_writer(release.description))
+        folder.write_private_file(f"{EVALUATED}/synthetic.parquet", table_writer(release.synthetic))

@@ -114,6 +114,9 @@ def load(folder: str | os.PathLike[str]) -> Release:
 
     root = Path(folder)
     released, private = root / "release", root / "private"
+    evaluation = not released.exists() and (private / "evaluated" / "model.json").is_file()
+    if evaluation:  # bsd.evaluate's folder: the files it judged, kept in private/ (an evaluation releases nothing)
+        released = private / "evaluated"
     missing = [p.relative_to(root).as_posix() for p in (released / "model.json", released / "synthetic.parquet")
                if not p.is_file()]  # fmt: skip
     if missing:
@@ -161,5 +164,6 @@ def load(folder: str | os.PathLike[str]) -> Release:
             digest=str(stated.get("digest", "")).removeprefix("sha256:"),
         )  # fmt: skip
         release.policy = judge(policy, release.measured, synthesizer, stated.get("released_under"))
+        release.policy.evaluation = evaluation
         release.policy_tried = [release.policy]
     return release

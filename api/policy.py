@@ -270,6 +270,8 @@ class Verdict:
     setting: dict[str, Any] = field(default_factory=dict)
     reported: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)
+    #: True for :func:`bayessdc.evaluate`'s verdict on files made elsewhere: it judges, it releases nothing.
+    evaluation: bool = False
 
     @property
     def passed(self) -> bool:
@@ -287,6 +289,13 @@ class Verdict:
     def sentence(self) -> str:
         """The verdict in one sentence."""
         judged = [j for j in self.judgements if j.passed is not None]
+        if self.evaluation:
+            outcome = ("no criterion of it applies to the files evaluated; their figures are reported, not judged"
+                       if not judged else f"MET: {len(judged)} of {len(judged)} criteria judged pass for the files "
+                       "evaluated" if self.passed else
+                       f"FAILED: {len(self.failed())} of {len(judged)} criteria judged fail for the files evaluated")
+            return (f"Disclosure policy {self.policy.name!r} {outcome} (an evaluation releases nothing: its outputs "
+                    "are in private/).")  # fmt: skip
         if not judged:
             return (
                 f"Disclosure policy {self.policy.name!r}: no criterion of it applies to this release; its figures are "
@@ -321,6 +330,7 @@ class Verdict:
             ],
             "reported_not_judged": self.reported,
             "not_applicable": self.not_applicable,
+            "evaluation": self.evaluation,
         }
 
 

@@ -2,8 +2,8 @@
 
 Wiring only: read the files and run :func:`bayessdc.evaluate`, which checks the columns and levels against the
 original (and the control set against the training records) before anything is measured, computes every measure
-that needs no posterior, judges them by the disclosure policy and writes private/ (and release/ when the policy is
-met); then print the verdict.
+that needs no posterior, judges them by the disclosure policy and writes private/ (an evaluation writes no release/);
+then print the verdict.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ def add_parser(subparsers: Any) -> None:
         "'synthetic' column numbering the datasets, or one file per dataset), compute every measure that needs no "
         "posterior (records copied, replicated uniques, identification risk and attribute disclosures beside their "
         "inherent bounds for partially synthetic data, tau of the tables, pMSE, and the attacks against a control "
-        "set when one is given), judge them by the disclosure policy and write the run's report to private/; "
-        "release/ holds the synthetic data only when the policy is met. bayessdc report puts the folder beside "
-        "bayessdc runs.",
+        "set when one is given), judge them by the disclosure policy and write the run's report to private/ "
+        "and the files judged to private/evaluated/; an evaluation writes no release/. bayessdc report puts the "
+        "folder beside bayessdc runs.",
     )
     p.add_argument("--original", required=True, type=Path, help="the confidential table (CSV, Parquet, ...)")
     p.add_argument("--synthetic", required=True, nargs="+", type=Path, help="the synthetic dataset file(s)")
@@ -43,7 +43,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``bayessdc evaluate``; exit status 3 when the policy is not met (private/ written, release/ not)."""
+    """Run ``bayessdc evaluate``; exit status 3 when the files evaluated fail the policy (private/ written; an
+    evaluation never writes release/)."""
     import bayessdc as bsd
 
     synthetic = args.synthetic[0] if len(args.synthetic) == 1 else list(args.synthetic)
@@ -54,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"{args.name}: {release.m} {release.description['kind']} dataset(s) of {release.facts['records']} records")
     print(f"  {release.policy.sentence()}")
-    print(f"  written: {args.out / 'private'} (the report: {args.out / 'private' / 'report.html'})"
-          + (f" and {args.out / 'release'}" if release.policy.passed else "; nothing released"))  # fmt: skip
+    print(f"  written: {args.out / 'private'} (the report: {args.out / 'private' / 'report.html'}; the files "
+          f"evaluated: {args.out / 'private' / 'evaluated'})")  # fmt: skip
     return 0 if release.policy.passed else 3

@@ -97,7 +97,7 @@ def test_synthpop_and_sdv_files_and_a_bayessdc_release_are_compared_in_one_repor
     assert main(["evaluate", "--original", str(tmp_path / "original.csv"), "--synthetic", str(tmp_path / "sdv.csv"),
                  "--name", "SDV-style", "--table", "age,education", "--out", str(tmp_path / "sdv"),
                  "-q"]) == 0  # fmt: skip
-    described = json.loads((tmp_path / "synthpop" / "release" / "model.json").read_text())
+    described = json.loads((tmp_path / "synthpop" / "private" / "evaluated" / "model.json").read_text())
     assert (described["m"], described["kind"], described["synthesizer"]) == (3, "fully synthetic", "synthpop-style")
     bsd.synthesize(persons, bsd.CART(bootstrap=20), synthesize="education", keep="age,sex", m=2, seed=1,
                    out=tmp_path / "cart", progress=False)  # fmt: skip
@@ -111,3 +111,22 @@ def test_synthpop_and_sdv_files_and_a_bayessdc_release_are_compared_in_one_repor
     tau = {name: bsd.load(tmp_path / name).utility().set_index("measure").loc["table_tau", "pooled"]
            for name in ("synthpop", "sdv")}  # fmt: skip
     assert tau["sdv"] < tau["synthpop"]
+
+
+def test_an_evaluation_writes_no_release_even_of_the_original_given_as_synthetic(persons, tmp_path, capsys):
+    # issue 46: given the original file as the "synthetic" one, fully synthetic (no column kept, so no criterion
+    # of the default policy applies), the evaluation used to write the original into release/, exit 0
+    persons.to_csv(tmp_path / "original.csv", index=False)
+    out = tmp_path / "evaluated"
+    status = main(["evaluate", "--original", str(tmp_path / "original.csv"), "--synthetic",
+                   str(tmp_path / "original.csv"), "--name", "the original", "--out", str(out), "-q"])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert status in (0, 3)
+    assert not (out / "release").exists()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["private"]
+    kept = pd.read_parquet(out / "private" / "evaluated" / "synthetic.parquet")
+    assert len(kept) == len(persons)  # the files judged, kept privately
+    assert "an evaluation releases nothing" in printed and "nothing released" not in printed
+    loaded = bsd.load(out)
+    assert loaded.policy.evaluation and "an evaluation releases nothing" in loaded.policy.sentence()
+    pd.testing.assert_frame_equal(loaded.synthetic, kept)
