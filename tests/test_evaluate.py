@@ -130,3 +130,5 @@ def test_an_evaluation_writes_no_release_even_of_the_original_given_as_synthetic
     loaded = bsd.load(out)
     assert loaded.policy.evaluation and "an evaluation releases nothing" in loaded.policy.sentence()
     pd.testing.assert_frame_equal(loaded.synthetic, kept)
+    report = (out / "private" / "report.html").read_text()
+    assert "an evaluation releases nothing" in report and "; released." not in report
