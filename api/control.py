@@ -19,11 +19,16 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["MIN_CONTROL_RECORDS", "align_control", "check_control", "hold_out", "split_holdout"]
+__all__ = ["MIN_CONTROL_RECORDS", "MIN_TRAINING_RECORDS", "align_control", "check_control", "hold_out", "split_holdout"]
 
 #: Fewest control records the attack measures accept: the 95% interval of a success rate on the control set
 #: is about +-0.1 wide at 100 records (1.96 sqrt(0.25 / 100)); fewer cannot tell an attack from its control.
 MIN_CONTROL_RECORDS = 100
+
+#: Fewest training records a holdout may leave for the fit: as many as the control set needs, so that the two
+#: groups the attack measures compare are each large enough to tell apart (``holdout=0.999`` fitted on one record
+#: and released it, issue 46).
+MIN_TRAINING_RECORDS = MIN_CONTROL_RECORDS
 
 
 def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -46,8 +51,9 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
     Raises
     ------
     bayessdc.InputError
-        ``fraction`` outside (0, 1), or a control set smaller than :data:`MIN_CONTROL_RECORDS` (the message
-        names the minimum and the fraction it needs).
+        ``fraction`` outside (0, 1), a control set smaller than :data:`MIN_CONTROL_RECORDS` (the message
+        names the minimum and the fraction it needs), or fewer than :data:`MIN_TRAINING_RECORDS` records left
+        to fit on.
 
     Examples
     --------
@@ -70,6 +76,14 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
             f"{MIN_CONTROL_RECORDS} control records ("
             + (f"holdout={needed} or more)" if needed < 1 else "too few records to hold out that many)")
         )
+    if len(frame) - n_control < MIN_TRAINING_RECORDS:
+        most = math.floor((len(frame) - MIN_TRAINING_RECORDS) / max(len(frame), 1) * 100) / 100
+        raise InputError(
+            f"holdout={fraction} leaves {len(frame) - n_control} of {len(frame)} records to fit on; the fit needs at "
+            f"least {MIN_TRAINING_RECORDS} training records ("
+            + (f"holdout={most} or less)" if most * len(frame) >= MIN_CONTROL_RECORDS else
+               f"too few records for {MIN_CONTROL_RECORDS} control and {MIN_TRAINING_RECORDS} training records)")
+        )  # fmt: skip
     rng = streams.rng(seed, "holdout")
     held = np.zeros(len(frame), bool)
     held[rng.choice(len(frame), size=n_control, replace=False)] = True

@@ -81,6 +81,13 @@ def test_a_control_set_that_repeats_training_records_or_is_too_small_is_refused(
         check_control(training, control.iloc[:50], COLUMNS)
     with pytest.raises(bsd.InputError, match="holdout=0.34 or more"):
         split_holdout(persons.iloc[:300], 0.1, seed=1)
+    # issue 46: holdout=0.999 fitted on one record and released it; the training records have a minimum too
+    with pytest.raises(bsd.InputError, match=r"leaves 1 of 600 records to fit on.*at least 100.*holdout=0.83 or less"):
+        split_holdout(persons, 0.999, seed=1)
+    with pytest.raises(bsd.InputError, match="too few records for 100 control and 100 training"):
+        split_holdout(persons.iloc[:150], 0.9, seed=1)
+    training, control = split_holdout(persons, 0.8, seed=1)  # 120 left: accepted
+    assert (len(training), len(control)) == (120, 480)
 
 
 def test_synthpop_and_sdv_files_and_a_bayessdc_release_are_compared_in_one_report(persons, tmp_path):
