@@ -29,6 +29,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #dd
 .verdict { font-size: 1.1em; padding: 0.6em 0.9em; border-radius: 4px; margin: 1em 0; }
 .passed { background: #e6f4ea; border-left: 6px solid #1e7b34; }
 .failed { background: #fdecea; border-left: 6px solid #b3261e; }
+.unjudged { background: #eceff3; border-left: 6px dashed #4a5563; }
 .private { background: #fff4e5; border-left: 6px solid #b26a00; padding: 0.5em 0.9em; font-size: 0.95em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.9em; color: #444; margin-top: 0.3em; }
@@ -118,9 +119,10 @@ class Document:
         """Markup added as it is (built by this module's callers from escaped parts only)."""
         self.parts.append(markup)
 
-    def verdict(self, text: str, passed: bool) -> None:
-        """The gate's verdict, boxed in green (passed) or red (failed)."""
-        css = "passed" if passed else "failed"
+    def verdict(self, text: str, passed: bool | None) -> None:
+        """A verdict, boxed in green (passed), red (failed) or grey with a dashed edge (``None``: judged by
+        nothing, so that a release no criterion applied to never looks like one that met its criteria)."""
+        css = "unjudged" if passed is None else "passed" if passed else "failed"
         self.parts.append(f'<div class="verdict {css}">{html.escape(text)}</div>')
 
     def figure(self, figure: MplFigure, caption: str = "", alt: str = "") -> None:

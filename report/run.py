@@ -88,7 +88,8 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
     if verdict is None:
         return
     doc.heading("Disclosure policy")
-    doc.verdict(verdict.sentence(), verdict.passed)
+    judged = any(j.passed is not None for j in verdict.judgements)
+    doc.verdict(verdict.sentence(), verdict.passed if judged else None)
     for earlier in (tried or [])[:-1]:
         doc.paragraph(f"Drawn first under {earlier.setting_text()}, from the same posterior: " + "; ".join(
             j.sentence() for j in earlier.failed()) + ". Not released.")  # fmt: skip

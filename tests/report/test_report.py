@@ -192,3 +192,25 @@ def test_the_rank_plot_shows_the_element_whose_chains_disagree_most_and_skips_co
         warnings.simplefilter("error")
         chosen = _rank_quantities({"all": idata}, "all", {"worst_r_hat": "theta"}, ["occupied"])
     assert list(chosen.data_vars) == ["occupied", "theta[c]"]  # the constant "fixed" has no ranks to show
+
+
+def test_a_policy_verdict_judged_by_nothing_is_boxed_apart_from_met_and_failed():
+    # issue 46: "no criterion of it applies" was shown in the same green box as a policy that was met
+    from bayessdc.policy import Criterion, Judgement, Policy, Verdict
+    from bayessdc.report.run import policy_section
+
+    policy = Policy(name="p", criteria=(Criterion(measure="expected_match_risk", at_most=1.0),))
+    criterion = policy.criteria[0]
+
+    def boxed(judgements):
+        doc = Document("t")
+        policy_section(doc, Verdict(policy, judgements))
+        html = doc.render()
+        return [c for c in ("passed", "failed", "unjudged") if f'class="verdict {c}"' in html]
+
+    met = Judgement(criterion, "all", 0.5, None, 1.0, "1", True)
+    failed = Judgement(criterion, "all", 2.0, None, 1.0, "1", False)
+    unjudged = Judgement(criterion, "all", None, None, None, "", None, "no such subset")
+    assert boxed([met]) == ["passed"]
+    assert boxed([met, failed]) == ["failed"]
+    assert boxed([unjudged]) == ["unjudged"] and boxed([]) == ["unjudged"]
