@@ -190,7 +190,7 @@ def check_output_root(root: str | os.PathLike[str]) -> Path:
     Raises
     ------
     InputError
-        ``root`` or one of its parent folders is named ``release``.
+        ``root`` or one of its parent folders is named ``release``, or ``root`` or a parent is an existing file.
     """
     absolute = Path(os.path.abspath(root))
     named = [p for p in (absolute, *absolute.parents) if p.name == "release"]
@@ -200,6 +200,9 @@ def check_output_root(root: str | os.PathLike[str]) -> Path:
             "named release/, and its private/ (posterior draws, observed data, per-record risk) would be written "
             "inside a release folder; choose an out= folder outside any release/"
         )
+    files = [p for p in (absolute, *absolute.parents) if p.exists() and not p.is_dir()]
+    if files:
+        raise InputError(f"output folder {root}: {files[0]} is a file, not a folder; choose another out= folder")
     return absolute
 
 

@@ -62,6 +62,15 @@ def test_an_output_folder_named_release_or_inside_one_is_refused_before_anything
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("out", ["a.csv", "a.csv/b"])
+def test_an_output_folder_that_is_or_lies_in_an_existing_file_is_refused(tmp_path, out):
+    # issue 48: --out naming an existing file ended in a traceback
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    with pytest.raises(InputError, match=r"a\.csv is a file, not a folder"):
+        OutputFolder(tmp_path / out, {"run": 1})
+    assert (tmp_path / "a.csv").read_text() == "x\n1\n"
+
+
 @pytest.mark.parametrize("out", ["releases", "release-2026", "a/my_release/b"])
 def test_an_output_folder_merely_containing_the_word_is_accepted(tmp_path, out):
     with OutputFolder(tmp_path / out, {"run": 1}) as folder:
