@@ -16,7 +16,8 @@ import bayessdc as bsd
 from bayessdc.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-GENERIC_MODEL_MODULES = {"bayessdc.models.base", "bayessdc.models.sampling"}
+# models.errors holds InputError, the user-input error of every layer (no model in it)
+GENERIC_MODEL_MODULES = {"bayessdc.models.base", "bayessdc.models.sampling", "bayessdc.models.errors"}
 
 
 def _imports(path: Path) -> set[str]:
