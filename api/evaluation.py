@@ -214,7 +214,8 @@ def evaluate(
         "kind": kind, "synthesized": synthesize_columns, "kept": keep_columns, "m": m, "seed": seed,
         "control_set": None if control is None else {"records": len(control)},
     }  # fmt: skip
-    summary = {"passed": True, "gate": "none: no posterior was fitted here, so there is nothing to gate"}
+    summary = {"passed": True, "gate": "none: no posterior was fitted here, so there is nothing to gate",
+               "evaluation": True}  # fmt: skip
     identity = {"evaluate": name, "input": fingerprint_frame(original), "synthetic": fingerprint_frame(stacked),
                 "m": m, "seed": seed}  # fmt: skip
     if not disclosure_policy.builtin:

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import InputError
+from .evaluation import EVALUATED
 from .release import Diagnostics, Release
 
 __all__ = ["load"]
@@ -114,9 +115,9 @@ def load(folder: str | os.PathLike[str]) -> Release:
 
     root = Path(folder)
     released, private = root / "release", root / "private"
-    evaluation = not released.exists() and (private / "evaluated" / "model.json").is_file()
+    evaluation = not released.exists() and (private / EVALUATED / "model.json").is_file()
     if evaluation:  # bsd.evaluate's folder: the files it judged, kept in private/ (an evaluation releases nothing)
-        released = private / "evaluated"
+        released = private / EVALUATED
     missing = [p.relative_to(root).as_posix() for p in (released / "model.json", released / "synthetic.parquet")
                if not p.is_file()]  # fmt: skip
     if missing:

@@ -290,10 +290,12 @@ class Verdict:
         """The verdict in one sentence."""
         judged = [j for j in self.judgements if j.passed is not None]
         if self.evaluation:
-            outcome = ("no criterion of it applies to the files evaluated; their figures are reported, not judged"
-                       if not judged else f"MET: {len(judged)} of {len(judged)} criteria judged pass for the files "
-                       "evaluated" if self.passed else
-                       f"FAILED: {len(self.failed())} of {len(judged)} criteria judged fail for the files evaluated")
+            if not judged:
+                outcome = "no criterion of it applies to the files evaluated; their figures are reported, not judged"
+            elif self.passed:
+                outcome = f"MET: {len(judged)} of {len(judged)} criteria judged pass for the files evaluated"
+            else:
+                outcome = f"FAILED: {len(self.failed())} of {len(judged)} criteria judged fail for the files evaluated"
             return (f"Disclosure policy {self.policy.name!r} {outcome} (an evaluation releases nothing: its outputs "
                     "are in private/).")  # fmt: skip
         if not judged:

@@ -235,9 +235,10 @@ def gate_verdict(summary: Mapping[str, Any], allow_unconverged: bool = False) ->
             else f"Parameter gate FAILED: {len(failed)} of {len(fits)} fits ({', '.join(failed[:5])}"
             f"{', ...' if len(failed) > 5 else ''}) missed the criteria ({limits})."
         )
-    elif str(summary.get("gate", "")).startswith("none:"):  # bsd.evaluate: files made elsewhere, nothing released
+    elif summary.get("evaluation"):  # bsd.evaluate: files made elsewhere, nothing released
         passed = True
-        text = f"No posterior to gate: {summary['gate'].removeprefix('none: ')}; an evaluation releases nothing."
+        text = ("No posterior to gate: no posterior was fitted here, so there is nothing to gate; an evaluation "
+                "releases nothing.")
     else:
         passed = bool(parameter.get("passed", True))
         text = "No posterior to gate: this synthesizer draws from fitted models without MCMC; released."

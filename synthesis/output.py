@@ -223,7 +223,7 @@ class OutputFolder:
     Raises
     ------
     InputError
-        ``root`` is named ``release`` or lies inside such a folder (:func:`check_output_root`).
+        ``root`` is named ``release``, lies inside such a folder or is a file (:func:`check_output_root`).
     RunMismatchError
         ``root`` holds another run, holds files that are not a bayessdc run, or is in use by another process.
     """
