@@ -194,6 +194,7 @@ def evaluate(
     keep_columns, synthesize_columns = column_list(keep) or [], column_list(synthesize)
     released = _check_columns(original, stacked, {"keep": keep_columns, "synthesize": synthesize_columns or []})
     synthesize_columns = synthesize_columns or [c for c in released if c not in keep_columns]
+    disclosure_policy.check_columns(released, name)
     original = original[released]
     stacked = stacked.astype({c: original[c].dtype for c in released if stacked[c].dtype != original[c].dtype},
                              errors="ignore")  # fmt: skip

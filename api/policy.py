@@ -174,6 +174,33 @@ class Policy:
             text = json.dumps([[c.to_dict() for c in self.criteria], self.reported], sort_keys=True)
             object.__setattr__(self, "digest", hashlib.sha256(text.encode("utf-8")).hexdigest())
 
+    def check_columns(self, columns: Any, synthesizer: str) -> None:
+        """Refuse a criterion applying to ``synthesizer`` whose subset names columns not among ``columns`` (a
+        knowledge set, a secret, the sources of a linkage), before anything is fitted.
+
+        Raises
+        ------
+        bayessdc.InputError
+            Naming the criterion, its subset and the unknown columns, and the columns the data has.
+        """
+        from bayessdc.measures import registry
+
+        measures, have = registry(), [str(c) for c in columns]
+        for criterion in self.criteria:
+            if criterion.applies_to and synthesizer not in criterion.applies_to:
+                continue
+            measure = measures.get(criterion.measure)
+            if criterion.subset == "*" or measure is None or not measure.subset_columns:
+                continue
+            named = [c for c in re.split(r"\s*[+|]\s*", criterion.subset) if c]
+            unknown = [c for c in named if c not in have]
+            if unknown:
+                raise InputError(
+                    f"policy {self.name!r}: criterion {criterion.label()!r} names column(s) "
+                    f"{', '.join(map(repr, unknown))} the data has not got (its columns: {', '.join(have)}); "
+                    "the criterion would never apply, and the release would pass it unjudged"
+                )
+
     def describe(self) -> dict[str, Any]:
         """What ``release/model.json`` states: name, digest, the criteria (never an estimate)."""
         return {
@@ -433,6 +460,10 @@ def _parse(text: str, where: str, *, path: str | None = None, builtin: bool = Fa
         subset = entry.get("subset", "*")
         if not isinstance(subset, str) or not subset:
             raise fail(f"subset must be '*' or a subset of {name}: {measures[name].subsets}", "criterion", i, "subset")
+        names = measures[name].subset_names
+        if subset != "*" and names is not None and subset not in names:
+            raise fail(f"{name} has no subset {subset!r}; its subsets: {', '.join(map(repr, names))} or '*'",
+                       "criterion", i, "subset")  # fmt: skip
         applies = entry.get("applies_to", [])
         if isinstance(applies, str):
             applies = [applies]

@@ -122,6 +122,11 @@ class Measures:
         """Utility figures with ``options``, in the synthesizer's own form (``private/utility.json``)."""
         raise NotImplementedError
 
+    def replace_synthetic(self, synthetic: Any) -> dict[str, Any] | None:
+        """Measure ``synthetic`` from now on (the release's datasets after rows were removed from them) and return
+        the release's own utility figures recomputed on it (``None``: this release has none to recompute)."""
+        return None
+
 
 @dataclass
 class Release:

@@ -44,11 +44,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--min-leaf", type=int, default=5, help="smallest number of records in a leaf (default 5)")
+    p.add_argument("--min-leaf", type=int, default=50, help="smallest number of records in a leaf (default 50)")
     p.add_argument("--ccp-alpha", type=float, default=0.0, help="cost-complexity pruning parameter (default 0)")
     p.add_argument("--max-depth", type=int, default=None, help="largest tree depth (default none)")
     p.add_argument("--tree-builder", choices=("native", "sklearn"), default="native",
                    help="native: compiled CART (default); sklearn: scikit-learn's, its reference")  # fmt: skip
+    p.add_argument("--donors", choices=("all", "others"), default="all",
+                   help="all: every observation of a leaf is a donor (the paper's, default); others: a record's own "
+                   "observation is left out of its own draw; tried when all fails the policy")  # fmt: skip
     p.add_argument("--categorical", default="", help="comma-separated numeric columns to treat as categorical")
     p.add_argument(
         "--table",
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         ccp_alpha=args.ccp_alpha,
         max_depth=args.max_depth,
         tree_builder=args.tree_builder,
+        donors=args.donors,
         categorical=_columns(args.categorical),
         tables=args.table,
         bootstrap=args.bootstrap,

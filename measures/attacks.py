@@ -248,6 +248,7 @@ class SinglingOut(_Attack):
         "exactly one training record, against the same predicates on the control set (anonymeter's design)"
     )
     subsets = "'univariate' or 'multivariate' predicates"
+    subset_names = ("univariate", "multivariate")
 
     def compute(self, data: MeasureInput) -> MeasureResult:
         from bayessdc.risk.attacks import singling_out
@@ -280,6 +281,7 @@ class Linkability(_Attack):
         "(two sources' columns) are the same record, against the same attack on the control set"
     )
     subsets = "the two sources' columns, 'a+b | c+d'"
+    subset_names, subset_columns = None, True
 
     def applies(self, data: MeasureInput) -> bool:
         return super().applies(data) and attack_plan(data).split is not None
@@ -312,6 +314,7 @@ class Inference(_Attack):
         "record on the other auxiliary columns, against the same attack on the control set"
     )
     subsets = "the secret column guessed"
+    subset_names, subset_columns = None, True
 
     def applies(self, data: MeasureInput) -> bool:
         return super().applies(data) and bool(attack_plan(data).secrets)
@@ -365,6 +368,7 @@ class DistanceToClosestRecord(_Distance):
         "percentile (median) of the same distance"
     )
     subsets = "'holdout 5th percentile' or 'holdout median': the threshold distance"
+    subset_names = tuple(DCR_QUANTILES)
     references = {"holdout": "the holdout's own share at most that distance (real records the synthesizer never "
                              "saw), with its 95% Wilson interval"}  # fmt: skip
 

@@ -45,6 +45,8 @@ __all__ = [
     "MeasureResult",
     "MeasureSet",
     "compute_measures",
+    "mean_reference",
+    "range_reference",
     "register",
     "registry",
 ]
@@ -68,6 +70,36 @@ def t95(df: float) -> float:
     from scipy.stats import t
 
     return float(t.ppf(0.975, df))
+
+
+def mean_reference(subset: str, reference: str, values: Iterable[float]) -> dict[str, Any]:
+    """A reference that is the mean of repetitions (its ``values``): the mean, the 2.5-97.5% range of the
+    repetitions, the mean's Monte Carlo standard error ``sd / sqrt(S)`` and S, as :data:`REFERENCE_COLUMNS` holds
+    them (the disclosure policy then judges a release against it by Welch's interval)."""
+    v = np.asarray(list(values), dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return {"subset": subset, "reference": reference, "value": float("nan")}
+    return {
+        "subset": subset, "reference": reference, "value": float(v.mean()),
+        "lower": float(np.quantile(v, 0.025)), "upper": float(np.quantile(v, 0.975)),
+        "mc_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan"), "repetitions": v.size,
+    }  # fmt: skip
+
+
+def range_reference(subset: str, reference: str, values: Iterable[float]) -> dict[str, Any]:
+    """The upper end of the range one repetition shows: ``mean + 1.96 sd`` of the repetitions ``values`` (the
+    range itself as ``lower`` and ``upper``; an exact threshold, no Monte Carlo error attached). A release whose
+    pooled figure is above it shows more than a single repetition of the reference would in 97.5% of draws;
+    unlike the mean's interval, the range does not narrow as the release's m or the repetitions grow."""
+    v = np.asarray(list(values), dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return {"subset": subset, "reference": reference, "value": float("nan")}
+    sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
+    mean = float(v.mean())
+    return {"subset": subset, "reference": reference, "value": mean + Z95 * sd, "lower": mean - Z95 * sd,
+            "upper": mean + Z95 * sd, "repetitions": v.size}  # fmt: skip
 
 
 @dataclass
@@ -104,6 +136,15 @@ class MeasureInput:
         (:class:`bayessdc.measures.proximity.ProximityInput`), as the spatial synthesizer gives them.
     cells
         Per sensitive cell of an adjusted table: ``protected`` (its adjustment meets its protection level).
+    unlearned
+        Synthetic datasets of the same records (a column ``synthetic`` = 1..m, the records in the order of
+        ``original``) from a release that could not have learned the records it is judged on: each record drawn
+        by a fit that never saw it (cross-fitted, as a synthesizer builds it). The record measures read the same
+        figure of these datasets as their reference ``unlearned`` (``None``: no such reference).
+    removed, unlearned_removed
+        Per dataset, the rows removed from the release (and from the ``unlearned`` datasets) as replicated uniques
+        before it is judged: the table of :func:`bayessdc.risk.copies.remove_replicated_uniques` (``dataset``,
+        ``rows`` before, ``removed``, ``kept``); ``None``: nothing was removed.
     holdout
         A held-out real sample on the released columns (a control set), when the user gives one: real records of
         the same population that the synthesizer never saw. The attack measures (:mod:`bayessdc.measures.attacks`)
@@ -146,6 +187,9 @@ class MeasureInput:
     items: pd.DataFrame | None = None
     proximity: Any = None
     cells: pd.DataFrame | None = None
+    unlearned: pd.DataFrame | None = None
+    removed: pd.DataFrame | None = None
+    unlearned_removed: pd.DataFrame | None = None
     holdout: pd.DataFrame | None = None
     attacks: AttackSettings | None = None
     tables: list[Any] = field(default_factory=list)
@@ -158,6 +202,13 @@ class MeasureInput:
     seed: int = 0
     #: Figures shared between measures of this input (computed once).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def record_columns(self) -> list[str]:
+        """The released columns a synthetic row is compared with a confidential record on (records copied,
+        replicated uniques): all of them but the survey weight, a design variable whose nearly unique values an
+        intruder is not assumed to know (as in the knowledge sets), which would make every record unique."""
+        return [c for c in self.released if c != self.weights]
 
     @property
     def m(self) -> int:
@@ -339,6 +390,12 @@ class Measure:
         The names of the references it reports, with what each means.
     subsets
         What a subset of this measure is (``"knowledge set"``, ``"all"`` ...), for a policy's messages.
+    subset_names
+        The subsets it can have, when they are fixed (a policy naming another is refused when it is read);
+        ``None``: named by the data or the run (tables, coefficients, columns).
+    subset_columns
+        Whether a subset names columns of the data (joined by ``+``, the two sources split by ``|``): a policy
+        naming a column the data lacks is refused at the start of the run.
     headline
         Whether the report sets this measure against the others of the other kind (risk against utility):
         ``True`` for every subset, a subset's name for that one only, ``False`` not at all.
@@ -356,6 +413,8 @@ class Measure:
     description: ClassVar[str] = ""
     references: ClassVar[Mapping[str, str]] = {}
     subsets: ClassVar[str] = "all"
+    subset_names: ClassVar[tuple[str, ...] | None] = ("all",)
+    subset_columns: ClassVar[bool] = False
     headline: ClassVar[bool | str] = False
     from_release_figures: ClassVar[bool] = False
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     protection,
     proximity,
     regression,
+    removal,
     tables,
     uniques,
     utility,

@@ -89,6 +89,7 @@ class _Identification(Measure):
     better = "lower"
     references = INHERENT_NOTES
     subsets = "knowledge set (the columns the intruder knows, joined by +)"
+    subset_names, subset_columns = None, True
     from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:

@@ -57,6 +57,7 @@ class TrueValueProbability(Measure):
         "value and reads all m datasets (importance sampling; mean over the items, worst the most exposed)"
     )
     subsets = "'all items' or 'unique items'"
+    subset_names = ("all items", "unique items")
     references = {"chance": "the uniform prior's probability of the true value: one over the candidates"}
 
     def applies(self, data: MeasureInput) -> bool:
@@ -77,6 +78,7 @@ class GuessDistance(Measure):
     unit = "|guess - true value|"
     description = "each item's distance between the intruder's most probable value and the true one (0: disclosed)"
     subsets = "'all items' or 'unique items'"
+    subset_names = ("all items", "unique items")
     references = {"chance": "the mean distance of a guess drawn uniformly over the sensitive range"}
 
     def applies(self, data: MeasureInput) -> bool:

@@ -42,6 +42,7 @@ class IntruderCorrect(Measure):
         "(R_all over all items, R_unq over the unique ones; eq. 9-10)"
     )
     subsets = "'all items' (R_all) or 'unique items' (R_unq)"
+    subset_names = ("all items", "unique items")
     references = {"chance": "the share a uniform guess over the sensitive range gets right"}
 
     def applies(self, data: MeasureInput) -> bool:

@@ -59,6 +59,8 @@ class ProximityShare(Measure):
     unit = "share of records"
     description = "share of records whose synthetic value is within the relative band of its true value"
     subsets = "'at-risk records' or 'other records' (and ', absolute band' of each)"
+    subset_names = ("at-risk records", "other records", "at-risk records, absolute band",
+                    "other records, absolute band")
     references = {"unsmoothed": "the same share from the model without differential smoothing (first stage)"}
 
     def applies(self, data: MeasureInput) -> bool:

@@ -99,6 +99,7 @@ class IntervalOverlap(Measure):
     unit = "overlap (1: the same interval)"
     description = "overlap of each coefficient's interval on the original and combined over the m datasets"
     subsets = "a coefficient of the analyst's regression (prefixed by its response when there are several)"
+    subset_names = None
     references = {"unsmoothed": "the same overlap from the model without differential smoothing"}
 
     def applies(self, data: MeasureInput) -> bool:

@@ -32,6 +32,7 @@ class TableTau(Measure):
     unit = "tau = 1 - L1/(2n)"
     description = "1 - L1/(2n) of each table's synthetic counts against the original's"
     subsets = "a table's name"
+    subset_names = None
     references = {"bootstrap": "tau of bootstrap replicates of the original (mean and 2.5-97.5% range)"}
 
     def applies(self, data: MeasureInput) -> bool:
@@ -73,6 +74,7 @@ class CountTau(Measure):
     unit = "tau = 1 - L1/(2n)"
     description = "1 - L1/(2n) of the synthetic cell counts (and of the margins' totals) against the original's"
     subsets = "'all cells' or 'totals by <columns>' of a margin"
+    subset_names = None
 
     def applies(self, data: MeasureInput) -> bool:
         return data.original is not None and data.count_column is not None

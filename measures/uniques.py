@@ -13,7 +13,7 @@ values. Two readings, as subsets of one measure (counts of synthetic rows per da
 
 from __future__ import annotations
 
-from .base import Measure, MeasureInput, MeasureResult, register
+from .base import Measure, MeasureInput, MeasureResult, mean_reference, register
 
 __all__ = ["ReplicatedUniques", "SUBSET_BOTH", "SUBSET_REAPPEARING"]
 
@@ -32,15 +32,20 @@ class ReplicatedUniques(Measure):
     unit = "records"
     description = "original records unique on the released columns reproduced whole in a synthetic dataset"
     subsets = f"{SUBSET_BOTH!r} (synthpop's rule) or {SUBSET_REAPPEARING!r}"
-    references = {"original_uniques": "the records unique on the released columns in the original"}
+    subset_names = (SUBSET_BOTH, SUBSET_REAPPEARING)
+    references = {
+        "original_uniques": "the records unique on the released columns in the original",
+        "unlearned": "the same count for datasets of the same records drawn by fits that never saw them "
+        "(cross-fitted): the uniques a release replicates by chance",
+    }
 
     def applies(self, data: MeasureInput) -> bool:
-        return data.original is not None and bool(data.released)
+        return data.original is not None and bool(data.record_columns)
 
     def compute(self, data: MeasureInput) -> MeasureResult:
         from bayessdc.risk.copies import replicated_uniques
 
-        table = replicated_uniques(data.original, data.synthetic, data.released)
+        table = replicated_uniques(data.original, data.synthetic, data.record_columns)
         values = []
         for subset, column in ((SUBSET_BOTH, "replicated_unique_in_both"), (SUBSET_REAPPEARING, "replicated")):
             values += [
@@ -50,4 +55,8 @@ class ReplicatedUniques(Measure):
         uniques = float(table["original_uniques"].iloc[0]) if len(table) else 0.0
         references = [{"subset": s, "reference": "original_uniques", "value": uniques}
                       for s in (SUBSET_BOTH, SUBSET_REAPPEARING)]  # fmt: skip
+        if data.unlearned is not None:
+            unlearned = replicated_uniques(data.original, data.unlearned, data.record_columns)
+            for subset, column in ((SUBSET_BOTH, "replicated_unique_in_both"), (SUBSET_REAPPEARING, "replicated")):
+                references.append(mean_reference(subset, "unlearned", unlearned[column]))
         return self.result(values, references)

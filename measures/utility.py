@@ -42,6 +42,7 @@ class TableDeviation(_Categorical):
     unit = "records"
     description = "sum over the tables of w columns involving a synthesized one of |synthetic - original| counts"
     subsets = "'one-way', 'two-way' or 'three-way'"
+    subset_names = ("one-way", "two-way", "three-way")
 
     def compute(self, data: MeasureInput) -> MeasureResult:
         table = per_dataset_figures(data)

@@ -270,9 +270,10 @@ def _about(doc: Document, release: Any, content: ReportContent) -> None:
     text, passed = gate_verdict(release.diagnostics.summary, release.diagnostics.allow_unconverged)
     doc.verdict(text, passed)
     synthetic = release.synthetic
-    if "synthetic" in synthetic:
-        synthetic = synthetic[synthetic["synthetic"] == synthetic["synthetic"].iloc[0]].drop(columns="synthetic")
-    if len(synthetic.columns):
+    if "synthetic" in synthetic:  # the first dataset (none left when removal emptied them all)
+        first = synthetic["synthetic"].iloc[0] if len(synthetic) else None
+        synthetic = synthetic[synthetic["synthetic"] == first].drop(columns="synthetic")
+    if len(synthetic.columns) and len(synthetic):
         doc.figure(
             plots.variable_roles(synthetic, content.compared),
             "The released columns: synthesized (replaced in every synthetic dataset) and released unchanged.",

@@ -39,6 +39,7 @@ import pandas as pd
 from bayessdc.models.errors import InputError
 
 __all__ = [
+    "drawn_levels",
     "read_inference_data",
     "write_inference_data",
     "OutputFolder",
@@ -360,6 +361,24 @@ class OutputFolder:
         with atomic_path(target) as tmp:
             write(tmp)
         return target
+
+
+def drawn_levels(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every categorical column's categories cut to the levels it holds.
+
+    A synthesizer codes a categorical column over the confidential data's levels; a level no synthetic record
+    drew would still be listed in the released file's category list, and a level held by one confidential record
+    is a disclosure of its existence. The release carries only the levels drawn (the order of the rest kept).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"x": pd.Categorical(["a", "b"], categories=["a", "b", "rare"])})
+    >>> list(drawn_levels(frame)["x"].cat.categories)
+    ['a', 'b']
+    """
+    columns = {c: frame[c].cat.remove_unused_categories() for c in frame.columns
+               if isinstance(frame[c].dtype, pd.CategoricalDtype)}  # fmt: skip
+    return frame.assign(**columns) if columns else frame
 
 
 def table_writer(frame: pd.DataFrame) -> Callable[[Path], None]:

@@ -127,6 +127,8 @@ def tau_synthetic(
     dataset with its own weight column.
     """
     base = count_table(original, spec, weights)
+    if synthetic.empty:  # every row removed: no dataset left to compare
+        return pd.Series([], dtype=float, name="tau", index=pd.Index([], name="synthetic"))
     return (
         synthetic.groupby("synthetic")
         .apply(

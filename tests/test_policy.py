@@ -10,6 +10,7 @@ import pytest
 
 import bayessdc as bsd
 from bayessdc.cli import main
+from bayessdc.control import MIN_TRAINING_RECORDS
 from bayessdc.measures import Measure, MeasureSet
 from bayessdc.policy import default_policy, default_policy_text, judge, load_policy
 
@@ -38,7 +39,16 @@ def test_the_builtin_policy_names_a_source_for_every_criterion():
     assert policy.criteria and all(c.source for c in policy.criteria)
     judged = {c.measure for c in policy.criteria}
     assert {"expected_match_risk", "true_match_rate", "attribute_disclosures"} <= judged
-    assert all(c.threshold == "inherent_max" for c in policy.criteria if c.measure in judged - {"unprotected_cells"})
+    thresholds = {(c.measure, c.statistic, c.direction, c.threshold, c.applies_to) for c in policy.criteria}
+    for measure in ("expected_match_risk", "true_match_rate", "attribute_disclosures"):  # Hu & Savitsky's bound
+        assert (measure, "lower", "at_most", "inherent_max", ()) in thresholds
+    # a release of records against one that never saw them (the range of its datasets), the replicated uniques
+    # removed (synthpop), and at least the smallest fit's records in every dataset
+    assert ("copied_records", "pooled", "at_most", "unlearned_range", ("cart",)) in thresholds
+    assert ("removed_records", "pooled", "at_most", "unlearned_range", ("cart",)) in thresholds
+    assert ("replicated_uniques", "worst", "at_most", 0, ("cart",)) in thresholds
+    assert ("released_records", "worst", "at_least", MIN_TRAINING_RECORDS, ("cart",)) in thresholds
+    assert ("unprotected_cells", "worst", "at_most", 0, ()) in thresholds
     assert set(policy.reported).isdisjoint(judged)
 
 
@@ -202,6 +212,9 @@ def test_a_policy_of_ones_own_is_recorded_by_name_and_digest(tmp_path):
     verdict = release.judge(strict)
     assert not verdict.passed and verdict.failed()[0].figure == release.risk().set_index("measure").loc[
         "copied_records", "worst"]
-    assert release.judge().judgements == [] and release.policy.passed  # the default judges nothing of CART
+    default = release.judge()  # the default judges a CART release's records; nothing was removed under 'lenient'
+    assert {j.criterion.measure for j in default.judgements} == {"copied_records", "replicated_uniques"}
+    assert all(j.passed is not None for j in default.judgements) and release.policy.passed
+    assert {n.split("[")[0] for n in default.not_applicable} >= {"removed_records", "released_records"}
     built = bsd.Policy(name="built in Python", criteria=())
     assert built.digest and built.digest != bsd.Policy(name="other", criteria=(), reported={"proximity": ""}).digest

@@ -27,7 +27,7 @@ import pandas as pd
 
 from bayessdc import progress as _progress
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceError
-from bayessdc.synthesis.output import OutputFolder, check_output_root
+from bayessdc.synthesis.output import OutputFolder, check_output_root, drawn_levels
 from bayessdc.synthesis.replicates import ReplicateDesign
 
 from ..control import hold_out
@@ -185,6 +185,7 @@ def synthesize(
         raise
     except ValueError as err:  # a model's own check of an option (K, conditioning, ...): the user's input too
         raise InputError(str(err)) from err
+    disclosure_policy.check_columns(frame.columns, synthesizer.name)  # a criterion on columns it lacks: refused
     identity = {**prepared.identity, "m": m, "seed": seed}
     if weights is not None:
         prepared.weights, prepared.weight_role = weights, weight_role
@@ -267,6 +268,7 @@ def _run(
     release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress, control)
     _log.debug("%s: %d datasets drawn in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
+    release.synthetic = drawn_levels(release.synthetic)  # no level of the confidential data that was not drawn
     release.policy_tried = tried
     release.description["allow_unconverged"] = allow_unconverged
     release.description["disclosure_policy"] = {**policy.describe(), "released_under": release.policy.setting}

@@ -23,14 +23,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
 
-from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
 from bayessdc.models.cart.synthesizer import FAN_OUT_FROM, FanOut
@@ -42,6 +41,7 @@ from bayessdc.synthesis.tables import TableSpec
 from ..errors import InputError
 from ..release import Diagnostics, Release
 from .cart_measures import CartMeasures, default_tables, identification_figures, parse_table, table_specs, table_utility
+from .cart_reference import cart_levers, record_measure_input
 from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
 
 __all__ = ["CART", "CartPrepared", "default_tables", "identification_figures", "parse_table", "table_utility"]
@@ -83,7 +83,9 @@ class CART(Recipe):
         Logical rules never violated by the synthetic data: rule objects or their plain form
         (:mod:`bayessdc.models.cart.rules`), a mapping ``{"rules": [...]}``, or the path of a JSON/YAML rules file.
     min_leaf
-        Smallest number of confidential records in a leaf (``--min-leaf``, default 5).
+        Smallest number of records in a leaf (``--min-leaf``, default 50; synthpop's 5): the smallest of 5, 10, 20,
+        50 at which the default policy releases the bundled ACS example (m = 20) and Adult (m = 5), measured by
+        ``bench/cart_copies.py``; smaller leaves copy more records than a release that never saw them could.
     ccp_alpha
         Cost-complexity pruning parameter (``--ccp-alpha``, default 0).
     max_depth
@@ -105,6 +107,9 @@ class CART(Recipe):
         Gaussian kernel with the leaf's ``bw.nrd0`` bandwidth, within the observed range.
     tree_builder
         ``"native"`` (default, compiled) or ``"sklearn"`` (``--tree-builder``): the same CART, but for ties.
+    donors
+        ``"all"`` (the paper's Bayesian bootstrap of every observation of a leaf) or ``"others"`` (``--donors``):
+        a record's own observation left out of its own draw; tried when ``"all"`` fails the disclosure policy.
     scheduler, workers
         Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
         :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
@@ -130,7 +135,7 @@ class CART(Recipe):
     """
 
     rules: Sequence[Rule | Mapping[str, Any]] | Mapping[str, Any] | str | os.PathLike[str] = ()
-    min_leaf: int = 5
+    min_leaf: int = 50
     ccp_alpha: float = 0.0
     max_depth: int | None = None
     categorical: Sequence[str] = ()
@@ -140,6 +145,7 @@ class CART(Recipe):
     spikes: Mapping[str, Sequence[float]] | None = None
     smoothing: str | None = None
     tree_builder: str = "native"
+    donors: str = "all"
     scheduler: str | None = None
     workers: int | None = None
     name: ClassVar[str] = "cart"
@@ -163,6 +169,7 @@ class CART(Recipe):
             spikes=dict(self.spikes or {}),
             smoothing=self.smoothing,
             tree_builder=self.tree_builder,
+            donors=self.donors,
         )
 
     def _fan_out(self, prepared: CartPrepared, label: str) -> FanOut | None:
@@ -255,7 +262,7 @@ class CART(Recipe):
         summary = fitted.diagnostics.summary
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed, weights=prepared.weights)
-        measures.tables = list(tables)
+        measures.tables, measures.bootstrap = list(tables), self.bootstrap
         return Drawn(
             synthetic,
             facts={
@@ -266,26 +273,21 @@ class CART(Recipe):
             },
             utility_figures=utility,
             measures=measures,
-            measure_input=self._measure_input(measures, synthesizer),
-        )
-
-    def _measure_input(self, measures: CartMeasures, synthesizer: CartSynthesizer) -> MeasureInput:
-        """What the release's measures read: records copied, replicated uniques and tau of the tables. A CART
-        release is judged as one of whole records (replicated uniques can be removed without a refit); the
-        identification risk of its categorical synthesized columns is ``release.risk(known=...)``."""
-        data = measures.measure_input(bootstrap=max(self.bootstrap, 1))
-        data.released, data.bootstrap = [*synthesizer.keep, *synthesizer.synthesize], self.bootstrap
-        return data
+            measure_input=record_measure_input(measures, synthesizer, prepared.frame, m, seed, self.bootstrap,
+                                               self._fan_out(prepared, "unlearned")),
+        )  # fmt: skip
 
     def levers(self) -> list[Lever]:
-        """What lowers the records a CART release copies, in words."""
-        return [
-            Lever("min_leaf", "larger leaves: each synthetic value drawn from more confidential records"),
-            Lever("ccp_alpha", "more pruning: fewer, larger leaves"),
-            Lever("smoothing", "'density': numeric values perturbed by a Gaussian kernel, fewer copies of real values"),
-            Lever("replicated uniques", "removed from the synthetic datasets by the pipeline when a policy criterion "
-                  "on replicated_uniques fails", refit=False),
-        ]  # fmt: skip
+        """What lowers the records a CART release copies, in words (:func:`cart_levers`)."""
+        return cart_levers()
+
+    def no_refit_settings(self) -> list[dict[str, Any]]:
+        """``donors = "others"`` after the paper's ``"all"``: the same trees, no record's own value drawn for it."""
+        return [{"donors": "others"}] if self.donors == "all" else []
+
+    def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[CART, Fitted]:
+        """This recipe and its trees with other ``donors``: the same fit, another draw."""
+        return replace(self, **setting), replace(fitted, state=fitted.state.drawing(**setting))
 
 
 def _check_rules(synthesizer: CartSynthesizer, released: pd.DataFrame) -> None:

@@ -20,6 +20,7 @@ from bayessdc.synthesis.tables import (
 
 from ..errors import InputError, NotApplicableError
 from ..release import Measures
+from .cart_identification import identification_figures
 from .recipe import column_list
 
 __all__ = ["CartMeasures", "default_tables", "identification_figures", "parse_table", "table_specs", "table_utility"]
@@ -142,64 +143,6 @@ def table_utility(
     return utility
 
 
-def identification_figures(
-    original: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    synthesized: Sequence[str],
-    pattern: Sequence[str],
-    known_sets: Sequence[Sequence[str]],
-    *,
-    repetitions: int = 100,
-    seed: int = 0,
-    weights: Any = None,
-) -> dict[str, Any]:
-    """Identification risk per knowledge set and exact attribute disclosures, beside their inherent bounds.
-
-    Hu & Savitsky, Section 4, through the generic :func:`bayessdc.risk.identification.risk_by_dataset` and
-    :func:`~bayessdc.risk.identification.inherent_risk`: the mean over the m datasets of the expected match
-    risk, true and false match rates of every knowledge set, and of the records whose ``synthesized`` values
-    all equal the true ones; ``inherent`` holds the same means over ``repetitions`` datasets of the minimum
-    scenario (each synthesized column uniform over all its levels) and the maximum (the synthesized values
-    redrawn from the empirical distribution of each ``pattern``, the combination of the kept columns; weighted
-    by the survey ``weights``, one per row of ``original``, when given: Hu & Savitsky's weighted re-sampling).
-    """
-    from bayessdc.risk.identification import IDENTIFICATION_MEASURES, inherent_risk, risk_by_dataset
-
-    def means(rows: pd.DataFrame, names: Sequence[str]) -> dict[str, float | None]:
-        return {k: (None if rows[k].isna().all() else float(rows[k].mean())) for k in names}
-
-    per_dataset = risk_by_dataset(original, synthetic, known_sets, synthesized)
-    inherent = inherent_risk(original, synthesized, pattern, known_sets, repetitions=repetitions, seed=seed,
-                             weights=weights)  # fmt: skip
-    identification = []
-    for known in known_sets:
-        name = "+".join(known)
-        rows = per_dataset[per_dataset["known"] == name]
-        identification.append(
-            {
-                "known": list(known),
-                **means(rows, IDENTIFICATION_MEASURES),
-                "per_dataset": {k: rows[k].tolist() for k in IDENTIFICATION_MEASURES},
-                "inherent": {s: means(t[t["known"] == name], IDENTIFICATION_MEASURES) for s, t in inherent.items()},
-            }
-        )
-    first = per_dataset[per_dataset["known"] == "+".join(known_sets[0])]
-    attribute = {
-        **means(first, ("disclosures", "share")),
-        "per_dataset": first["disclosures"].tolist(),
-        "inherent": {s: means(t.drop_duplicates("repetition"), ("disclosures", "share")) for s, t in inherent.items()},
-    }
-    return {
-        "measure": "identification risk (eq. 15-17) and exact attribute disclosures (eq. 18) of Hu & Savitsky, "
-        "means over the synthetic datasets; inherent: the minimum and maximum scenarios of Section 4.1",
-        "synthesized": list(synthesized),
-        "pattern": list(pattern),
-        "repetitions": repetitions,
-        "identification": identification,
-        "attribute": attribute,
-    }
-
-
 class CartMeasures(Measures):
     """Risk and utility of a CART release with other options (the confidential columns stay in memory).
 
@@ -226,8 +169,20 @@ class CartMeasures(Measures):
         self.original, self.synthetic, self.keep, self.kinds, self.seed = original, synthetic, keep, kinds, seed
         self.weights = weights
         self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
-        #: The run's tables (the default of :meth:`measure_input`), set by the recipe.
+        #: The run's tables (the default of :meth:`measure_input`) and bootstrap replicates, set by the recipe.
         self.tables: list[TableSpec] | None = None
+        self.bootstrap = 1000
+        #: The datasets released, once rows were removed from them (:meth:`replace_synthetic`).
+        self.published = synthetic
+
+    def replace_synthetic(self, synthetic: pd.DataFrame) -> dict[str, Any]:
+        """The utility of ``synthetic`` (the datasets without their replicated uniques) from now on, and tau of the
+        run's tables and the relative errors recomputed on it. The identification risk (``risk(known=...)``)
+        stays that of the datasets as drawn, row ``i`` record ``i``: removal only takes rows away, so the
+        release's risk is at most that figure."""
+        self.published = synthetic
+        return table_utility(self.original, synthetic, self.tables or [], self.kinds, n_bootstrap=self.bootstrap,
+                             seed=self.seed, weights=self.weights)  # fmt: skip
 
     def measure_input(
         self, known: Any = None, repetitions: int = 100, tables: Sequence[TableSpec | str] | None = None,
@@ -235,9 +190,11 @@ class CartMeasures(Measures):
     ) -> MeasureInput:
         """What the measures read with these options: with ``known``, the identification risk and attribute
         disclosures of the categorical synthesized columns beside their inherent bounds; with ``tables``, tau of
-        those tables against ``bootstrap`` replicates of the original."""
+        those tables against ``bootstrap`` replicates of the original. With ``known``, every figure is of the
+        datasets as drawn (row ``i`` record ``i``, before any removal); without, of the datasets released."""
+        drawn = self.synthetic if known is not None else self.published
         data = MeasureInput(
-            self.synthetic, self.original, released=list(self.original.columns), seed=self.seed,
+            drawn, self.original, released=list(self.original.columns), seed=self.seed,
             tables=self._specs(tables, bootstrap), bootstrap=bootstrap, weights=self.weights,
         )  # fmt: skip
         if known is not None:
@@ -291,5 +248,5 @@ class CartMeasures(Measures):
         if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
         specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep, self.weights)
-        return table_utility(self.original, self.synthetic, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed,
+        return table_utility(self.original, self.published, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed,
                              weights=self.weights)  # fmt: skip

@@ -70,9 +70,10 @@ def decide(
 ) -> tuple[Release, list[Verdict]]:
     """Measure ``release`` and judge it by ``policy``; when it fails, try the settings that need no refit.
 
-    The synthesizer's own settings (:meth:`Recipe.no_refit_settings`, such as the DPMPM's conditioning) are
-    tried in order, then, for a release of whole records failing a criterion on replicated uniques, their
-    removal (synthpop's ``sdc(rm.replicated.uniques = TRUE)``). The first release that meets the policy is
+    A release of records judged by a policy with a criterion on replicated uniques has them removed first (synthpop's
+    ``sdc(rm.replicated.uniques = TRUE)``, :func:`remove_uniques`), and so has every setting tried. The
+    synthesizer's own settings (:meth:`Recipe.no_refit_settings`, such as the DPMPM's conditioning) are tried in
+    order. The first release that meets the policy is
     returned; when none does, the last one tried, with its verdict (the caller refuses it).
 
     Returns
@@ -80,6 +81,9 @@ def decide(
     release, tried
         The release with ``measured`` and ``policy`` set, and the verdicts of every setting tried, in order.
     """
+    removing = _removes_uniques(policy, synthesizer.name, release)
+    if removing:
+        remove_uniques(release, synthesizer.name)
     verdict = measure_and_judge(release, policy, synthesizer.name, {}, progress)
     tried = [verdict]
     if verdict.passed:
@@ -92,6 +96,8 @@ def decide(
         recipe, under = synthesizer.under(setting, fitted)
         control = release.measure_input.holdout if release.measure_input is not None else None
         candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress, control)
+        if removing:
+            remove_uniques(candidate, synthesizer.name)
         verdict = measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
         tried.append(verdict)
         release = candidate
@@ -99,21 +105,44 @@ def decide(
             _log.warning("%s: released under %s, which meets the disclosure policy %r", synthesizer.name,
                          verdict.setting_text(), policy.name)
             return release, tried
-    data = release.measure_input
-    uniques_failed = any(j.criterion.measure == "replicated_uniques" for j in verdict.failed())
-    if uniques_failed and data is not None and data.original is not None and not data.partially_synthetic:
-        from bayessdc.risk.copies import remove_replicated_uniques
-
-        kept, removed = remove_replicated_uniques(data.original, release.synthetic, data.released)
-        setting = {**verdict.setting, "replicated_uniques": "removed"}
-        _log.warning("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)",
-                     synthesizer.name, int(removed["removed"].sum()))
-        release.synthetic = kept.reset_index(drop=True)
-        release.measure_input = replace(data, synthetic=release.synthetic, cache={})
-        release.facts["replicated_uniques_removed"] = int(removed["removed"].sum())
-        verdict = measure_and_judge(release, policy, synthesizer.name, setting, progress)
-        tried.append(verdict)
     return release, tried
+
+
+def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
+    """Whether the release's replicated uniques are removed before it is judged: a release of records judged by
+    a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer."""
+    data = release.measure_input
+    if data is None or data.original is None or not data.released:
+        return False
+    return any(c.measure == "replicated_uniques" and (not c.applies_to or name in c.applies_to)
+               for c in policy.criteria)  # fmt: skip
+
+
+def remove_uniques(release: Release, name: str) -> None:
+    """Remove the replicated uniques of ``release`` (synthpop's ``sdc(rm.replicated.uniques = TRUE)``: rows unique
+    in their dataset equal to a record unique in the original, on the released columns), and the same rows of
+    the measures' ``unlearned`` datasets, so that both are judged after the same removal; nothing is refitted.
+
+    The rows removed per dataset go to ``measure_input.removed`` (the measures ``removed_records`` and
+    ``released_records``) and their total to ``facts["replicated_uniques_removed"]``."""
+    from bayessdc.risk.copies import remove_replicated_uniques
+
+    data = release.measure_input
+    kept, removed = remove_replicated_uniques(data.original, release.synthetic, data.record_columns)
+    unlearned, unlearned_removed = data.unlearned, None
+    if unlearned is not None:
+        unlearned, unlearned_removed = remove_replicated_uniques(data.original, unlearned, data.record_columns)
+        unlearned = unlearned.reset_index(drop=True)
+    count = int(removed["removed"].sum())
+    _log.info("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)", name, count)
+    release.synthetic = kept.reset_index(drop=True)
+    release.measure_input = replace(data, synthetic=release.synthetic, unlearned=unlearned, removed=removed,
+                                    unlearned_removed=unlearned_removed, cache={})  # fmt: skip
+    release.facts["replicated_uniques_removed"] = count
+    if release.measures is not None and (removed["kept"] > 0).all():  # an emptied dataset has no table to compare
+        figures = release.measures.replace_synthetic(release.synthetic)
+        if figures is not None:
+            release.utility_figures = figures
 
 
 def measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:

@@ -15,6 +15,15 @@ Bayesian bootstrap of the subtree's node.
 Rules restrict the draw to the leaf's values that are admissible given the record's already-fixed values (the
 bootstrap restricted to the admissible values, renormalised). A record whose leaf holds no admissible value
 draws from the nearest ancestor node holding one (the root holds every observed value of the column).
+
+With ``own`` given (``donors="others"`` of :class:`~bayessdc.models.cart.CartSynthesizer`), a record's own
+observation is left out of its own draw: the draw is from the Bayesian bootstrap of the *other* observations of
+its node. The weight of a (leaf, value) pair of ``c`` observations is a sum of ``c`` independent Gamma(1) shares,
+and one share is ``W * Beta(1, c - 1)`` of the pair's weight ``W`` (independent of ``W``); the record's share is
+drawn so, and taken from its own pair's weight for its draw only, every other record's draw unchanged. The
+record's own observation is then no donor of its row, as in a release that never saw it; a node left with no
+other admissible observation passes the record to its parent, and a record for which no other record of the whole
+column holds an admissible value keeps its own (counted in ``stats["own"]``).
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ def draw_column(
     schema: Mapping[str, ColumnSchema],
     rng: np.random.Generator,
     stats: dict[str, int],
+    own: np.ndarray | None = None,
 ) -> np.ndarray:
     """One synthetic value of ``fitted.column`` per record: a fresh Bayesian bootstrap of every leaf, one draw.
 
@@ -68,6 +78,9 @@ def draw_column(
     stats
         Fallback counts, updated: ``draws``, ``ancestor`` (records drawn from an ancestor node) and
         ``whole_column`` (of those, from the root).
+    own
+        Per record, its own observation's pair (``fitted.own_pair`` of the record; -1: none), left out of its
+        own draw; ``None``: every observation of the node is a donor (the paper's bootstrap).
 
     Returns
     -------
@@ -81,12 +94,22 @@ def draw_column(
     """
     n = len(nodes)
     weights = rng.standard_gamma(fitted.pair_count)  # Bayesian bootstrap of every leaf (see module doc)
+    share = None
+    if own is not None and (own >= 0).any():  # each record's own Gamma(1) share of its pair's weight
+        share = np.zeros(n)
+        mine = np.flatnonzero(own >= 0)
+        count = fitted.pair_count[own[mine]]
+        fraction = np.ones(mine.size)
+        several = count > 1
+        fraction[several] = rng.beta(1.0, count[several] - 1.0)
+        share[mine] = weights[own[mine]] * fraction
     chosen = np.full(n, -1, dtype=np.int64)
     pending = np.arange(n)
     level = 0
     stats["draws"] += n
     while pending.size:
-        picks = _draw_in_nodes(fitted, nodes[pending], pending, weights, values, schema, rng)
+        exclude = None if share is None else (own[pending], share[pending])
+        picks = _draw_in_nodes(fitted, nodes[pending], pending, weights, values, schema, rng, exclude)
         found = picks >= 0
         chosen[pending[found]] = picks[found]
         if level > 0:
@@ -96,6 +119,11 @@ def draw_column(
         if not pending.size:
             break
         up = fitted.parent[nodes[pending]]
+        alone = pending[up < 0]
+        if share is not None and (share[alone] > 0).any():  # at the root, no donor but the record itself
+            stats["own"] = stats.get("own", 0) + int((share[alone] > 0).sum())
+            share[alone] = 0.0  # it keeps its own observation (counted): no other record holds an admissible one
+            continue
         if (up < 0).any():
             record = int(pending[up < 0][0])
             fixed = {c: _decode(schema[c], values[c][record]) for c in values}
@@ -116,13 +144,19 @@ def _draw_in_nodes(
     values: Mapping[str, np.ndarray],
     schema: Mapping[str, ColumnSchema],
     rng: np.random.Generator,
+    exclude: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """One weighted draw per record among its node's admissible (value, weight) pairs; -1 if none."""
+    """One weighted draw per record among its node's admissible (value, weight) pairs; -1 if none. ``exclude``:
+    per record, a pair and the weight taken from it for that record's draw only."""
     start, end = fitted.pair_start[nodes], fitted.pair_end[nodes]
     lengths = end - start
     uniforms = rng.random(len(nodes))
+    if exclude is not None:  # the pair counts only where it is one of the record's node
+        pair, taken = exclude
+        inside = (pair >= start) & (pair < end)
+        exclude = (np.where(inside, pair, -1), np.where(inside, taken, 0.0))
     if not fitted.rules:  # every value admissible: one cumulative sum over all pairs serves every record
-        return _draw_unrestricted(start, end, weights, uniforms)
+        return _draw_unrestricted(start, end, weights, uniforms, exclude)
     picks = np.full(len(nodes), -1, dtype=np.int64)
     bounds = np.cumsum(lengths)
     chunk_start = 0
@@ -130,7 +164,9 @@ def _draw_in_nodes(
         base = bounds[chunk_start - 1] if chunk_start else 0
         chunk_end = max(int(np.searchsorted(bounds, base + MAX_PAIRS_PER_CHUNK, side="right")), chunk_start + 1)
         sl = slice(chunk_start, chunk_end)
-        picks[sl] = _draw_chunk(fitted, start[sl], lengths[sl], records[sl], weights, values, schema, uniforms[sl])
+        taken = None if exclude is None else (exclude[0][sl], exclude[1][sl])
+        picks[sl] = _draw_chunk(fitted, start[sl], lengths[sl], records[sl], weights, values, schema, uniforms[sl],
+                                taken)  # fmt: skip
         chunk_start = chunk_end
     return picks
 
@@ -144,11 +180,18 @@ def _draw_chunk(
     values: Mapping[str, np.ndarray],
     schema: Mapping[str, ColumnSchema],
     uniforms: np.ndarray,
+    exclude: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     owner = np.repeat(np.arange(len(start)), lengths)
     segment_begin = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     pair = np.repeat(start - segment_begin, lengths) + np.arange(int(lengths.sum()))
     w = weights[pair]
+    if exclude is not None:  # each record's own share off its own pair, for its draw only
+        own, taken = exclude
+        at = np.flatnonzero(own >= 0)
+        position = segment_begin[at] + own[at] - start[at]
+        left = w[position] - taken[at]
+        w[position] = np.where(left > 1e-12 * w[position], left, 0.0)  # the record the pair's only observation
     if fitted.rules:
         spec = schema[fitted.column]
         code = fitted.pair_code[pair]
@@ -183,7 +226,10 @@ def _draw_chunk(
     return np.where(has_value, pair[position], -1)
 
 
-def _draw_unrestricted(start: np.ndarray, end: np.ndarray, weights: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+def _draw_unrestricted(
+    start: np.ndarray, end: np.ndarray, weights: np.ndarray, uniforms: np.ndarray,
+    exclude: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """One weighted draw per record among the pairs ``start .. end - 1`` of its node, without rules.
 
     The draw :func:`_draw_chunk` makes, without expanding every (record, pair): the pairs of a node are
@@ -194,9 +240,18 @@ def _draw_unrestricted(start: np.ndarray, end: np.ndarray, weights: np.ndarray, 
     cumulative = np.concatenate([[0.0], np.cumsum(weights)])
     before = cumulative[start]
     total = cumulative[end] - before
-    position = np.searchsorted(cumulative[1:], before + uniforms * total, side="right")
+    if exclude is None:
+        target = before + uniforms * total
+    else:  # the own pair's interval shortened by the record's share: points past its new end move on by it
+        own, taken = exclude
+        total = total - taken
+        target = before + uniforms * total
+        mine = own >= 0
+        end_own = np.where(mine, cumulative[np.maximum(own, 0) + 1] - taken, np.inf)
+        target = np.where(target >= end_own, target + taken, target)
+    position = np.searchsorted(cumulative[1:], target, side="right")
     position = np.clip(position, start, end - 1)
-    has_value = total > 0
+    has_value = total > 1e-12 * np.maximum(cumulative[end] - before, 1e-300)
     # Rounding can land on a zero weight at the end of a segment: take the segment's last positive one.
     for k in np.flatnonzero(has_value & (weights[position] <= 0)):
         positive = np.flatnonzero(weights[start[k] : end[k]] > 0)

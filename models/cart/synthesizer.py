@@ -32,6 +32,7 @@ References
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,11 +50,14 @@ from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
 from .tree import TREE_BUILDERS, ColumnTree, DesignLayout, fit_column_tree
 
-__all__ = ["FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
+__all__ = ["DONORS", "FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
 
 #: Records x synthesized columns from which the pipeline fans the trees and the datasets out by default
 #: (below it, starting a local dask cluster costs more than it saves).
 FAN_OUT_FROM = 1_000_000
+
+#: The donors of a record's draw: every observation of its leaf (the paper's), or the others.
+DONORS = ("all", "others")
 
 _IMPLEMENTATION = {
     "native": "bayessdc's compiled CART (models/cart/fast_tree.py): scikit-learn's splits and criterion on the "
@@ -105,6 +109,11 @@ class CartSynthesizer:
         categorical predictor as codes and scores its level-versus-rest splits from level counts;
         ``"sklearn"``: scikit-learn's trees on the one-hot design. The same trees (the same candidate splits and
         criterion), but for the choice among exactly equal splits.
+    donors
+        ``"all"`` (default, the paper's): a record's values are drawn from the Bayesian bootstrap of every
+        observation of its leaf, its own included; ``"others"``: its own observation is left out of its own draw
+        (:mod:`bayessdc.models.cart.bootstrap`), so no row is given its record's own values but by another record
+        holding the same ones. A setting of the draw only: the trees are the same.
     name
         Short name used in outputs.
 
@@ -126,6 +135,7 @@ class CartSynthesizer:
     spikes: Mapping[str, Sequence[float]] = field(default_factory=dict)
     smoothing: str | None = None
     tree_builder: str = "native"
+    donors: str = "all"
     name: str = "cart"
     #: Per synthesized column, fallbacks of the last :meth:`synthesize` (records drawn from an ancestor node
     #: and, of those, from the root, i.e. the whole column), and the number of draws.
@@ -144,6 +154,8 @@ class CartSynthesizer:
             raise ValueError(f"max_depth must be at least 1, got {self.max_depth}")
         if self.tree_builder not in TREE_BUILDERS:
             raise ValueError(f"tree_builder must be one of {TREE_BUILDERS}, got {self.tree_builder!r}")
+        if self.donors not in DONORS:
+            raise ValueError(f"donors must be one of {DONORS}, got {self.donors!r}")
         if self.smoothing not in SMOOTHING:
             raise ValueError(f"smoothing must be None or 'density', got {self.smoothing!r}")
         self.missing_codes = {str(c): _numbers(v) for c, v in dict(self.missing_codes or {}).items()}
@@ -156,6 +168,16 @@ class CartSynthesizer:
         self._data: pd.DataFrame | None = None
         self._seed: int | None = None
         self.fit_seconds: float | None = None
+        #: What is computed once from the fitted trees and shared by every drawing of them (:meth:`drawing`).
+        self.cache: dict[Any, Any] = {}
+
+    def drawing(self, donors: str) -> CartSynthesizer:
+        """This fitted synthesizer drawing with other ``donors``: the same trees and cache, shared, not copied."""
+        if donors not in DONORS:
+            raise ValueError(f"donors must be one of {DONORS}, got {donors!r}")
+        other = copy.copy(self)
+        other.donors = donors
+        return other
 
     # -- input -------------------------------------------------------------------------------------------
 
@@ -172,7 +194,9 @@ class CartSynthesizer:
 
     # -- fitting (Section 2, steps 1-3) ---------------------------------------------------------------------
 
-    def fit(self, data: pd.DataFrame, seed: int = 0, fan_out: FanOut | None = None) -> CartSynthesizer:
+    def fit(
+        self, data: pd.DataFrame, seed: int = 0, fan_out: FanOut | None = None, learn: np.ndarray | None = None
+    ) -> CartSynthesizer:
         """Validate ``data`` and fit one tree per synthesized column (and per state), in order.
 
         Every tree is fitted on the confidential data alone (never on synthetic values), so the trees are
@@ -189,6 +213,10 @@ class CartSynthesizer:
         fan_out
             Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order
             (default: one after the other, in this thread).
+        learn
+            Positions of the records the trees are fitted on (default all). Every record is still synthesized,
+            so the records left out are synthesized by trees that never saw them: the cross-fitted release of
+            :func:`bayessdc.pipeline.cart.unlearned_release`, the reference of the records-copied criterion.
 
         Returns
         -------
@@ -224,11 +252,13 @@ class CartSynthesizer:
             # are all fixed by now.
             step_rules = [r for r in rules if column in r.columns and r.columns <= known]
             states = self._states.get(column)
-            rows = None
+            rows = learn
             if states is not None:
-                state_job = _TreeJob(states.state_column, predictors, step_rules, state_of=column)
+                state_job = _TreeJob(states.state_column, predictors, step_rules, state_of=column, rows=learn)
                 jobs.append((states.state_column, state_job))
                 rows = np.flatnonzero(codes[states.state_column] == 0)
+                if learn is not None:
+                    rows = np.intersect1d(rows, learn)
                 if not len(rows):
                     continue  # no record in the "value" state: the state tree puts back every value
             smoothed = self.smoothing == "density" and not schema[column].categorical
@@ -239,7 +269,9 @@ class CartSynthesizer:
         for fitted in self._trees:
             if fitted.bandwidth is not None:
                 states = self._states.get(fitted.column)
-                rows = np.flatnonzero(codes[states.state_column] == 0) if states is not None else None
+                rows = np.flatnonzero(codes[states.state_column] == 0) if states is not None else learn
+                if states is not None and learn is not None:
+                    rows = np.intersect1d(rows, learn)
                 observed = codes[fitted.column] if rows is None else codes[fitted.column][rows]
                 self._smoothers[fitted.column] = ValueSmoother.of(observed, states.numbers[1:] if states else ())
         self.fit_seconds = time.perf_counter() - start
@@ -268,13 +300,16 @@ class CartSynthesizer:
         return self._draw(rng, smoothing_rng, self.fallbacks)
 
     def _draw(
-        self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None, fallbacks: dict[str, dict[str, int]]
+        self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None, fallbacks: dict[str, dict[str, int]],
+        rows: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
-        """:meth:`synthesize_dataset`, counting the fallbacks in ``fallbacks``."""
+        """:meth:`synthesize_dataset` for the records at positions ``rows`` (default all), counting the fallbacks
+        in ``fallbacks``."""
         self._check_fitted()
         smoothing_rng = rng if smoothing_rng is None else smoothing_rng
-        n = len(self._data)
-        values = {c: self._codes[c] for c in self._with_states(self.keep)}
+        positions = np.arange(len(self._data)) if rows is None else np.asarray(rows)
+        n = len(positions)
+        values = {c: (self._codes[c] if rows is None else self._codes[c][rows]) for c in self._with_states(self.keep)}
         # One design matrix for the whole dataset, in column-major order: the predictors of each tree are the
         # kept columns and the columns drawn before it, a prefix of the matrix, filled in as they are drawn.
         layout = DesignLayout(self._with_states([*self.keep, *self.synthesize]), self._schema)
@@ -293,7 +328,10 @@ class CartSynthesizer:
                 nodes = fitted.tree.apply(design[rows, : max(width, 1)]).astype(np.int64)
             leaves = nodes.copy()
             stats = fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
-            code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats)]
+            own = None
+            if self.donors == "others" and fitted.own_pair is not None:
+                own = fitted.own_pair[positions[rows]]
+            code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats, own)]
             if spec.categorical:
                 values[fitted.column] = code
                 layout.fill(design, fitted.column, code)
@@ -312,7 +350,9 @@ class CartSynthesizer:
             layout.fill(design, fitted.column, values[fitted.column])
         return values
 
-    def synthesize_datasets(self, m: int, seed: int | None = None, fan_out: FanOut | None = None) -> pd.DataFrame:
+    def synthesize_datasets(
+        self, m: int, seed: int | None = None, fan_out: FanOut | None = None, rows: np.ndarray | None = None
+    ) -> pd.DataFrame:
         """The ``m`` synthetic datasets as one long table with a ``synthetic`` column 1..m.
 
         Parameters
@@ -325,6 +365,9 @@ class CartSynthesizer:
         fan_out
             Runs ``task(name, part)`` on every ``(name, part)`` and returns the results in order (default: one
             after the other, in this thread); the datasets are the same however they run.
+        rows
+            Positions of the records synthesized (default all, in order): with ``rows``, each dataset holds those
+            records only, drawn as in a dataset of all of them but from their own random streams.
 
         Returns
         -------
@@ -337,23 +380,24 @@ class CartSynthesizer:
             raise ValueError(f"m must be at least 1, got {m}")
         seed = self._seed if seed is None else int(seed)
         parts = [(f"dataset-{k}", k) for k in range(1, m + 1)]
-        results = (fan_out or _one_by_one)(_DrawDataset(self, seed), parts)
+        results = (fan_out or _one_by_one)(_DrawDataset(self, seed, rows), parts)
         self.fallbacks = {}
         for _, counts in results:
             for column, stats in counts.items():
                 total = self.fallbacks.setdefault(column, {"ancestor": 0, "whole_column": 0, "draws": 0})
                 for key, count in stats.items():
-                    total[key] += count
+                    total[key] = total.get(key, 0) + count
         return pd.concat([frame for frame, _ in results], ignore_index=True)
 
-    def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int) -> pd.DataFrame:
-        columns: dict[str, Any] = {"synthetic": np.full(len(self._data), k, dtype=np.int64)}
-        for column in self._data.columns:
+    def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int, rows: np.ndarray | None = None) -> pd.DataFrame:
+        data = self._data if rows is None else self._data.iloc[rows]
+        columns: dict[str, Any] = {"synthetic": np.full(len(data), k, dtype=np.int64)}
+        for column in data.columns:
             spec = self._schema[column]
             if spec.categorical:
                 columns[column] = decode_categorical(values[column], spec)
             elif column in self.keep:
-                columns[column] = self._data[column].to_numpy()
+                columns[column] = data[column].to_numpy()
             else:
                 columns[column] = _as_dtype(values[column], self._data[column].dtype)
         return pd.DataFrame(columns)
@@ -394,7 +438,9 @@ class CartSynthesizer:
             "predictor_encoding": "one-hot for categorical predictors, numbers for numeric ones",
             "leaf_draw": "Bayesian bootstrap: Dirichlet(1,...,1) weights over the leaf's observed values, "
             "one bootstrap per leaf per synthetic dataset, one draw per record; leaves found from synthetic "
-            "values of earlier columns",
+            "values of earlier columns" + ("" if self.donors == "all" else "; a record's own observation left out "
+            "of its own draw (donors: the other records of its leaf)"),
+            "donors": self.donors,
             "smoothing": self._describe_smoothing(),
             "rules": [r.to_dict() for r in self.rules],
             "rule_enforcement": "draws restricted to the values admissible given the record's fixed values; "
@@ -532,9 +578,10 @@ class _DrawDataset:
 
     synthesizer: CartSynthesizer
     seed: int
+    rows: np.ndarray | None = None
 
     def __call__(self, name: str, k: int) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
         fallbacks: dict[str, dict[str, int]] = {}
         rng = streams.rng(self.seed, "cart-dataset", k)
-        values = self.synthesizer._draw(rng, streams.rng(self.seed, "cart-smoothing", k), fallbacks)
-        return self.synthesizer._decode_dataset(values, k), fallbacks
+        values = self.synthesizer._draw(rng, streams.rng(self.seed, "cart-smoothing", k), fallbacks, self.rows)
+        return self.synthesizer._decode_dataset(values, k, self.rows), fallbacks

@@ -62,6 +62,9 @@ class ColumnTree:
     gate: str | None = None
     #: Smoothing of a numeric column's draws: per node, the bandwidth of its donors (NaN: not smoothed).
     bandwidth: np.ndarray | None = None
+    #: Per record of the data, the (leaf, value) pair its own observation belongs to (-1: a record the tree was
+    #: not fitted on), for draws that leave a record's own observation out of its own bootstrap.
+    own_pair: np.ndarray | None = None
 
     @property
     def n_leaves(self) -> int:
@@ -254,7 +257,9 @@ def fit_column_tree(
             last[node] = last[right[node]]
     n_levels = len(spec.levels)
     key = leaf_rank[fitted_leaves] * n_levels + target_codes
-    pairs, counts = np.unique(key, return_counts=True)
+    pairs, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    own_pair = np.full(len(every[column]), -1, dtype=np.int64)
+    own_pair[slice(None) if rows is None else rows] = inverse.ravel()
     pair_leaf = pairs // n_levels
     leaf_start = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="left")
     leaf_end = np.searchsorted(pair_leaf, np.arange(len(leaves)), side="right")
@@ -268,6 +273,7 @@ def fit_column_tree(
         pair_code=(pairs % n_levels).astype(np.int64),
         pair_count=counts.astype(float),
         rules=rules,
+        own_pair=own_pair,
     )
 
 

@@ -7,6 +7,7 @@ from scipy import stats
 
 from bayessdc.cli import main
 from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
+from tests.cart_rows import kept_positions
 from tests.release_digest import release_digest
 
 SYNTHESIZE = "enrolled,grade,education,marital"
@@ -95,11 +96,12 @@ def test_release_holds_only_synthetic_data_and_the_description(run):
     assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3, 4]
     agree = []
     for _, frame in synthetic.groupby("synthetic"):
-        for column in KEEP.split(","):  # kept columns are identical
-            assert np.array_equal(frame[column].astype(object).to_numpy(), data[column].to_numpy().astype(object))
+        # kept columns are identical, on the rows left after the replicated uniques were removed
+        rows = kept_positions(frame, data, KEEP.split(","))
+        assert rows is not None and len(rows) > 0.8 * len(data)
         for column in SYNTHESIZE.split(","):  # synthesized ones only take observed values
             assert set(frame[column].astype(str)) <= set(data[column])
-        agree.append((frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy()).mean())
+        agree.append((frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy()[rows]).mean())
     assert max(agree) < 0.9  # a synthesized column is not a copy of the original
     model = json.loads((out / "release" / "model.json").read_text())
     assert model["synthesizer"] == "cart" and model["m"] == 4
@@ -166,7 +168,8 @@ def test_missing_values_codes_and_smoothing_from_the_command_line(run, tmp_path)
     args.remove(str(folder / "rules.json"))
     assert main([*args, "--out", str(tmp_path / "out")]) == 0
     synthetic = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
-    assert len(synthetic) == 2 * len(frame)
+    removed = json.loads((tmp_path / "out" / "private" / "measures.json").read_text())["released_records"]
+    assert len(synthetic) == sum(v["value"] for v in removed["values"])  # the rows left after the removal
     assert synthetic["relationship"].isna().sum() == 2
     assert ((synthetic["enrolled"] == "no") == synthetic["grade"].isna()).all()
     assert ((synthetic["hours"] == -8) == (synthetic["age"] < 18)).all()
@@ -182,8 +185,11 @@ def test_missing_values_codes_and_smoothing_from_the_command_line(run, tmp_path)
 #: scikit-learn's but for mirrored splits of binary predictors and exactly tied splits
 #: (tests/models/cart/test_fast_tree.py walks the trees of this run's data together), so the leaves' order and the
 #: tie-breaks, hence the draws, changed; scikit-learn's builder still gives the digest pinned before.
-PINNED_RELEASE = "4bbf3fa7ce5f800e"
-PINNED_RELEASE_SKLEARN_TREES = "00eec2640990eb8b"
+#: Re-pinned on purpose, both, when every release's judgement grew criteria on its records (issue 46): the default
+#: min_leaf became 50 (the trees changed), the replicated uniques are removed before release (rows taken away), a
+#: categorical column lists only the levels drawn, and model.json states the new default policy.
+PINNED_RELEASE = "db2ed4050092fe55"
+PINNED_RELEASE_SKLEARN_TREES = "a06b3281a89b4670"
 
 
 def test_release_is_the_one_pinned_before_the_restructuring(run):

@@ -10,6 +10,7 @@ import bayessdc as bsd
 from bayessdc.cli import main
 from bayessdc.models.cart import CartDataError, acs_example_rules, simulate_acs_persons
 from bayessdc.synthesis.output import to_jsonable
+from tests.cart_rows import kept_rows_in_order, rows_per_dataset
 
 SYNTHESIZE = ["education", "marital"]
 KEEP = ["age", "sex"]
@@ -72,9 +73,10 @@ def test_release_in_memory(persons, release):
     assert list(synthetic.columns) == ["synthetic", *[c for c in data.columns if c in KEEP + SYNTHESIZE]]
     assert sorted(synthetic["synthetic"].unique()) == list(range(1, M + 1))
     assert release.facts["records"] == len(data) and release.m == M
-    for _, frame in synthetic.groupby("synthetic"):
-        for column in KEEP:
-            assert np.array_equal(frame[column].astype(object).to_numpy(), data[column].astype(object).to_numpy())
+    kept = rows_per_dataset(release)  # the replicated uniques removed by the default policy: rows only taken away
+    assert sum(len(data) - k for k in kept.values()) == release.facts["replicated_uniques_removed"] > 0
+    for k, frame in synthetic.groupby("synthetic"):
+        assert len(frame) == kept[k] and kept_rows_in_order(frame, data, KEEP)
         young = frame["age"].to_numpy() <= 14  # a rule: never violated
         assert (frame["marital"].astype(str).to_numpy()[young] == "never married").all()
     assert release.description["synthesized_in_order"] == SYNTHESIZE and release.description["m"] == M
@@ -96,10 +98,16 @@ def test_diagnostics_say_what_was_fitted_and_pass(persons, release):
 
 
 def test_risk_without_options_is_the_records_copied_and_the_replicated_uniques(persons, release):
-    """CART has no model-based risk; every release of records has the copies measures."""
+    """CART has no model-based risk; every release of records has the copies measures, and the removal's."""
     _, data = persons
     risk = release.risk().set_index(["measure", "subset"])
-    assert set(risk.index.get_level_values("measure")) == {"copied_records", "replicated_uniques"}
+    assert set(risk.index.get_level_values("measure")) == {
+        "copied_records", "replicated_uniques", "removed_records", "released_records"}
+    assert risk.loc[("replicated_uniques", "unique in both"), "worst"] == 0  # removed before release
+    kept = rows_per_dataset(release)
+    assert risk.loc[("released_records", "all"), "worst"] == min(kept.values())
+    assert risk.loc[("removed_records", "all"), "pooled"] == pytest.approx(np.mean([1 - k / len(data)
+                                                                                   for k in kept.values()]))
     released = KEEP + SYNTHESIZE
     originals = set(map(tuple, data[released].astype(str).to_numpy()))
     shares = [np.mean([tuple(row) in originals for row in frame[released].astype(str).to_numpy()])
@@ -131,7 +139,7 @@ def _by_hand(original, frame, known):
 
 
 def test_identification_risk_is_counted_as_by_hand(persons, release):
-    _, data = persons
+    _, data = persons  # the risk of the datasets as drawn (row i record i), before the replicated uniques' removal
     known_sets = [["age", "sex", "marital"], ["sex", "education", "marital"]]
     figures = release.measures.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
     table = release.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
@@ -139,9 +147,8 @@ def test_identification_risk_is_counted_as_by_hand(persons, release):
     assert figures["synthesized"] == SYNTHESIZE and figures["pattern"] == KEEP
     for known, entry in zip(known_sets, figures["identification"], strict=True):
         assert entry["known"] == known
-        hand = [
-            _by_hand(data, frame.reset_index(drop=True), known) for _, frame in release.synthetic.groupby("synthetic")
-        ]
+        drawn = release.measures.synthetic.groupby("synthetic")
+        hand = [_by_hand(data, frame.reset_index(drop=True), known) for _, frame in drawn]
         hand = np.array(hand, dtype=float)
         assert entry["expected_match_risk"] == pytest.approx(hand[:, 0].mean())
         assert entry["true_match_rate"] == pytest.approx(hand[:, 1].mean())
@@ -150,7 +157,7 @@ def test_identification_risk_is_counted_as_by_hand(persons, release):
     disclosures = [
         int(((frame["education"].astype(str).to_numpy() == data["education"].to_numpy())
              & (frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy())).sum())
-        for _, frame in release.synthetic.groupby("synthetic")
+        for _, frame in release.measures.synthetic.groupby("synthetic")
     ]  # fmt: skip
     assert figures["attribute"]["per_dataset"] == disclosures
     assert figures["attribute"]["disclosures"] == pytest.approx(np.mean(disclosures))

@@ -111,7 +111,8 @@ def test_measure_tables_have_one_shape(tmp_path):
 
 
 def test_cart_replicated_uniques_removed_without_a_refit_when_a_criterion_asks(tmp_path):
-    """A criterion on replicated uniques: the pipeline removes them (synthpop's rule) and releases the rest."""
+    """A criterion on replicated uniques: the pipeline removes them (synthpop's rule) before judging, and releases
+    the rest; under a policy without one, nothing is removed."""
     from bayessdc.models.cart import simulate_acs_persons
     from bayessdc.risk.copies import replicated_uniques
 
@@ -122,15 +123,16 @@ def test_cart_replicated_uniques_removed_without_a_refit_when_a_criterion_asks(t
     kept = bsd.synthesize(data, recipe, synthesize="education,marital", keep="age,sex", m=3, seed=1,
                           policy=policy, out=tmp_path / "out", progress=False)  # fmt: skip
     plain = bsd.synthesize(data, recipe, synthesize="education,marital", keep="age,sex", m=3, seed=1,
-                           progress=False)  # fmt: skip
+                           policy=bsd.Policy(name="judges nothing", criteria=()), progress=False)  # fmt: skip
     columns = ["age", "sex", "education", "marital"]
     before = replicated_uniques(data[columns], plain.synthetic, columns)["replicated_unique_in_both"]
     assert before.sum() > 0  # the example's CART release replicates some uniques
-    assert kept.policy.passed and kept.policy.setting == {"replicated_uniques": "removed"}
-    assert len(kept.synthetic) == len(plain.synthetic) - before.sum()
+    assert kept.policy.passed and kept.policy.setting == {}  # removed before judging: the run's own settings
+    assert len(kept.synthetic) == len(plain.synthetic) - before.sum() == 3 * len(data) - before.sum()
+    assert kept.facts["replicated_uniques_removed"] == before.sum() and "replicated_uniques_removed" not in plain.facts
     after = replicated_uniques(data[columns], kept.synthetic, columns)["replicated_unique_in_both"]
     assert after.sum() == 0
     model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
-    assert model["disclosure_policy"]["released_under"] == {"replicated_uniques": "removed"}
+    assert model["disclosure_policy"]["released_under"] == {}
     released = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
     assert len(released) == len(kept.synthetic)
