@@ -347,6 +347,18 @@ class OutputFolder:
                 shutil.rmtree(building)
         return self.release
 
+    def withdraw_release(self) -> bool:
+        """Remove a ``release/`` an earlier run of this folder left, for a run that is refused: the folder then
+        holds the refusal's ``private/`` and no release beside it (a reader sees the old release or none, never
+        part of one: it is renamed aside, then deleted). Returns whether there was one."""
+        if not self.release.exists():
+            return False
+        old = Path(tempfile.mkdtemp(prefix=RELEASE_TEMPORARY_PREFIX, suffix=".old", dir=self.root))
+        os.replace(self.release, old / "release")
+        _fsync_directory(self.root)
+        shutil.rmtree(old)
+        return True
+
     def write_private_table(self, name: str, frame: pd.DataFrame) -> Path:
         """Write a table to ``private/<name>`` (Parquet), atomically."""
         return self.write_private_file(name, table_writer(frame))

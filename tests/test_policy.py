@@ -160,6 +160,24 @@ def test_policy_command_prints_the_builtin_policy_and_checks_a_file(tmp_path, ca
     assert "line 5: unknown measure 'nope'" in capsys.readouterr().err
 
 
+def test_a_subset_a_measure_has_not_got_is_refused_when_the_policy_is_read(tmp_path, capsys):
+    """Issue 46: a criterion on a fixed subset the measure never has would never apply; refused naming the line."""
+    typo = _policy(tmp_path, '[[criterion]]\nmeasure = "replicated_uniques"\nsubset = "unique"\nat_most = 0\n')
+    assert main(["policy", "--check", str(typo)]) == 2
+    err = capsys.readouterr().err
+    assert "line 6: replicated_uniques has no subset 'unique'" in err and "'unique in both'" in err
+    for measure, subset in (("intruder_correct", "unique items"), ("copied_records", "all"),
+                            ("expected_match_risk", "sex+any+columns")):  # fmt: skip
+        fine = _policy(tmp_path, f'[[criterion]]\nmeasure = "{measure}"\nsubset = "{subset}"\nat_most = 1\n')
+        assert load_policy(fine).criteria[0].subset == subset  # columns are checked against the data, at the run
+    policy = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "true_match_rate"\nsubset = "sex+wage"\n'
+                                           'at_most = 1\napplies_to = ["dpmpm"]\n'))  # fmt: skip
+    policy.check_columns(["sex", "wage"], "dpmpm")
+    policy.check_columns(["sex"], "cart")  # the criterion applies to the DPMPM only
+    with pytest.raises(bsd.InputError, match=r"names column\(s\) 'wage' the data has not got"):
+        policy.check_columns(["sex", "age"], "dpmpm")
+
+
 def test_a_bad_policy_is_refused_before_any_sampling(tmp_path, capsys):
     data = tmp_path / "flows.csv"
     bsd.examples.flow_table().to_csv(data, index=False)

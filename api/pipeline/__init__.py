@@ -262,6 +262,7 @@ def _run(
         refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
         refusal.fitted, refusal.identity = fitted, identity  # what synthesize(..., resume=refusal) takes up
         if folder is not None:
+            folder.withdraw_release()  # an earlier run's release/ never stands beside this refusal
             write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
         raise refusal
     release_start = time.perf_counter()
@@ -282,6 +283,7 @@ def _run(
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
         if folder is not None:
+            folder.withdraw_release()
             folder.write_private_json("policy.json", release.policy_record())
             from bayessdc.report import render_run_report
             from bayessdc.report.html import html_writer

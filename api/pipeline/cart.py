@@ -13,9 +13,11 @@ leaves' bootstrap weights), so the gate passes by construction; ``private/diagno
 the tree's leaves and depth, the rules enforced and the fallbacks to an ancestor node, the times, the records.
 
 *Risk.* No model-based disclosure risk: the release is measured as every release of records is
-(:mod:`bayessdc.measures`: copies against a held-out share, replicated uniques); ``release.risk(known=[...])``
-adds Hu & Savitsky's identification risk and attribute disclosures of the categorical synthesized columns
-beside their inherent bounds (:func:`identification_figures`, the form of ``private/risk.json``).
+(:mod:`bayessdc.measures`: records copied, replicated uniques), each beside the same figure of a cross-fitted
+release of the same records that never saw them (:mod:`bayessdc.models.cart.unlearned`); the default policy
+removes the replicated uniques, judges the rest and tries ``donors="others"`` before it refuses.
+``release.risk(known=[...])`` adds Hu & Savitsky's identification risk and attribute disclosures of
+the categorical synthesized columns beside their inherent bounds (:func:`identification_figures`).
 """
 
 from __future__ import annotations

@@ -312,7 +312,19 @@ def _cases(c: Command) -> list[Case]:
     inside = [r"output folder", r"named release/", r"private/"]
     cases.append(Case(c, "output folder named release", inside, out="release"))
     cases.append(Case(c, "output folder inside a release folder", inside, out="run/release/again"))
+    # issue 46: a policy criterion on a column the data lacks would never apply, and the release would pass it
+    if c.name != "cta":  # CTA's policy is its protection of cells; no criterion of it names columns
+        policy = {"--policy": "{tmp}/columns.toml"}
+        cases.append(Case(c, "policy naming a column the data lacks", [r"expected_match_risk",
+                          r"'no_such_column'", r"has not got"], options=policy))  # fmt: skip
     return cases
+
+
+#: A policy whose one criterion's knowledge set names a column no input has.
+UNKNOWN_COLUMN_POLICY = (
+    '[policy]\nname = "typo"\n\n[[criterion]]\nmeasure = "expected_match_risk"\nsubset = "sex+no_such_column"\n'
+    'statistic = "lower"\nat_most = "inherent_max"\n'
+)
 
 
 CASES = [case for command in COMMANDS for case in _cases(command)]
@@ -351,6 +363,7 @@ def test_bad_input_exits_2_naming_the_column_row_or_constraint(case, tmp_path, c
     for name, content in c.files.items():
         (tmp_path / f"{name}.json").write_text(content)
     (tmp_path / "garbled.json").write_text("[{not json")
+    (tmp_path / "columns.toml").write_text(UNKNOWN_COLUMN_POLICY)
     data = case.data(c.table())
     path = tmp_path / f"input{case.suffix}"
     if isinstance(data, pd.DataFrame):

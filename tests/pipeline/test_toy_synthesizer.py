@@ -113,3 +113,23 @@ def test_a_policy_refuses_the_toy_release_by_the_same_code(persons):
     strict = bsd.Policy(name="no copies", criteria=(bsd.Criterion("copied_records", statistic="worst", at_most=0.0),))
     with pytest.raises(bsd.DisclosureRefused, match="copied_records"):
         bsd.synthesize(persons, Toy(), m=2, seed=1, policy=strict, progress=False)
+
+
+class OneChainToy(Toy):
+    """The toy drawn in one chain: below the gate's minimum of chains, refused by construction."""
+
+    def synthesizer(self):
+        return BetaBernoulli(chains=1)
+
+
+def test_a_refused_rerun_withdraws_the_release_an_earlier_run_left(persons, tmp_path):
+    """Issue 46: released under allow_unconverged, then rerun into the same folder without it (the same run: the
+    flag is no part of its identity) and refused: the folder keeps the refusal's private/ and no release/."""
+    out = tmp_path / "run"
+    bsd.synthesize(persons, OneChainToy(), m=2, seed=5, out=out, allow_unconverged=True, progress=False)
+    assert (out / "release" / "synthetic.parquet").exists()
+    with pytest.raises(bsd.ConvergenceError):
+        bsd.synthesize(persons, OneChainToy(), m=2, seed=5, out=out, progress=False)
+    assert not (out / "release").exists()
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".release-")]
+    assert (out / "private" / "report.html").exists() and (out / "private" / "run.json").exists()
