@@ -216,7 +216,7 @@ class Release:
         >>> release = bsd.synthesize(simulate_acs_persons(200, seed=1), bsd.CART(bootstrap=10),
         ...                          synthesize="education", keep="age,sex", m=2, progress=False)
         >>> list(release.risk()["measure"].unique())
-        ['copied_records', 'replicated_uniques']
+        ['copied_records', 'removed_records', 'released_records', 'replicated_uniques']
         >>> risk = release.risk(known=[["age", "sex", "education"]])  # recomputed for an intruder knowing these
         >>> list(risk["measure"].unique())[:4]
         ['expected_match_risk', 'true_match_rate', 'false_match_rate', 'attribute_disclosures']

@@ -36,13 +36,11 @@ ADULT = Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "c1_
 
 
 def _cases(only: str | None) -> list[tuple[str, object, dict, int]]:
-    from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
-
     cases = []
     if only in (None, "acs"):
-        acs = simulate_acs_persons(n=3000, seed=0)
+        acs = bsd.examples.acs_persons(3000, seed=0)
         roles = {"synthesize": ["enrolled", "grade", "education", "marital"], "keep": ["age", "sex", "relationship"]}
-        cases.append(("acs", acs, {"rules": acs_example_rules(), "roles": roles}, 20))
+        cases.append(("acs", acs, {"rules": bsd.examples.acs_rules(), "roles": roles}, 20))
     if only in (None, "adult"):
         if not ADULT.exists():
             print(f"skipping Adult: {ADULT} not found", file=sys.stderr)

@@ -54,14 +54,11 @@ def add_parser(subparsers: Any) -> None:
                    "observation is left out of its own draw; tried when all fails the policy")  # fmt: skip
     p.add_argument("--categorical", default="", help="comma-separated numeric columns to treat as categorical")
     p.add_argument(
-        "--table",
-        action="append",
-        default=None,
-        metavar="A,B,C",
+        "--table", action="append", default=None, metavar="A,B,C",
         help="a utility table cross-classifying these columns (repeatable; default: each synthesized column by "
         "each kept column, and all synthesized columns together; numeric columns with more than 20 values are "
         "cut into deciles)",
-    )
+    )  # fmt: skip
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the original (default 1000)")
     p.add_argument(
         "--missing-code", action="append", default=None, metavar="COLUMN=V1,V2",

@@ -4,7 +4,11 @@ For a continuous released value (a home's price at its location), the share of r
 lies within a relative band (default 10%) of the true one, per dataset: among the spatially isolated,
 at-risk records (subset ``"at-risk records"``), whose values differential smoothing protects, and among the
 others (``"other records"``). Reference ``unsmoothed``: the same share from the model without the
-restriction (the first stage), pooled over its m datasets: how much the smoothing removed.
+restriction (the first stage), pooled over its m datasets: how much the smoothing removed. Reference
+``other_records`` of the at-risk subsets: the other records' share in the same datasets (the mean over the m
+datasets, with its Monte Carlo error). Quick, Holan & Wikle smooth the isolated records so that they are no easier
+to learn than the rest (their San Francisco homes: the at-risk records' share cut by 50%, the others' by 11%); the
+disclosure policy judges a spatial release by it: an isolated record no more exposed than a typical one.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Measure, MeasureInput, MeasureResult, register
+from .base import Measure, MeasureInput, MeasureResult, mean_reference, register
 
 __all__ = ["ProximityInput", "ProximityShare"]
 
@@ -61,7 +65,10 @@ class ProximityShare(Measure):
     subsets = "'at-risk records' or 'other records' (and ', absolute band' of each)"
     subset_names = ("at-risk records", "other records", "at-risk records, absolute band",
                     "other records, absolute band")
-    references = {"unsmoothed": "the same share from the model without differential smoothing (first stage)"}
+    references = {
+        "unsmoothed": "the same share from the model without differential smoothing (first stage)",
+        "other_records": "of the at-risk records: the share of the other records, in the same datasets",
+    }
 
     def applies(self, data: MeasureInput) -> bool:
         return data.proximity is not None
@@ -90,4 +97,7 @@ class ProximityShare(Measure):
                 if reference is not None:
                     share = float(reference[:, mask].mean())
                     references.append({"subset": subset, "reference": "unsmoothed", "value": share})
+            if at_risk.any() and (~at_risk).any():
+                typical = released[:, ~at_risk].mean(axis=1)
+                references.append(mean_reference("at-risk records" + suffix, "other_records", typical))
         return self.result(values, references)

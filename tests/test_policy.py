@@ -49,6 +49,8 @@ def test_the_builtin_policy_names_a_source_for_every_criterion():
     assert ("replicated_uniques", "worst", "at_most", 0, ("cart",)) in thresholds
     assert ("released_records", "worst", "at_least", MIN_TRAINING_RECORDS, ("cart",)) in thresholds
     assert ("unprotected_cells", "worst", "at_most", 0, ()) in thresholds
+    # the spatial at-risk records against the others (Quick, Holan & Wikle)
+    assert ("proximity", "lower", "at_most", "other_records", ("spatial",)) in thresholds
     assert set(policy.reported).isdisjoint(judged)
 
 

@@ -202,16 +202,12 @@ class CART(Recipe):
             "synthesize": synthesize,
             "keep": keep,
             "rules": [r.to_dict() for r in synthesizer.rules],
-            "tree_settings": {
-                "min_samples_leaf": self.min_leaf,
-                "ccp_alpha": self.ccp_alpha,
-                "max_depth": self.max_depth,
-                "tree_builder": self.tree_builder,
-            },
+            "tree_settings": {"min_samples_leaf": self.min_leaf, "ccp_alpha": self.ccp_alpha,
+                              "max_depth": self.max_depth, "tree_builder": self.tree_builder},  # fmt: skip
             "categorical": list(self.categorical),
             "missing_codes": synthesizer.missing_codes,
             "spikes": synthesizer.spikes,
-            "smoothing": self.smoothing,
+            "smoothing": self.smoothing, "donors": self.donors,
             "tables": {t.name: t.to_dict() for t in tables},
             "bootstrap": self.bootstrap,
         }

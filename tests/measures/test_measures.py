@@ -130,6 +130,10 @@ def test_proximity_counts_values_within_the_band():
     assert values[("at-risk records", 1)] == 0.5 and values[("at-risk records", 2)] == 0.5
     assert values[("other records", 1)] == 0.5 and values[("other records", 2)] == 0.5
     assert result.reference("at-risk records", "unsmoothed") == 1.0
+    # the other records' share in the same datasets, 1/2 and 1/2: the at-risk records' reference, with its error
+    assert result.reference("at-risk records", "other_records") == 0.5
+    assert result.reference_error("at-risk records", "other_records") == (0.0, 2)
+    assert result.reference("other records", "other_records") is None
 
 
 @pytest.fixture

@@ -62,6 +62,12 @@ def test_risk_and_utility_are_the_stored_figures(runs):
         if within["restricted"][group] is not None:
             assert table.loc[subset, "pooled"] == pytest.approx(within["restricted"][group])
             assert table.loc[subset, "unsmoothed"] == pytest.approx(within["unrestricted"][group])
+    # issue 46: the default policy judges the at-risk records' share against the other records' (no longer
+    # "no criterion applies"): an isolated record no more exposed after differential smoothing than a typical one
+    judged = [j for j in release.policy.judgements if j.criterion.measure == "proximity"]
+    if within["restricted"]["at_risk"] is not None:
+        assert len(judged) == 1 and judged[0].subset == "at-risk records" and judged[0].passed is not None
+        assert judged[0].threshold == pytest.approx(table.loc["other records", "pooled"])
     overlap = release.utility().set_index("subset")["pooled"]
     for row in release.utility_figures["regression"]:
         assert overlap[row["coefficient"]] == pytest.approx(row["ci_overlap"])
