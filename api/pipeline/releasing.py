@@ -110,9 +110,11 @@ def decide(
 
 def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
     """Whether the release's replicated uniques are removed before it is judged: a release of records judged by
-    a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer."""
+    a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer, and not measured row by
+    row against its records (the categorical synthesizers' identification risk, whose row ``i`` is record ``i``:
+    a removal would break it, so their replicated uniques are judged as drawn)."""
     data = release.measure_input
-    if data is None or data.original is None or not data.released:
+    if data is None or data.original is None or not data.released or data.partially_synthetic:
         return False
     return any(c.measure == "replicated_uniques" and (not c.applies_to or name in c.applies_to)
                for c in policy.criteria)  # fmt: skip
