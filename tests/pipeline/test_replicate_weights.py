@@ -31,8 +31,11 @@ def _survey(n: int = 240, seed: int = 5) -> pd.DataFrame:
 def release():
     data = _survey()
     design = bsd.ReplicateDesign(COLUMNS, method="sdr")
+    # every record's replicate weights in every dataset, row for row: a policy that removes no row (the default
+    # removes the replicated uniques of a CART release; tests/pipeline/test_weights.py follows that case)
+    rows_kept = bsd.Policy(name="every row kept: the replicate weights' test", criteria=())
     out = bsd.synthesize(data, bsd.CART(bootstrap=20), synthesize="income", keep="age,sex", m=2, seed=1,
-                         progress=False, weights="wt", replicate_weights=design)  # fmt: skip
+                         progress=False, weights="wt", replicate_weights=design, policy=rows_kept)  # fmt: skip
     return data, design, out
 
 
