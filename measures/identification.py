@@ -26,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from .base import Measure, MeasureInput, MeasureResult, register
+from .base import Measure, MeasureInput, MeasureResult, mean_reference, register
 
 __all__ = ["ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "inherent_references", "per_dataset_figures"]
 
@@ -70,14 +70,8 @@ def inherent_references(data: MeasureInput, column: str, known: str | None) -> l
         if known is None:
             rows = rows.drop_duplicates("repetition")
         v = rows[column].to_numpy(dtype=float)
-        v = v[np.isfinite(v)]
-        if not v.size:
-            continue
-        out.append({
-            "subset": known or "all", "reference": f"inherent_{scenario}", "value": float(v.mean()),
-            "lower": float(np.quantile(v, 0.025)), "upper": float(np.quantile(v, 0.975)),
-            "mc_se": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan"), "repetitions": v.size,
-        })  # fmt: skip
+        if np.isfinite(v).any():
+            out.append(mean_reference(known or "all", f"inherent_{scenario}", v))
     return out
 
 

@@ -40,11 +40,11 @@ def record_measure_input(
     minimum of released records refuses it)."""
     data = measures.measure_input(bootstrap=max(bootstrap, 1))
     data.released, data.bootstrap = [*synthesizer.keep, *synthesizer.synthesize], bootstrap
-    key = (m, seed)  # the reference does not depend on the donors (no record of a fold is a donor of it)
-    cache = synthesizer.cache
     if len(frame) < 2:
         return data
-    if ("unlearned", key) not in cache:
-        cache["unlearned", key] = cross_fitted_datasets(synthesizer, frame, m, seed, fan_out=fan_out)
-    data.unlearned = cache["unlearned", key]
+    # computed once per fit: it does not depend on the donors (no record of a fold is a donor of it)
+    key = ("unlearned", m, seed)
+    if key not in synthesizer.cache:
+        synthesizer.cache[key] = cross_fitted_datasets(synthesizer, frame, m, seed, fan_out=fan_out)
+    data.unlearned = synthesizer.cache[key]
     return data

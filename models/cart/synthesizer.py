@@ -216,7 +216,8 @@ class CartSynthesizer:
         learn
             Positions of the records the trees are fitted on (default all). Every record is still synthesized,
             so the records left out are synthesized by trees that never saw them: the cross-fitted release of
-            :func:`bayessdc.pipeline.cart.unlearned_release`, the reference of the records-copied criterion.
+            :func:`bayessdc.models.cart.unlearned.cross_fitted_datasets`, the reference of the records-copied
+            criterion.
 
         Returns
         -------
@@ -245,6 +246,7 @@ class CartSynthesizer:
             "tree_builder": self.tree_builder,
         }
         jobs: list[tuple[str, _TreeJob]] = []
+        learned: dict[str, np.ndarray | None] = {}  # per column, the records its value tree learns from
         for j, column in enumerate(self.synthesize):
             predictors = self._with_states([*self.keep, *self.synthesize[:j]])
             known = {*self.keep, *self.synthesize[: j + 1]}
@@ -261,6 +263,7 @@ class CartSynthesizer:
                     rows = np.intersect1d(rows, learn)
                 if not len(rows):
                     continue  # no record in the "value" state: the state tree puts back every value
+            learned[column] = rows
             smoothed = self.smoothing == "density" and not schema[column].categorical
             jobs.append((column, _TreeJob(column, predictors, step_rules, rows=rows, smoothed=smoothed)))
         task = _FitTree(schema, codes, settings, self._states)
@@ -268,10 +271,7 @@ class CartSynthesizer:
         self._smoothers = {}
         for fitted in self._trees:
             if fitted.bandwidth is not None:
-                states = self._states.get(fitted.column)
-                rows = np.flatnonzero(codes[states.state_column] == 0) if states is not None else learn
-                if states is not None and learn is not None:
-                    rows = np.intersect1d(rows, learn)
+                states, rows = self._states.get(fitted.column), learned[fitted.column]
                 observed = codes[fitted.column] if rows is None else codes[fitted.column][rows]
                 self._smoothers[fitted.column] = ValueSmoother.of(observed, states.numbers[1:] if states else ())
         self.fit_seconds = time.perf_counter() - start
