@@ -4,8 +4,11 @@ An intruder who knows every other sensitive value and the model reads all m rele
 each sensitive item's true value as its most probable one under their posterior (computed by the
 synthesizer's own model, by importance sampling). ``R_all`` is the share of items guessed correctly (subset
 ``"all items"``), ``R_unq`` the same among the items whose identifying units appear once (subset
-``"unique items"``). The figure is one of all m datasets jointly (dataset 0). Reference ``chance``: the
-share an intruder guessing uniformly over the sensitive range gets right.
+``"unique items"``). The figure is one of all m datasets jointly (dataset 0). References: ``chance``, the
+share an intruder guessing uniformly over the sensitive range gets right; ``unlearned`` and
+``unlearned_range``, the share the same intruder gets right from a release that never saw the items judged
+(each item's released values drawn from the posterior without it, :mod:`bayessdc.risk.unlearned`): its mean,
+and its mean + 1.96 sd, the range one such release shows.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .base import Measure, MeasureInput, MeasureResult, register
+from bayessdc.risk.attribute import unlearned_share
+from bayessdc.risk.unlearned import REPLICATES
+
+from .base import Z95, Measure, MeasureInput, MeasureResult, register
 
 __all__ = ["IntruderCorrect", "item_subsets"]
 
@@ -43,7 +49,11 @@ class IntruderCorrect(Measure):
     )
     subsets = "'all items' (R_all) or 'unique items' (R_unq)"
     subset_names = ("all items", "unique items")
-    references = {"chance": "the share a uniform guess over the sensitive range gets right"}
+    references = {
+        "chance": "the share a uniform guess over the sensitive range gets right",
+        "unlearned": "the share guessed from a release that never saw the items (leave-one-out posterior)",
+        "unlearned_range": "the range of one release that never saw the items: its mean + 1.96 sd",
+    }
 
     def applies(self, data: MeasureInput) -> bool:
         return data.items is not None and "correct" in data.items
@@ -52,6 +62,7 @@ class IntruderCorrect(Measure):
         items = data.items
         correct = items["correct"].to_numpy(dtype=bool)
         chance = items["chance"].to_numpy(dtype=float) if "chance" in items else None
+        unlearned = items["unlearned_correct"].to_numpy(dtype=float) if "unlearned_correct" in items else None
         values, references = [], []
         for subset, mask in item_subsets(items):
             if not mask.any():
@@ -59,4 +70,12 @@ class IntruderCorrect(Measure):
             values.append({"subset": subset, "dataset": 0, "value": float(correct[mask].mean())})
             if chance is not None:
                 references.append({"subset": subset, "reference": "chance", "value": float(chance[mask].mean())})
+            if unlearned is not None:
+                share = unlearned_share(unlearned[mask])
+                spread = {"lower": share["mean"] - Z95 * share["sd"], "upper": share["range"]}
+                references += [
+                    {"subset": subset, "reference": "unlearned", "value": share["mean"], **spread,
+                     "mc_se": share["sd"] / np.sqrt(REPLICATES), "repetitions": REPLICATES},
+                    {"subset": subset, "reference": "unlearned_range", "value": share["range"], **spread},
+                ]  # fmt: skip
         return self.result(values, references)

@@ -61,6 +61,7 @@ __all__ = [
     "intruder_guess",
     "log_weighted_sum",
     "refit_attribute_risk",
+    "unlearned_share",
 ]
 
 
@@ -289,7 +290,9 @@ def attribute_risk_summary(
         ``d_t`` (mean, quantiles and the count of each distance), ``khat_over_0_7`` (items whose
         ``relevant_khat`` exceeds the threshold; the key keeps its name whatever the threshold),
         ``khat_over_0_7_any_candidate`` (the same over all candidates), ``khat_threshold``,
-        ``mean_true_probability``.
+        ``mean_true_probability``; with the leave-one-out reference (``unlearned_correct`` per item,
+        :mod:`bayessdc.risk.unlearned`) ``unlearned``: ``R_all`` and ``R_unq`` of a release that never saw the
+        items, each its mean and its range (mean + 1.96 sd of one such release), and ``loo_khat_over_0_7``.
     """
     correct = np.asarray(risk["correct"], dtype=bool)
     distance = np.asarray(risk["distance"], dtype=float)
@@ -309,7 +312,23 @@ def attribute_risk_summary(
     out["khat_over_0_7_any_candidate"] = int((np.asarray(risk["max_khat"]) > khat_threshold).sum())
     out["khat_threshold"] = khat_threshold
     out["mean_true_probability"] = float(np.mean(risk["true_probability"])) if n else None
+    if "unlearned_correct" in risk and n:
+        p = np.asarray(risk["unlearned_correct"], dtype=float)
+        subsets = {"R_all": np.ones(n, dtype=bool)}
+        if unique is not None and np.asarray(unique, dtype=bool).any():
+            subsets["R_unq"] = np.asarray(unique, dtype=bool)
+        out["unlearned"] = {name: unlearned_share(p[mask]) for name, mask in subsets.items()}
+        out["unlearned"]["loo_khat_over_0_7"] = int((np.asarray(risk["loo_khat"]) > khat_threshold).sum())
     return out
+
+
+def unlearned_share(probabilities: np.ndarray) -> dict[str, float]:
+    """The share of items guessed correctly from a release that never saw them, given each item's probability
+    of being guessed (independent items): its ``mean``, ``sd`` and ``range`` (mean + 1.96 sd)."""
+    p = np.asarray(probabilities, dtype=float)
+    mean = float(p.mean())
+    sd = float(np.sqrt(np.sum(p * (1 - p))) / len(p))
+    return {"mean": mean, "sd": sd, "range": mean + 1.959963984540054 * sd}
 
 
 def exact_attribute_risk(
@@ -375,11 +394,16 @@ class AttributeRiskAssessor:
         The intruder's prior over candidates (uniform by default).
     release_likelihood
         ``"item"`` (eq. 8) or ``"full"`` (eq. 6), see :func:`attribute_risk`.
+    unlearned
+        Also each item's probability of a correct guess when its release never saw it (the criterion's
+        reference, :func:`bayessdc.risk.unlearned.unlearned_attribute_risk`): columns ``unlearned_correct``
+        and ``loo_khat``.
     """
 
     n_draws: int = 1000
     prior: xr.DataArray | None = None
     release_likelihood: Literal["item", "full"] = "item"
+    unlearned: bool = True
 
     def __call__(
         self, synthesizer: Any, idata: Any, data: Any, synthetic: xr.DataArray, rng: np.random.Generator
@@ -389,9 +413,10 @@ class AttributeRiskAssessor:
         total = posterior.sizes["sample"]
         if total > self.n_draws:
             posterior = posterior.isel(sample=np.linspace(0, total - 1, self.n_draws).round().astype(int))
+        log_prob, observed = synthesizer.candidate_log_prob(posterior, data), synthesizer.observed(data)
         risk = attribute_risk(
-            synthesizer.candidate_log_prob(posterior, data),
-            synthesizer.observed(data),
+            log_prob,
+            observed,
             synthetic,
             self.prior,
             release_likelihood=self.release_likelihood,
@@ -402,6 +427,14 @@ class AttributeRiskAssessor:
                 for name in ("guess", "correct", "distance", "true_probability", "max_khat", "relevant_khat")
             }
         )
+        if self.unlearned:
+            from .unlearned import unlearned_attribute_risk
+
+            reference = unlearned_attribute_risk(
+                log_prob, observed, synthetic.sizes["synthetic"], rng, self.prior
+            )
+            table["unlearned_correct"] = reference["unlearned_correct"].to_numpy()
+            table["loo_khat"] = reference["loo_khat"].to_numpy()
         return table, {"attribute_risk": attribute_risk_summary(risk)}
 
 

@@ -159,6 +159,21 @@ class FlowGroup:
             self.upper,
         )
 
+    def without(self, item: int) -> FlowGroup:
+        """The group without cell ``item`` (the leave-one-out fit of an exact check), its origin and destination
+        kept as labels of the effects even when no other cell has them (their effects then come from the prior)."""
+        keep = np.arange(self.n_cells) != item
+        return FlowGroup(
+            self.key,
+            self.rows[keep],
+            self.origins,
+            self.destinations,
+            self.origin_index[keep],
+            self.destination_index[keep],
+            self.y[keep],
+            self.upper,
+        )
+
 
 def split_groups(
     data: pd.DataFrame,
