@@ -281,8 +281,9 @@ class Judgement:
             "figure": self.figure,
             "95% interval": (f"{_fmt(self.interval[0])} to {_fmt(self.interval[1])}" if self.interval else "")
             + (" (Welch: with the reference's Monte Carlo error)" if self.note and self.passed is not None else ""),
-            "threshold": f"{'at most' if c.direction == 'at_most' else 'at least'} {_fmt(self.threshold)}"
-            + ("" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"),
+            "threshold": (f"{'at most' if c.direction == 'at_most' else 'at least'} {_fmt(self.threshold)}"
+                          + ("" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"))
+            if self.threshold is not None or self.threshold_name else f"n/a ({self.note})" if self.note else "n/a",
             "verdict": "not judged" if self.passed is None else ("meets" if self.passed else "FAILS"),
             "source": c.source or self.note,
         }

@@ -60,7 +60,8 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     logging.getLogger("bayessdc").setLevel(logging.ERROR)
     print(f"{'data':<6} {'min_leaf':>8} {'verdict':<9} {'copied':>8} {'range':>8} "
-          f"{'removed':>8} {'rm range':>8} {'setting':<16} {'seconds':>7}")  # fmt: skip
+          f"{'removed':>8} {'rm range':>8} {'EMR':>8} {'EMR max':>8} {'discl':>8} {'disc max':>8} "
+          f"{'setting':<16} {'seconds':>7}")  # fmt: skip
     for name, data, spec, m in _cases(args.only):
         for min_leaf in [int(x) for x in args.min_leaf.split(",")]:
             start = time.perf_counter()
@@ -73,8 +74,12 @@ def main() -> int:
             seconds = time.perf_counter() - start
             rows = {j.criterion.measure: j for j in verdict.judgements}
             copied, removed = rows["copied_records"], rows["removed_records"]
+            # Hu & Savitsky's expected match risk and exact attribute disclosures: the lower end of the Welch
+            # interval (what the policy judges) against the inherent maximum
+            emr, disclosed = rows["expected_match_risk"], rows["attribute_disclosures"]
             print(f"{name:<6} {min_leaf:>8} {'released' if verdict.passed else 'REFUSED':<9} {copied.figure:>8.4f} "
                   f"{copied.threshold:>8.4f} {removed.figure:>8.4f} {removed.threshold:>8.4f} "
+                  f"{emr.figure:>8.1f} {emr.threshold:>8.1f} {disclosed.figure:>8.1f} {disclosed.threshold:>8.1f} "
                   f"{verdict.setting_text():<16} {seconds:>7.1f}", flush=True)  # fmt: skip
     return 0
 

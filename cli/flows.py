@@ -62,6 +62,13 @@ def add_parser(subparsers: Any) -> None:
         help="refit the model for the N cells with the largest k-hat, once per candidate count, to measure "
         "the importance-sampling approximation (private/exact_check.json)",
     )
+    p.add_argument(
+        "--no-knowledge",
+        choices=("yes", "no"),
+        default="yes",
+        help="also measure the intruder who knows no sensitive count (Section 3.1) beside the worst case, by m "
+        "refits of each group pair to its synthetic tables (default yes; reported, not judged)",
+    )
     p.set_defaults(func=run)
 
 
@@ -89,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         risk_draws=args.risk_draws,
         max_extensions=args.max_extensions,
         exact_check=args.exact_check,
+        no_knowledge=args.no_knowledge == "yes",
     )
     table = bsd.read_table(args.data)
     try:
@@ -114,6 +122,9 @@ def summary(release: Any, out: Path) -> str:
             f"divergences {d['divergences']}",
             f"  attribute risk: R_all {r['R_all']:.3f}, R_unq {r_unq}, "
             f"mean d_t {r['d_t']['mean']:.2f}, cells with k-hat > 0.7: {r['khat_over_0_7']}",
+            f"  R_all from a release without the cell {r['unlearned']['R_all']['mean']:.3f} (range "
+            f"{r['unlearned']['R_all']['range']:.3f})"
+            + (f"; the intruder who knows no count: {r['no_knowledge']['R_all']:.3f}" if "no_knowledge" in r else ""),
             f"  utility: tau (all cells) {u['cells']['tau']:.4f}, tau (sensitive cells) "
             f"{u['sensitive_cells']['tau']:.3f}, origin totals tau {u['origin_totals']['tau']:.3f}",
             f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
@@ -150,6 +161,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         ("divergences", d["divergences"]),
         ("R_all (attribute risk)", r["R_all"]),
         ("R_all, release without the cell", r["unlearned"]["R_all"]["mean"]),
+        ("R_all, intruder who knows no count", r["no_knowledge"]["R_all"]),
         ("R_unq", r["R_unq"]),
         ("cells with k-hat > 0.7", r["khat_over_0_7"]),
         ("tau, all cells", u["cells"]["tau"]),

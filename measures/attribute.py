@@ -9,7 +9,7 @@ their number per dataset, read against the inherent minimum and maximum (Section
 from __future__ import annotations
 
 from .base import Measure, MeasureInput, MeasureResult, register
-from .identification import INHERENT_NOTES, inherent_references, per_dataset_figures
+from .identification import INHERENT_NOTES, banding_stated, inherent_references, per_dataset_figures
 
 __all__ = ["ExactAttributeDisclosures"]
 
@@ -36,4 +36,4 @@ class ExactAttributeDisclosures(Measure):
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["attribute_disclosures"], strict=True)
         ]
-        return self.result(values, inherent_references(data, "disclosures", None))
+        return banding_stated(self.result(values, inherent_references(data, "disclosures", None)), data)

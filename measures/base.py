@@ -122,6 +122,14 @@ class MeasureInput:
     partially_synthetic
         Whether dataset row ``i`` is original record ``i`` with its synthesized values replaced (identification
         and attribute disclosure are defined on such releases only).
+    bands
+        Numeric columns the identification figures and the inherent scenarios read on bands, ``{column: edges}``
+        (:mod:`bayessdc.risk.banding`: the intruder knows, and matches, a numeric value to its band only); empty:
+        every column as it is.
+    drawn
+        The datasets as drawn (row ``i`` record ``i``) when rows were removed from ``synthetic`` before judging
+        (the replicated uniques): the identification figures and attribute disclosures read these, like for like
+        with the inherent scenarios, whose datasets no removal touches; ``None``: ``synthetic`` is as drawn.
     inherent
         The inherent scenarios' figures, ``{"min": table, "max": table}`` of
         :func:`bayessdc.risk.identification.inherent_risk` (computed when absent and asked for).
@@ -182,6 +190,8 @@ class MeasureInput:
     kept: list[str] = field(default_factory=list)
     known_sets: list[list[str]] = field(default_factory=list)
     partially_synthetic: bool = False
+    bands: dict[str, np.ndarray] = field(default_factory=dict)
+    drawn: pd.DataFrame | None = None
     inherent: dict[str, pd.DataFrame] | None = None
     repetitions: int = 100
     items: pd.DataFrame | None = None
@@ -215,6 +225,16 @@ class MeasureInput:
         """Number of synthetic datasets."""
         return int(self.synthetic["synthetic"].nunique()) if "synthetic" in self.synthetic else 0
 
+    def identification_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The original and the datasets as drawn (:attr:`drawn`, else :attr:`synthetic`) that the identification
+        figures read, each column of :attr:`bands` replaced by its band (computed once)."""
+        if "identification_frames" not in self.cache:
+            from bayessdc.risk.banding import banded
+
+            synthetic = self.synthetic if self.drawn is None else self.drawn
+            self.cache["identification_frames"] = (banded(self.original, self.bands), banded(synthetic, self.bands))
+        return self.cache["identification_frames"]
+
     def inherent_scenarios(self) -> dict[str, pd.DataFrame]:
         """The inherent minimum and maximum scenarios (computed once, then kept); with survey weights the
         maximum resamples each pattern by weight (Hu & Savitsky's weighted re-sampling), the weight no pattern
@@ -226,7 +246,7 @@ class MeasureInput:
             self.inherent = inherent_risk(  # the weight: a design variable, a resampling weight, not a pattern
                 self.original, self.synthesized, [c for c in self.kept if c != self.weights],
                 self.known_sets or [[c for c in self.kept + self.synthesized if c != self.weights]],
-                repetitions=self.repetitions, seed=self.seed, weights=weights,
+                repetitions=self.repetitions, seed=self.seed, weights=weights, bands=self.bands,
             )  # fmt: skip
         return self.inherent
 

@@ -28,7 +28,10 @@ import pandas as pd
 
 from .base import Measure, MeasureInput, MeasureResult, mean_reference, register
 
-__all__ = ["ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "inherent_references", "per_dataset_figures"]
+__all__ = [
+    "ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "banding_stated", "inherent_references",
+    "per_dataset_figures",
+]
 
 INHERENT_NOTES = {
     "inherent_min": "the synthesized values drawn uniformly over all their levels, S times (Hu & Savitsky 4.1): "
@@ -50,13 +53,14 @@ def per_dataset_figures(data: MeasureInput) -> pd.DataFrame:
     if "categorical_figures" not in cache:
         from bayessdc.risk.release_figures import CategoricalReleaseFigures
 
-        weights = None if data.weights is None else data.original[data.weights].to_numpy(dtype=float)
+        original, drawn = data.identification_frames()
+        weights = None if data.weights is None else original[data.weights].to_numpy(dtype=float)
         figures = cache.get("release_figures") or CategoricalReleaseFigures(
-            data.original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True,
+            original, data.synthesized, data.kept, data.known_sets, ways=(1, 2, 3), pmse=True,
             survey_weights=weights,
         )  # fmt: skip
         columns = data.kept + data.synthesized
-        cache["categorical_figures"] = figures.by_dataset(data.synthetic[["synthetic", *columns]])
+        cache["categorical_figures"] = figures.by_dataset(drawn[["synthetic", *columns]])
     return cache["categorical_figures"]
 
 
@@ -100,7 +104,15 @@ class _Identification(Measure):
                 for d, v in zip(table["synthetic"], table[column], strict=True)
             ]
             references += inherent_references(data, self.figure, subset)
-        return self.result(values, references)
+        return banding_stated(self.result(values, references), data)
+
+
+def banding_stated(result: MeasureResult, data: MeasureInput) -> MeasureResult:
+    """``result`` with the banding of its numeric columns said in its description (the report shows it)."""
+    if data.bands:
+        said = ", ".join(f"{c} ({len(e) + 1} bands)" for c, e in data.bands.items())
+        result.description += f"; numeric columns matched on the original's deciles: {said}"
+    return result
 
 
 @register

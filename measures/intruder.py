@@ -4,7 +4,9 @@ An intruder who knows every other sensitive value and the model reads all m rele
 each sensitive item's true value as its most probable one under their posterior (computed by the
 synthesizer's own model, by importance sampling). ``R_all`` is the share of items guessed correctly (subset
 ``"all items"``), ``R_unq`` the same among the items whose identifying units appear once (subset
-``"unique items"``). The figure is one of all m datasets jointly (dataset 0). References: ``chance``, the
+``"unique items"``); the subsets ``"..., no knowledge"`` are the intruder who knows no confidential value
+(Section 3.1, :mod:`bayessdc.risk.no_knowledge`), shown beside the worst case. The figure is one of all m
+datasets jointly (dataset 0). References: ``chance``, the
 share an intruder guessing uniformly over the sensitive range gets right; ``unlearned`` and
 ``unlearned_range``, the share the same intruder gets right from a release that never saw the items judged
 (each item's released values drawn from the posterior without it, :mod:`bayessdc.risk.unlearned`): its mean,
@@ -47,8 +49,11 @@ class IntruderCorrect(Measure):
         "share of sensitive items whose true value is the intruder's most probable one, reading all m datasets "
         "(R_all over all items, R_unq over the unique ones; eq. 9-10)"
     )
-    subsets = "'all items' (R_all) or 'unique items' (R_unq)"
-    subset_names = ("all items", "unique items")
+    subsets = (
+        "'all items' (R_all) or 'unique items' (R_unq), the worst-case intruder's; the same followed by "
+        "', no knowledge' for the intruder who knows no confidential value (Section 3.1)"
+    )
+    subset_names = ("all items", "unique items", "all items, no knowledge", "unique items, no knowledge")
     references = {
         "chance": "the share a uniform guess over the sensitive range gets right",
         "unlearned": "the share guessed from a release that never saw the items (leave-one-out posterior)",
@@ -78,4 +83,8 @@ class IntruderCorrect(Measure):
                      "mc_se": share["sd"] / np.sqrt(REPLICATES), "repetitions": REPLICATES},
                     {"subset": subset, "reference": "unlearned_range", "value": share["range"], **spread},
                 ]  # fmt: skip
+        if "no_knowledge_correct" in items:
+            guessed = items["no_knowledge_correct"].to_numpy(dtype=bool)
+            values += [{"subset": f"{subset}, no knowledge", "dataset": 0, "value": float(guessed[mask].mean())}
+                       for subset, mask in item_subsets(items) if mask.any()]  # fmt: skip
         return self.result(values, references)

@@ -84,6 +84,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, list | tuple):
         text = ", ".join(format_value(v) for v in value[:12])
         return text + (f", ... ({len(value)} in all)" if len(value) > 12 else "")
+    if isinstance(value, Mapping):  # a description's nested part (a policy's criterion): read as words, not a repr
+        return "(" + "; ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + ")"
     return str(value)
 
 

@@ -292,7 +292,9 @@ def attribute_risk_summary(
         ``khat_over_0_7_any_candidate`` (the same over all candidates), ``khat_threshold``,
         ``mean_true_probability``; with the leave-one-out reference (``unlearned_correct`` per item,
         :mod:`bayessdc.risk.unlearned`) ``unlearned``: ``R_all`` and ``R_unq`` of a release that never saw the
-        items, each its mean and its range (mean + 1.96 sd of one such release), and ``loo_khat_over_0_7``.
+        items, each its mean and its range (mean + 1.96 sd of one such release), and ``loo_khat_over_0_7``;
+        with ``no_knowledge_correct`` per item, ``no_knowledge``: ``R_all`` and ``R_unq`` of the intruder who
+        knows no confidential value (Section 3.1).
     """
     correct = np.asarray(risk["correct"], dtype=bool)
     distance = np.asarray(risk["distance"], dtype=float)
@@ -319,6 +321,11 @@ def attribute_risk_summary(
             subsets["R_unq"] = np.asarray(unique, dtype=bool)
         out["unlearned"] = {name: unlearned_share(p[mask]) for name, mask in subsets.items()}
         out["unlearned"]["loo_khat_over_0_7"] = int((np.asarray(risk["loo_khat"]) > khat_threshold).sum())
+    if "no_knowledge_correct" in risk and n:
+        guessed = np.asarray(risk["no_knowledge_correct"], dtype=bool)
+        out["no_knowledge"] = {"R_all": float(guessed.mean())}
+        if unique is not None and np.asarray(unique, dtype=bool).any():
+            out["no_knowledge"]["R_unq"] = float(guessed[np.asarray(unique, dtype=bool)].mean())
     return out
 
 
@@ -398,12 +405,17 @@ class AttributeRiskAssessor:
         Also each item's probability of a correct guess when its release never saw it (the criterion's
         reference, :func:`bayessdc.risk.unlearned.unlearned_attribute_risk`): columns ``unlearned_correct``
         and ``loo_khat``.
+    no_knowledge
+        Also the guesses of the intruder who knows no confidential value (Section 3.1,
+        :func:`bayessdc.risk.no_knowledge.no_knowledge_attribute_risk`; m refits of the group): column
+        ``no_knowledge_correct``.
     """
 
     n_draws: int = 1000
     prior: xr.DataArray | None = None
     release_likelihood: Literal["item", "full"] = "item"
     unlearned: bool = True
+    no_knowledge: bool = False
 
     def __call__(
         self, synthesizer: Any, idata: Any, data: Any, synthetic: xr.DataArray, rng: np.random.Generator
@@ -435,6 +447,12 @@ class AttributeRiskAssessor:
             )
             table["unlearned_correct"] = reference["unlearned_correct"].to_numpy()
             table["loo_khat"] = reference["loo_khat"].to_numpy()
+        if self.no_knowledge:
+            from .no_knowledge import no_knowledge_attribute_risk
+
+            seed = int(rng.integers(2**31))
+            guessed = no_knowledge_attribute_risk(synthesizer, data, synthetic, seed, self.n_draws, self.prior)
+            table["no_knowledge_correct"] = guessed["correct"].to_numpy()
         return table, {"attribute_risk": attribute_risk_summary(risk)}
 
 

@@ -38,7 +38,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -302,6 +302,7 @@ def inherent_risk(
     repetitions: int = 100,
     seed: int = 0,
     weights: np.ndarray | None = None,
+    bands: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Risk measures of the S repetitions of both reference scenarios (Section 4.1), independent of any
     synthesizer: ``"max"`` redraws the synthesized values from each pattern's empirical distribution in the
@@ -315,16 +316,23 @@ def inherent_risk(
     rows, so its keys are the original's, reindexed (at 1,000,000 records and 100 repetitions about 150 s and
     100 million rows in memory through the data frames; seconds here, one repetition at a time).
 
+    ``bands`` (:mod:`bayessdc.risk.banding`): numeric columns matched, and counted as disclosed, to their band,
+    while the maximum's patterns are the kept values themselves (as released, and as a synthesizer may condition
+    on them) and a redrawn value is another record's own, then banded; the minimum is uniform over the bands.
+
     Returns
     -------
     dict
         ``{"max": table, "min": table}``, each table as from :func:`risk_by_dataset` with a ``repetition``
         column (one row per repetition and knowledge set).
     """
+    from .banding import banded
+
     synthesized = list(synthesized)
     n = len(original)
     columns = list(dict.fromkeys([c for k in known_sets for c in k] + synthesized))
-    codes = {c: pd.factorize(original[c], use_na_sentinel=False)[0].astype(np.int64) for c in columns}
+    matched = banded(original, bands or {})
+    codes = {c: pd.factorize(matched[c], use_na_sentinel=False)[0].astype(np.int64) for c in columns}
     sizes = {c: max(int(codes[c].max()) + 1, 1) if n else 1 for c in columns}
     # dense keys: the record's own (target) key and the kept columns' part of the released one, once; a
     # repetition adds its synthesized codes times their strides (the same integers as _joint_keys)
@@ -339,7 +347,9 @@ def inherent_risk(
         for scenario, name in (("min", "minimum"), ("max", "maximum")):
             rng = streams.rng(seed, "inherent", name)
             rows = []
-            sources = inherent_sources(original, synthesized, pattern, scenario, repetitions, rng, weights)
+            # the maximum's patterns are the kept values as released; the minimum is uniform over what is matched
+            source_frame = matched if scenario == "min" else original
+            sources = inherent_sources(source_frame, synthesized, pattern, scenario, repetitions, rng, weights)
             for s, source in enumerate(sources):
                 drawn = {c: (codes[c][source[c]] if c in synthesized else codes[c]) for c in columns}
                 same = np.ones(n, dtype=bool)

@@ -233,7 +233,8 @@ def test_a_policy_of_ones_own_is_recorded_by_name_and_digest(tmp_path):
     assert not verdict.passed and verdict.failed()[0].figure == release.risk().set_index("measure").loc[
         "copied_records", "worst"]
     default = release.judge()  # the default judges a CART release's records; nothing was removed under 'lenient'
-    assert {j.criterion.measure for j in default.judgements} == {"copied_records", "replicated_uniques"}
+    assert {j.criterion.measure for j in default.judgements} == {
+        "copied_records", "replicated_uniques", "expected_match_risk", "true_match_rate", "attribute_disclosures"}
     assert all(j.passed is not None for j in default.judgements) and release.policy.passed
     assert {n.split("[")[0] for n in default.not_applicable} >= {"removed_records", "released_records"}
     built = bsd.Policy(name="built in Python", criteria=())

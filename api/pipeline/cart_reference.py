@@ -14,7 +14,7 @@ from bayessdc.models.cart.unlearned import cross_fitted_datasets
 
 from .recipe import Lever
 
-__all__ = ["cart_levers", "record_measure_input"]
+__all__ = ["cart_levers", "identification_input", "record_measure_input"]
 
 
 def cart_levers() -> list[Lever]:
@@ -40,6 +40,7 @@ def record_measure_input(
     minimum of released records refuses it)."""
     data = measures.measure_input(bootstrap=max(bootstrap, 1))
     data.released, data.bootstrap = [*synthesizer.keep, *synthesizer.synthesize], bootstrap
+    identification_input(data, list(synthesizer.keep), list(synthesizer.synthesize))
     if len(frame) < 2:
         return data
     # computed once per fit: it does not depend on the donors (no record of a fold is a donor of it)
@@ -48,3 +49,21 @@ def record_measure_input(
         synthesizer.cache[key] = cross_fitted_datasets(synthesizer, frame, m, seed, fan_out=fan_out)
     data.unlearned = synthesizer.cache[key]
     return data
+
+
+def identification_input(data: MeasureInput, keep: list[str], synthesize: list[str], repetitions: int = 100) -> None:
+    """Set ``data`` up for Hu & Savitsky's identification figures of a partially synthetic release (Section 4.1):
+    the intruder knows every kept and synthesized column (the survey weight aside, as in the knowledge sets of
+    ``release.risk(known=...)``), numeric ones to their decile band (:mod:`bayessdc.risk.banding`), and the
+    inherent maximum redraws the synthesized values within each pattern of kept values. A fully synthetic
+    release (no column kept) has no record in row ``i``: nothing is set."""
+    from bayessdc.risk.banding import band_edges, numeric_columns
+
+    kept = [c for c in keep if c != data.weights]
+    if not kept:
+        return
+    original = data.original
+    data.known_sets = [[*kept, *synthesize]]
+    data.synthesized, data.kept, data.partially_synthetic = list(synthesize), kept, True
+    data.bands = {c: band_edges(original[c]) for c in numeric_columns(original, [*kept, *synthesize])}
+    data.repetitions = repetitions

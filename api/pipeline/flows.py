@@ -89,6 +89,9 @@ class Flows(Recipe):
     exact_check
         Refit the model for this many cells with the largest k-hat, once per candidate count, to measure
         the importance-sampling approximation (``private/exact_check.json``).
+    no_knowledge
+        Also the intruder who knows no sensitive count (Section 3.1), beside the worst case: each pair refitted
+        to each of its m synthetic tables (:mod:`bayessdc.risk.no_knowledge`); reported, not judged.
 
     Examples
     --------
@@ -108,6 +111,7 @@ class Flows(Recipe):
     risk_draws: int = 1000
     max_extensions: int = 2
     exact_check: int = 0
+    no_knowledge: bool = True
     name: ClassVar[str] = "flows"
     takes_control: ClassVar[bool] = False
 
@@ -179,7 +183,7 @@ class Flows(Recipe):
             m=m,
             seed=seed,
             criteria=ConvergenceCriteria(),
-            assess=AttributeRiskAssessor(n_draws=self.risk_draws),
+            assess=AttributeRiskAssessor(n_draws=self.risk_draws, no_knowledge=self.no_knowledge),
             max_extensions=self.max_extensions,
         )
         results = run_groups(

@@ -37,7 +37,8 @@ def flow_risk_cells(original: pd.DataFrame, cells: pd.DataFrame, columns: FlowCo
             "relevant_khat": cells["relevant_khat"],
         }
     )
-    for name in ("unlearned_correct", "loo_khat"):  # the leave-one-out reference (bayessdc.risk.unlearned)
+    # the leave-one-out reference (bayessdc.risk.unlearned) and the no-knowledge intruder (bayessdc.risk.no_knowledge)
+    for name in ("unlearned_correct", "loo_khat", "no_knowledge_correct"):
         if name in cells:
             risk_cells[name] = cells[name].to_numpy()
     origin_once = risk_cells["origin"].map(risk_cells["origin"].value_counts()) == 1
@@ -83,13 +84,16 @@ def flow_utility(
 def intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataFrame:
     """The sensitive cells as the generic intruder measures read them (:mod:`bayessdc.measures.importance`):
     ``correct``, ``unique``, ``true_probability``, ``distance``, ``khat``, ``unlearned_correct`` (the
-    probability of a correct guess from a release that never saw the cell), and what a uniform guess over
+    probability of a correct guess from a release that never saw the cell), ``no_knowledge_correct`` (the
+    guess of the intruder who knows no count), and what a uniform guess over
     ``lower..upper`` would give: ``chance`` (``1 / N``) and ``chance_distance``
     (``sum_u |u - t| / N = ((t - L)(t - L + 1) + (U - t)(U - t + 1)) / (2N)`` for the true count ``t``)."""
     levels = upper - lower + 1
     t = risk_cells["count"].to_numpy(dtype=float)
     below, above = t - lower, upper - t
     reference = {k: risk_cells[k].to_numpy(float) for k in ("unlearned_correct",) if k in risk_cells}
+    if "no_knowledge_correct" in risk_cells:
+        reference["no_knowledge_correct"] = risk_cells["no_knowledge_correct"].to_numpy(bool)
     return pd.DataFrame({**reference,
         "correct": risk_cells["correct"].to_numpy(bool), "unique": risk_cells["unique"].to_numpy(bool),
         "true_probability": risk_cells["true_probability"].to_numpy(float),

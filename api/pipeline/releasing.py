@@ -110,11 +110,10 @@ def decide(
 
 def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
     """Whether the release's replicated uniques are removed before it is judged: a release of records judged by
-    a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer, and not measured row by
-    row against its records (the categorical synthesizers' identification risk, whose row ``i`` is record ``i``:
-    a removal would break it, so their replicated uniques are judged as drawn)."""
+    a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer. The identification
+    figures, whose row ``i`` is record ``i``, read the datasets as drawn (``MeasureInput.drawn``)."""
     data = release.measure_input
-    if data is None or data.original is None or not data.released or data.partially_synthetic:
+    if data is None or data.original is None or not data.released:
         return False
     return any(c.measure == "replicated_uniques" and (not c.applies_to or name in c.applies_to)
                for c in policy.criteria)  # fmt: skip
@@ -138,8 +137,9 @@ def remove_uniques(release: Release, name: str) -> None:
     count = int(removed["removed"].sum())
     _log.info("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)", name, count)
     release.synthetic = kept.reset_index(drop=True)
-    release.measure_input = replace(data, synthetic=release.synthetic, unlearned=unlearned, removed=removed,
-                                    unlearned_removed=unlearned_removed, cache={})  # fmt: skip
+    drawn = data.synthetic if data.drawn is None else data.drawn  # row i record i: the identification figures'
+    release.measure_input = replace(data, synthetic=release.synthetic, drawn=drawn, unlearned=unlearned,
+                                    removed=removed, unlearned_removed=unlearned_removed, cache={})  # fmt: skip
     release.facts["replicated_uniques_removed"] = count
     if release.measures is not None and (removed["kept"] > 0).all():  # an emptied dataset has no table to compare
         figures = release.measures.replace_synthetic(release.synthetic)

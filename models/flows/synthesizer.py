@@ -319,6 +319,11 @@ class FlowSynthesizer:
         y[item] = value
         return data.with_values(y)
 
+    def replace_values(self, data: FlowGroup, values: np.ndarray) -> FlowGroup:
+        """The group with every cell's modelled value replaced (a released table as data: the no-knowledge
+        intruder's refits)."""
+        return data.with_values(np.asarray(values))
+
     def release_values(self, modelled: np.ndarray) -> np.ndarray:
         """Counts as released: modelled value plus ``lower`` (so 1..9 in the paper)."""
         return np.asarray(modelled) + self.lower

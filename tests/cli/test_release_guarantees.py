@@ -776,7 +776,10 @@ def test_a_refused_gate_exits_3_and_releases_nothing(runs, name):
         # refused by construction: two chains are below the gate's minimum and a budget (of chains or of time)
         # forbids adding any, whatever the chains' draws (the verdict does not rest on whether a trajectory diverges)
         rule = diagnostics["release_gate"]["stopping_rule"]
-        assert rule["rounds"] == [] and rule["chains"] == 2 and "budget" in rule["stopped"], rule
+        assert rule["rounds"] == [] and rule["chains"] == 2, rule
+        # the rule stops at its first look: at the budget or, where the chains diverged (on a SkylakeX they did, on
+        # an AMD EPYC not), at the divergences more chains would not remove; either way no chain is added
+        assert "budget" in rule["stopped"] or "diverged" in rule["stopped"], rule
     assert not [p.name for p in run.out.iterdir() if p.name.startswith(".release-")]
     # the review board can read why: the report's verdict says the gate failed and nothing was released
     from tests.report.html_sections import by_title, parse_report

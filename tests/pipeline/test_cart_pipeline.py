@@ -97,12 +97,14 @@ def test_diagnostics_say_what_was_fitted_and_pass(persons, release):
     assert d["synthesis_seconds"] > 0
 
 
-def test_risk_without_options_is_the_records_copied_and_the_replicated_uniques(persons, release):
-    """CART has no model-based risk; every release of records has the copies measures, and the removal's."""
+def test_risk_without_options_is_the_records_copied_the_replicated_uniques_and_the_identification(persons, release):
+    """CART has no model-based risk; every release of records has the copies measures, and the removal's; a
+    partially synthetic one Hu & Savitsky's identification figures too, numeric columns on bands."""
     _, data = persons
     risk = release.risk().set_index(["measure", "subset"])
     assert set(risk.index.get_level_values("measure")) == {
-        "copied_records", "replicated_uniques", "removed_records", "released_records"}
+        "copied_records", "replicated_uniques", "removed_records", "released_records", "expected_match_risk",
+        "true_match_rate", "false_match_rate", "attribute_disclosures"}
     assert risk.loc[("replicated_uniques", "unique in both"), "worst"] == 0  # removed before release
     kept = rows_per_dataset(release)
     assert risk.loc[("released_records", "all"), "worst"] == min(kept.values())
@@ -121,6 +123,26 @@ def test_risk_without_options_is_the_records_copied_and_the_replicated_uniques(p
         release.risk(alpha=0.1)
     with pytest.raises(bsd.InputError, match="kept or categorical synthesized columns"):
         release.risk(known=[["age", "income"]])
+
+
+def test_identification_by_default_matches_the_datasets_as_drawn_on_the_original_deciles(persons, release):
+    """The intruder knows every kept and synthesized column, the numeric age to its decile band of the original;
+    the figure is of the datasets as drawn (row i record i), before the replicated uniques were removed."""
+    from bayessdc.risk.identification import identification_risk
+
+    _, data = persons
+    known = KEEP + SYNTHESIZE
+    edges = np.unique(np.quantile(data["age"].to_numpy(float), np.arange(1, 10) / 10))
+    original = data[known].reset_index(drop=True).assign(age=np.searchsorted(edges, data["age"], side="right"))
+    drawn = release.measure_input.drawn
+    assert len(drawn) == len(data) * release.m > len(release.synthetic)  # rows were removed after drawing
+    by_hand = []
+    for _, frame in drawn.groupby("synthetic"):
+        frame = frame[known].reset_index(drop=True).assign(age=lambda f: np.searchsorted(edges, f["age"], side="right"))
+        by_hand.append(identification_risk(original, frame, known)["expected_match_risk"])
+    risk = release.risk().set_index(["measure", "subset"])
+    assert risk.loc[("expected_match_risk", "+".join(known)), "pooled"] == pytest.approx(np.mean(by_hand))
+    assert "age (10 bands)" in release.measured["expected_match_risk"].description
 
 
 def _by_hand(original, frame, known):

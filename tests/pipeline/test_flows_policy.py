@@ -28,3 +28,6 @@ def test_flows_release_guessed_beyond_a_release_without_the_cell_is_refused_nami
     figure = judged["intruder_correct [all items] pooled"]
     assert figure["passed"] is False and "Hawala, Reiter & Wang" in figure["source"]
     assert figure["figure"] > figure["threshold_value"] + 0.05
+    # the intruder who knows no count (Section 3.1) is reported beside the worst case, not judged
+    assert not any("no knowledge" in j["criterion"] for j in verdict["judgements"])
+    assert "all items, no knowledge" in (tmp_path / "run" / "private" / "report.html").read_text()
