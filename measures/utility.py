@@ -30,7 +30,11 @@ class _Categorical(Measure):
     from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
-        return bool(data.partially_synthetic and data.original is not None and data.synthesized and data.kept)
+        # computed on integer keys of the datasets as drawn (row i record i): once rows were removed before release
+        # (data.drawn holds the datasets as drawn) they would describe datasets that were not released, and the
+        # synthesizer's own utility, recomputed on what was released, stands instead
+        return bool(data.partially_synthetic and data.original is not None and data.synthesized and data.kept
+                    and data.drawn is None)  # fmt: skip
 
 
 @register

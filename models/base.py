@@ -14,7 +14,8 @@ protocols, so that no generic module needs to know any one model:
     that a sensitive item takes each candidate value. A synthesizer whose items have no finite candidate set
     (a continuous response) does not offer it.
 :class:`SupportsRefitCheck` (optional: the refit check of the importance-sampling approximation)
-    ``replace_value(data, item, value)``, the data with one confidential value replaced.
+    ``replace_value(data, item, value)``, the data with one confidential value replaced, and
+    ``replace_values(data, values)``, with every one replaced (the no-knowledge intruder's refits).
 :class:`SupportsReleaseRisk` (optional: attribute risk that also conditions on the released datasets)
     ``release_log_prob(posterior, data, synthetic)``, and ``data.take(rows)`` on its data object to assess
     a chunk of records.
@@ -175,6 +176,10 @@ class SupportsRefitCheck(Protocol):
 
     def replace_value(self, data: Any, item: int, value: Any) -> Any:
         """``data`` with the confidential value of ``item`` replaced by ``value``."""
+
+    def replace_values(self, data: Any, values: Any) -> Any:
+        """``data`` with every item's confidential value replaced by ``values`` (a released dataset as data:
+        :func:`bayessdc.risk.no_knowledge.no_knowledge_attribute_risk`)."""
 
 
 @runtime_checkable

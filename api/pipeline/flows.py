@@ -293,8 +293,7 @@ class Flows(Recipe):
     def levers(self) -> list[Lever]:
         """What lowers the intruder's correct guesses of the sensitive counts, in words."""
         return [
-            Lever("priors", "stronger pooling of the origin and destination effects (FlowPriors with a larger mean "
-                  "precision phi_shape / phi_rate): each cell's own count weighs less in its rate"),
+            Lever("priors", "stronger pooling of the effects (FlowPriors of a larger mean precision): each cell's "
+                  "own count weighs less in its rate"),
             Lever("m", "fewer synthetic datasets: the intruder reads every one of them"),
-            Lever("upper", "a wider sensitive range: more candidate values per cell for the intruder to choose among"),
-        ]  # fmt: skip
+            Lever("upper", "a wider sensitive range: more candidate values per cell for the intruder to choose among")]
