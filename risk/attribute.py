@@ -58,9 +58,11 @@ __all__ = [
     "attribute_risk",
     "attribute_risk_summary",
     "exact_attribute_risk",
+    "guessed_correctly",
     "intruder_guess",
     "log_weighted_sum",
     "refit_attribute_risk",
+    "thinned",
     "unlearned_share",
 ]
 
@@ -239,9 +241,7 @@ def attribute_risk(
     rho = np.exp(log_rho)
 
     guess_pos = rho.argmax(axis=-1)
-    top = rho[item_axis, guess_pos]
-    tied = (np.isclose(rho, top[:, None], rtol=1e-12, atol=0).sum(axis=-1)) > 1
-    correct = (guess_pos == observed_pos) & ~tied
+    correct = guessed_correctly(rho, observed_pos)
     guess = candidates[guess_pos]
     coords = {"candidate": candidates}
     if "item" in observed.coords:
@@ -260,6 +260,22 @@ def attribute_risk(
         coords=coords,
         attrs={"release_likelihood": release_likelihood, "n_samples": n_samples},
     )
+
+
+def guessed_correctly(rho: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """``r_t`` of eq. 9 for intruder posteriors ``rho`` (..., item, candidate): the largest is at the true
+    position ``truth`` (item,) and is not tied."""
+    top = rho.max(axis=-1, keepdims=True)
+    tied = np.isclose(rho, top, rtol=1e-12, atol=0).sum(axis=-1) > 1
+    return (rho.argmax(axis=-1) == truth) & ~tied
+
+
+def thinned(posterior: xr.Dataset, n_draws: int) -> xr.Dataset:
+    """At most ``n_draws`` of the stacked ``posterior``'s draws, evenly spaced over the chains."""
+    total = posterior.sizes["sample"]
+    if total > n_draws:
+        posterior = posterior.isel(sample=np.linspace(0, total - 1, n_draws).round().astype(int))
+    return posterior
 
 
 def intruder_guess(rho: xr.DataArray) -> xr.DataArray:
@@ -314,18 +330,16 @@ def attribute_risk_summary(
     out["khat_over_0_7_any_candidate"] = int((np.asarray(risk["max_khat"]) > khat_threshold).sum())
     out["khat_threshold"] = khat_threshold
     out["mean_true_probability"] = float(np.mean(risk["true_probability"])) if n else None
+    subsets = {"R_all": np.ones(n, dtype=bool)}
+    if unique is not None and np.asarray(unique, dtype=bool).any():
+        subsets["R_unq"] = np.asarray(unique, dtype=bool)
     if "unlearned_correct" in risk and n:
         p = np.asarray(risk["unlearned_correct"], dtype=float)
-        subsets = {"R_all": np.ones(n, dtype=bool)}
-        if unique is not None and np.asarray(unique, dtype=bool).any():
-            subsets["R_unq"] = np.asarray(unique, dtype=bool)
         out["unlearned"] = {name: unlearned_share(p[mask]) for name, mask in subsets.items()}
         out["unlearned"]["loo_khat_over_0_7"] = int((np.asarray(risk["loo_khat"]) > khat_threshold).sum())
     if "no_knowledge_correct" in risk and n:
         guessed = np.asarray(risk["no_knowledge_correct"], dtype=bool)
-        out["no_knowledge"] = {"R_all": float(guessed.mean())}
-        if unique is not None and np.asarray(unique, dtype=bool).any():
-            out["no_knowledge"]["R_unq"] = float(guessed[np.asarray(unique, dtype=bool)].mean())
+        out["no_knowledge"] = {name: float(guessed[mask].mean()) for name, mask in subsets.items()}
     return out
 
 
@@ -421,10 +435,7 @@ class AttributeRiskAssessor:
         self, synthesizer: Any, idata: Any, data: Any, synthetic: xr.DataArray, rng: np.random.Generator
     ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Risk of every sensitive item of one group: a per-item table and summary figures."""
-        posterior = stack_draws(idata.posterior)
-        total = posterior.sizes["sample"]
-        if total > self.n_draws:
-            posterior = posterior.isel(sample=np.linspace(0, total - 1, self.n_draws).round().astype(int))
+        posterior = thinned(stack_draws(idata.posterior), self.n_draws)
         log_prob, observed = synthesizer.candidate_log_prob(posterior, data), synthesizer.observed(data)
         risk = attribute_risk(
             log_prob,

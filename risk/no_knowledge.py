@@ -22,8 +22,7 @@ import xarray as xr
 from bayessdc.models.base import stack_draws
 from bayessdc.synthesis import streams
 
-from .attribute import _positions, attribute_risk
-from .unlearned import guessed_correctly
+from .attribute import _positions, attribute_risk, guessed_correctly, thinned
 
 __all__ = ["no_knowledge_attribute_risk"]
 
@@ -65,17 +64,14 @@ def no_knowledge_attribute_risk(
     rho = np.zeros((released.sizes["item"], len(candidates)))
     for l in range(released.sizes["synthetic"]):
         replaced = synthesizer.replace_values(data, released.isel(synthetic=l).to_numpy())
-        posterior = stack_draws(synthesizer.fit(replaced, seed=streams.integer_seed(seed, "no-knowledge", l)).posterior)
-        total = posterior.sizes["sample"]
-        if total > n_draws:
-            posterior = posterior.isel(sample=np.linspace(0, total - 1, n_draws).round().astype(int))
+        fit = synthesizer.fit(replaced, seed=streams.integer_seed(seed, "no-knowledge", l))
+        posterior = thinned(stack_draws(fit.posterior), n_draws)
         risk = attribute_risk(
             synthesizer.candidate_log_prob(posterior, replaced), synthesizer.observed(replaced), released, prior
         )
         rho += risk["rho"].to_numpy() / released.sizes["synthetic"]
     truth = _positions(synthesizer.observed(data), candidates, "observed")
-    with np.errstate(divide="ignore"):
-        correct = guessed_correctly(np.log(rho), truth)
+    correct = guessed_correctly(rho, truth)
     return xr.Dataset(
         {"rho": (("item", "candidate"), rho), "correct": ("item", correct)}, coords={"candidate": candidates}
     )

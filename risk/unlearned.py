@@ -37,23 +37,14 @@ import numpy as np
 import xarray as xr
 from scipy.special import logsumexp
 
-from .attribute import _positions, _prior_log
+from .attribute import _positions, _prior_log, guessed_correctly
 from .psis import pareto_smoothed_log_weights
 
-__all__ = ["REPLICATES", "guessed_correctly", "unlearned_attribute_risk"]
+__all__ = ["REPLICATES", "unlearned_attribute_risk"]
 
 #: Unlearned releases drawn per item: the item's probability is known to within 0.035 (one standard error at
 #: worst), the mean over a table's items far better.
 REPLICATES = 200
-
-
-def guessed_correctly(log_rho: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """``r_t`` of eq. 9 for intruder posteriors ``log_rho`` (..., item, candidate): the largest is at the
-    true position ``truth`` (item,) and is not tied."""
-    rho = np.exp(log_rho - logsumexp(log_rho, axis=-1, keepdims=True))
-    top = rho.max(axis=-1, keepdims=True)
-    tied = np.isclose(rho, top, rtol=1e-12, atol=0).sum(axis=-1) > 1
-    return (rho.argmax(axis=-1) == truth) & ~tied
 
 
 def unlearned_attribute_risk(
@@ -125,7 +116,7 @@ def unlearned_attribute_risk(
     log_rho = np.broadcast_to(_prior_log(prior, n_items, n_candidates), (replicates, n_items, n_candidates)).copy()
     for l in range(m):
         log_rho += q_matrix[items[None, :], :, draws[:, l]]
-    correct = guessed_correctly(log_rho, truth)  # (replicate, item)
+    correct = guessed_correctly(np.exp(log_rho - logsumexp(log_rho, axis=-1, keepdims=True)), truth)  # (rep, item)
     coords = {"candidate": candidates}
     if "item" in observed.coords:
         coords["item"] = observed["item"].to_numpy()

@@ -91,9 +91,8 @@ def intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataF
     levels = upper - lower + 1
     t = risk_cells["count"].to_numpy(dtype=float)
     below, above = t - lower, upper - t
-    reference = {k: risk_cells[k].to_numpy(float) for k in ("unlearned_correct",) if k in risk_cells}
-    if "no_knowledge_correct" in risk_cells:
-        reference["no_knowledge_correct"] = risk_cells["no_knowledge_correct"].to_numpy(bool)
+    reference = {k: risk_cells[k].to_numpy(kind) for k, kind in (("unlearned_correct", float),
+                 ("no_knowledge_correct", bool)) if k in risk_cells}  # fmt: skip
     return pd.DataFrame({**reference,
         "correct": risk_cells["correct"].to_numpy(bool), "unique": risk_cells["unique"].to_numpy(bool),
         "true_probability": risk_cells["true_probability"].to_numpy(float),

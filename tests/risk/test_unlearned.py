@@ -11,8 +11,8 @@ import pytest
 import xarray as xr
 from scipy.special import betaln, gammaln
 
-from bayessdc.risk.attribute import unlearned_share
-from bayessdc.risk.unlearned import guessed_correctly, unlearned_attribute_risk
+from bayessdc.risk.attribute import guessed_correctly, unlearned_share
+from bayessdc.risk.unlearned import unlearned_attribute_risk
 
 K = 4  # each item is Binomial(K, pi): candidates 0..K
 Y = np.array([0, 1, 2, 4, 3, 1, 0, 2])
@@ -37,7 +37,7 @@ def _exact(t: int) -> tuple[np.ndarray, float]:
     correct = 0.0
     for release in itertools.product(values, repeat=M):
         log_rho = np.array([sum(_beta_binomial_log(v, a + c, b + K - c) for v in release) for c in values])
-        if guessed_correctly(log_rho[None, :], np.array([Y[t]]))[0]:
+        if guessed_correctly(np.exp(log_rho - log_rho.max())[None, :], np.array([Y[t]]))[0]:
             correct += float(np.prod(loo[list(release)]))
     return loo, correct
 
