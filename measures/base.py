@@ -153,6 +153,10 @@ class MeasureInput:
         Per dataset, the rows removed from the release (and from the ``unlearned`` datasets) as replicated uniques
         before it is judged: the table of :func:`bayessdc.risk.copies.remove_replicated_uniques` (``dataset``,
         ``rows`` before, ``removed``, ``kept``); ``None``: nothing was removed.
+    inherent_removed
+        Per repetition, the rows the same removal takes from the S datasets of the inherent maximum
+        (:func:`bayessdc.risk.copies.inherent_removed`), the same table: the reference of a partially synthetic
+        release that has no ``unlearned`` datasets (``None``: not computed).
     holdout
         A held-out real sample on the released columns (a control set), when the user gives one: real records of
         the same population that the synthesizer never saw. The attack measures (:mod:`bayessdc.measures.attacks`)
@@ -200,6 +204,7 @@ class MeasureInput:
     unlearned: pd.DataFrame | None = None
     removed: pd.DataFrame | None = None
     unlearned_removed: pd.DataFrame | None = None
+    inherent_removed: pd.DataFrame | None = None
     holdout: pd.DataFrame | None = None
     attacks: AttackSettings | None = None
     tables: list[Any] = field(default_factory=list)

@@ -8,7 +8,10 @@ unique records as a habit, not by chance. Two measures, computed where rows were
 
 * ``removed_records``, the share of each dataset's rows removed, read against ``unlearned``, the share the same
   rule removes from datasets of the same records drawn by fits that never saw them (the chance a release
-  reproduces a unique record it could not have learned);
+  reproduces a unique record it could not have learned), or, for a partially synthetic release with no such
+  datasets, against ``inherent_max``, the share it removes from Hu & Savitsky's inherent maximum (every
+  synthesized value redrawn from its pattern's distribution in the original: a record alone in its pattern
+  always reappears, so this is the most a synthesizer drawing from the data distribution replicates);
 * ``released_records``, the rows each dataset keeps: a release of a handful of records is the records.
 """
 
@@ -33,6 +36,8 @@ class RemovedRecords(Measure):
         "unlearned": "the share the same removal takes from datasets of the same records drawn by fits that never "
         "saw them (cross-fitted)",
         "unlearned_range": "the upper end of the range one dataset of that release shows (mean + 1.96 sd)",
+        "inherent_max": "the share the same removal takes from the inherent maximum's datasets (the synthesized "
+        "values redrawn from the original's own distribution within each pattern of kept values)",
     }
 
     def applies(self, data: MeasureInput) -> bool:
@@ -50,6 +55,10 @@ class RemovedRecords(Measure):
             shares = [r / n if n else 1.0 for r, n in zip(u["removed"], u["rows"], strict=True)]
             references.append(mean_reference("all", "unlearned", shares))
             references.append(range_reference("all", "unlearned_range", shares))
+        if data.inherent_removed is not None:
+            u = data.inherent_removed
+            shares = [r / n if n else 1.0 for r, n in zip(u["removed"], u["rows"], strict=True)]
+            references.append(mean_reference("all", "inherent_max", shares))
         return self.result(values, references)
 
 

@@ -11,17 +11,51 @@
   the synthetic records from the original ones, over its expectation were they drawn from the same
   distribution (reference ``null`` = 1).
 
-Both are computed on integer keys with the identification figures
+All three are computed on integer keys with the identification figures
 (:func:`bayessdc.measures.identification.per_dataset_figures`); the data-frame functions of
-:mod:`bayessdc.synthesis.categorical` are the tests' oracle.
+:mod:`bayessdc.synthesis.categorical` are the tests' oracle. Once rows were removed before release (the
+replicated uniques; :attr:`~bayessdc.measures.MeasureInput.drawn` holds the datasets as drawn), the figures are
+of the rows released, through those data-frame functions (:func:`released_figures`): a removed record is missing
+from its cells, which the deviations and the total variation count, and the pMSE's propensity model sees the
+smaller synthetic share. A release with numeric columns (matched on bands) has none of these figures.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from .base import Measure, MeasureInput, MeasureResult, register
 from .identification import per_dataset_figures
 
-__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV"]
+__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "released_figures"]
+
+_WAYS = {1: "one-way", 2: "two-way", 3: "three-way"}
+
+
+def released_figures(data: MeasureInput) -> pd.DataFrame:
+    """The figures of :func:`~bayessdc.measures.identification.per_dataset_figures` that describe utility, of the
+    datasets as released (``data.synthetic``), computed once per input through the data-frame functions of
+    :mod:`bayessdc.synthesis.categorical`, which need no row ``i`` to be record ``i``: one row per dataset, columns
+    ``synthetic``, ``table_deviation[one-way]`` ..., ``within_pattern_tv`` (half the sum of ``|synthetic -
+    original|`` counts of the full table over the original's records) and ``pmse_ratio`` (unweighted)."""
+    from bayessdc.synthesis.categorical import deviation_tables, pmse, table_deviations
+
+    cache = data.cache
+    if "released_figures" not in cache:
+        original, synthetic = data.original, data.synthetic
+        columns = data.kept + data.synthesized
+        table = pd.DataFrame({"synthetic": np.sort(synthetic["synthetic"].unique())})
+        deviations = table_deviations(original, synthetic, data.synthesized, data.kept, ways=tuple(_WAYS))
+        for way in _WAYS.values():
+            if way in deviations:
+                table[f"table_deviation[{way}]"] = deviations[way]["per_dataset"]
+        full = deviation_tables(original, synthetic, columns)
+        changed = full["deviation"].abs().groupby(full["synthetic"]).sum()
+        table["within_pattern_tv"] = changed.reindex(table["synthetic"]).to_numpy(dtype=float) / (2 * len(original))
+        table["pmse_ratio"] = pmse(original, synthetic, columns, data.synthesized)["per_dataset"]["ratio"]
+        cache["released_figures"] = table
+    return cache["released_figures"]
 
 
 class _Categorical(Measure):
@@ -30,11 +64,17 @@ class _Categorical(Measure):
     from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
-        # computed on integer keys of the datasets as drawn (row i record i): once rows were removed before release
-        # (data.drawn holds the datasets as drawn) they would describe datasets that were not released, and the
-        # synthesizer's own utility, recomputed on what was released, stands instead
+        # categorical columns only: a numeric column enters the identification figures on bands, and its tables
+        # would have a cell per value; a dataset emptied by the removal of replicated uniques has no table
+        emptied = data.removed is not None and not (data.removed["kept"] > 0).all()
         return bool(data.partially_synthetic and data.original is not None and data.synthesized and data.kept
-                    and data.drawn is None)  # fmt: skip
+                    and not data.bands and not emptied)  # fmt: skip
+
+    @staticmethod
+    def figures(data: MeasureInput) -> pd.DataFrame:
+        """The datasets' figures: on integer keys of the datasets as drawn, or of the rows released once some were
+        removed (:func:`released_figures`)."""
+        return per_dataset_figures(data) if data.drawn is None else released_figures(data)
 
 
 @register
@@ -49,7 +89,7 @@ class TableDeviation(_Categorical):
     subset_names = ("one-way", "two-way", "three-way")
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        table = per_dataset_figures(data)
+        table = self.figures(data)
         values = []
         for column in [c for c in table.columns if c.startswith("table_deviation[")]:
             subset = column[len("table_deviation[") : -1]
@@ -71,8 +111,12 @@ class PMSERatio(_Categorical):
     description = "propensity-score mean squared error over its expectation under the original's distribution"
     references = {"null": "1: the expected ratio were the synthetic data drawn from the original's distribution"}
 
+    def applies(self, data: MeasureInput) -> bool:
+        # the rows released have no weighted form here (the survey-weighted pMSE is on integer keys, row i record i)
+        return super().applies(data) and (data.drawn is None or data.weights is None)
+
     def compute(self, data: MeasureInput) -> MeasureResult:
-        table = per_dataset_figures(data)
+        table = self.figures(data)
         values = [
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["pmse_ratio"], strict=True)
@@ -98,7 +142,7 @@ class WithinPatternTV(_Categorical):
     )
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        table = per_dataset_figures(data)
+        table = self.figures(data)
         values = [
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["within_pattern_tv"], strict=True)

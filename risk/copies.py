@@ -31,6 +31,7 @@ __all__ = [
     "copied_holdout",
     "copied_records",
     "copied_reference",
+    "inherent_removed",
     "remove_replicated_uniques",
     "replicated_uniques",
     "rows_in_original",
@@ -385,3 +386,44 @@ def remove_replicated_uniques(
     removed = _per_dataset(matches, drop)
     table = pd.DataFrame({"dataset": matches.labels, "rows": rows, "removed": removed, "kept": rows - removed})
     return synthetic.iloc[np.flatnonzero(~drop)], table
+
+
+def inherent_removed(
+    original: pd.DataFrame,
+    synthesized: Sequence[str],
+    pattern: Sequence[str],
+    columns: Sequence[str],
+    *,
+    repetitions: int = 100,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """What :func:`remove_replicated_uniques` takes from each of the S datasets of Hu & Savitsky's inherent
+    maximum (Section 4.1): every record's ``synthesized`` values redrawn from its ``pattern``'s empirical
+    distribution in the original (:func:`bayessdc.risk.identification.inherent_sources`, the random stream
+    ``bayessdc.synthesis.streams.rng(seed, "inherent", "removal")``), one repetition at a time.
+
+    A record alone in its pattern always receives its own values, so it reappears, unique, in every repetition:
+    the maximum removes at least the records unique on ``pattern``, and a synthesizer that draws from the data
+    distribution removes as many. A release whose removal takes a larger share replicates unique records more
+    often than such a 'perfect' synthesizer would.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per repetition, as the ``removed`` table of :func:`remove_replicated_uniques`: ``dataset`` (the
+        repetition, 1..S), ``rows``, ``removed`` and ``kept``.
+    """
+    from bayessdc.synthesis import streams
+
+    from .identification import inherent_sources
+
+    synthesized, columns = list(synthesized), list(columns)
+    rng = streams.rng(seed, "inherent", "removal")
+    tables = []
+    for s, source in enumerate(inherent_sources(original, synthesized, list(pattern), "max", repetitions, rng)):
+        frame = original[columns].copy()
+        for column in synthesized:
+            frame[column] = original[column].to_numpy()[source[column]]
+        frame["synthetic"] = s + 1
+        tables.append(remove_replicated_uniques(original, frame, columns)[1])
+    return pd.concat(tables, ignore_index=True)

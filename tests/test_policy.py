@@ -46,8 +46,11 @@ def test_the_builtin_policy_names_a_source_for_every_criterion():
     # removed (synthpop), and at least the smallest fit's records in every dataset
     assert ("copied_records", "pooled", "at_most", "unlearned_range", ("cart",)) in thresholds
     assert ("removed_records", "pooled", "at_most", "unlearned_range", ("cart",)) in thresholds
-    assert ("replicated_uniques", "worst", "at_most", 0, ("cart",)) in thresholds
-    assert ("released_records", "worst", "at_least", MIN_TRAINING_RECORDS, ("cart",)) in thresholds
+    records = ("cart", "dpmpm", "dp_areal")  # every synthesizer of records: the categorical ones too
+    assert ("replicated_uniques", "worst", "at_most", 0, records) in thresholds
+    assert ("released_records", "worst", "at_least", MIN_TRAINING_RECORDS, records) in thresholds
+    # a categorical release's removal against Hu & Savitsky's inherent maximum (it has no cross-fitted release)
+    assert ("removed_records", "lower", "at_most", "inherent_max", ("dpmpm", "dp_areal")) in thresholds
     assert ("unprotected_cells", "worst", "at_most", 0, ()) in thresholds
     # the spatial at-risk records against the others (Quick, Holan & Wikle)
     assert ("proximity", "lower", "at_most", "other_records", ("spatial",)) in thresholds

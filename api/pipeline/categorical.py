@@ -222,7 +222,8 @@ class CategoricalRecipe(Recipe):
                 "risk_inherent.parquet": risk.inherent,
                 "risk_by_dataset.parquet": risk.by_dataset,
             },
-            measures=CategoricalMeasures(x.original, synthetic, x.synthesize, x.keep, self.repetitions, seed),
+            measures=CategoricalMeasures(x.original, synthetic, x.synthesize, x.keep, self.repetitions, seed,
+                                         ordered_logits=x.ordered_logits),
             measure_input=MeasureInput(
                 synthetic, x.original, released=x.keep + x.synthesize, synthesized=x.synthesize, kept=x.keep,
                 known_sets=x.known, partially_synthetic=True, inherent=state.inherent, repetitions=self.repetitions,

@@ -167,17 +167,33 @@ class CategoricalMeasures(Measures):
     keep: list[str]
     repetitions: int
     seed: int
+    #: The analyst's ordered logistic regressions, refitted on the rows released (:meth:`replace_synthetic`).
+    ordered_logits: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: The datasets released, once rows were removed from them (:meth:`replace_synthetic`); ``None``: as drawn.
+    published: pd.DataFrame | None = field(default=None, repr=False)
 
     risk_options = ("known",)
 
     def measure_input(self, known: KnownSets = None) -> MeasureInput:
         """What the measures read, with the knowledge sets ``known`` (the run's inherent scenarios: same
-        repetitions and seed)."""
+        repetitions and seed): the identification and attribute figures of the datasets as drawn (row ``i``
+        record ``i``), the utility of the rows released."""
+        released = self.synthetic if self.published is None else self.published
         return MeasureInput(
-            self.synthetic, self.original, released=self.keep + self.synthesize, synthesized=self.synthesize,
+            released, self.original, released=self.keep + self.synthesize, synthesized=self.synthesize,
             kept=self.keep, known_sets=check_known_sets(known, self.synthesize, self.keep), partially_synthetic=True,
             repetitions=self.repetitions, seed=self.seed,
+            drawn=None if self.published is None else self.synthetic,
         )  # fmt: skip
+
+    def replace_synthetic(self, synthetic: pd.DataFrame) -> dict[str, Any]:
+        """The utility of ``synthetic`` (the datasets without their replicated uniques) from now on: table
+        deviations, pMSE, within-pattern distributions and the ordered logits of :func:`categorical_utility`, by
+        its data-frame functions. The identification and attribute risk (:meth:`risk`) stay those of the datasets
+        as drawn, row ``i`` record ``i``, like for like with the inherent bounds."""
+        self.published = synthetic
+        return categorical_utility(self.original, synthetic, self.synthesize, self.keep,
+                                   ordered_logits=self.ordered_logits)[0]  # fmt: skip
 
     def risk(self, known: KnownSets = None) -> dict[str, Any]:
         """``identification`` per knowledge set and ``attribute``, as :meth:`bayessdc.Release.risk` stores them."""

@@ -125,7 +125,8 @@ def remove_uniques(release: Release, name: str) -> None:
     the measures' ``unlearned`` datasets, so that both are judged after the same removal; nothing is refitted.
 
     The rows removed per dataset go to ``measure_input.removed`` (the measures ``removed_records`` and
-    ``released_records``) and their total to ``facts["replicated_uniques_removed"]``."""
+    ``released_records``) and their total to ``facts["replicated_uniques_removed"]``. The datasets as drawn, the
+    rows the identification and attribute figures describe, stay in ``private/synthetic_as_drawn.parquet``."""
     from bayessdc.risk.copies import remove_replicated_uniques
 
     data = release.measure_input
@@ -134,13 +135,25 @@ def remove_uniques(release: Release, name: str) -> None:
     if unlearned is not None:
         unlearned, unlearned_removed = remove_replicated_uniques(data.original, unlearned, data.record_columns)
         unlearned = unlearned.reset_index(drop=True)
+    inherent = None
+    if unlearned is None and data.partially_synthetic and data.synthesized and data.kept:
+        from bayessdc.risk.copies import inherent_removed
+
+        inherent = inherent_removed(data.original, data.synthesized, data.kept, data.record_columns,
+                                    repetitions=data.repetitions, seed=data.seed)  # fmt: skip
     count = int(removed["removed"].sum())
     _log.info("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)", name, count)
     release.synthetic = kept.reset_index(drop=True)
     drawn = data.synthetic if data.drawn is None else data.drawn  # row i record i: the identification figures'
+    regression = data.regression  # the analyst's regressions refitted on the rows released
+    if regression:
+        regression = [replace(r, synthetic=release.synthetic, coefficients=None)
+                      for r in (regression if isinstance(regression, list | tuple) else [regression])]  # fmt: skip
     release.measure_input = replace(data, synthetic=release.synthetic, drawn=drawn, unlearned=unlearned,
-                                    removed=removed, unlearned_removed=unlearned_removed, cache={})  # fmt: skip
+                                    removed=removed, unlearned_removed=unlearned_removed, inherent_removed=inherent,
+                                    regression=regression, cache={})  # fmt: skip
     release.facts["replicated_uniques_removed"] = count
+    release.private_tables = {**release.private_tables, "synthetic_as_drawn.parquet": drawn.reset_index(drop=True)}
     if release.measures is not None and (removed["kept"] > 0).all():  # an emptied dataset has no table to compare
         figures = release.measures.replace_synthetic(release.synthetic)
         if figures is not None:

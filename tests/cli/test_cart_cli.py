@@ -59,7 +59,7 @@ def test_outputs_and_utility(run):
     assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
     assert sorted(p.name for p in (out / "private").iterdir()) == [
         "diagnostics.json", "measures.json", "policy.json", "release.json", "report.html", "risk_utility.json",
-        "run.json", "utility.json"
+        "run.json", "synthetic_as_drawn.parquet", "utility.json"
     ]
     utility = json.loads((out / "private" / "utility.json").read_text())
     assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}

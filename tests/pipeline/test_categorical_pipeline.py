@@ -116,7 +116,11 @@ def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory
     measured = release.risk(known=[known]).set_index(["measure", "subset"])
     (entry,) = figures["identification"]
     assert entry["known"] == known
-    expected = _by_hand(table, release.synthetic, known)
+    # the replicated uniques were removed before release: the risk is of the datasets as drawn (row i record i),
+    # like for like with the inherent bounds, and the release holds fewer rows
+    drawn = release.measure_input.drawn
+    assert drawn is not None and len(release.synthetic) < len(drawn) == release.m * len(table)
+    expected = _by_hand(table, drawn, known)
     # the table is small enough for unique matches, true and false, so that every figure is tested
     assert expected["true_match_rate"] > 0 and 0 < expected["false_match_rate"] < 1
     for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
@@ -170,6 +174,7 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
         "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
         "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
         "report.html", "risk_utility.json", "measures.json", "policy.json", "release.json",
+        "synthetic_as_drawn.parquet",
     }  # fmt: skip
 
 
@@ -245,3 +250,34 @@ def test_chains_that_disagree_beyond_tolerance_refuse_the_release_naming_figure_
     assert "parameter_gate" in diagnostics and diagnostics["parameter_gate"]["decides_release"] is False
     assert (tmp_path / "private" / "posterior.nc").exists()
     assert not (tmp_path / "release").exists() or not any((tmp_path / "release").iterdir())
+
+
+def test_the_replicated_uniques_are_removed_and_the_removal_judged_against_the_inherent_maximum(runs):
+    """A categorical release is a release of records too (synthpop's sdc(rm.replicated.uniques = TRUE)): the rows
+    that replicate an original unique are gone from release/, exactly those of the datasets as drawn, the share
+    removed is judged against the same removal from the inherent maximum's datasets, and the utility is that of
+    the rows released."""
+    from bayessdc.risk.copies import inherent_removed, remove_replicated_uniques, replicated_uniques
+    from bayessdc.synthesis.categorical import table_deviations
+
+    _, table, release, _ = runs
+    columns = [*KEEP, "county"]
+    original, drawn = table[columns], release.measure_input.drawn
+    kept, removed = remove_replicated_uniques(original, drawn, columns)
+    pd.testing.assert_frame_equal(release.synthetic, kept.reset_index(drop=True))
+    assert release.facts["replicated_uniques_removed"] == removed["removed"].sum() > 0
+    assert (replicated_uniques(original, release.synthetic, columns)["replicated_unique_in_both"] == 0).all()
+    # the reference: the inherent maximum's S datasets under the same removal, with the run's repetitions and seed
+    reference = inherent_removed(original, ["county"], KEEP, columns, repetitions=5, seed=3)
+    shares = reference["removed"] / reference["rows"]
+    result = release.measured["removed_records"]
+    assert result.reference("all", "inherent_max") == pytest.approx(shares.mean(), rel=1e-12)
+    judged = {j.criterion.measure: j for j in release.policy.judgements}
+    assert judged["removed_records"].criterion.threshold == "inherent_max"
+    assert judged["released_records"].figure == removed["kept"].min()
+    # the utility measures describe the rows released
+    deviations = table_deviations(original, release.synthetic, ["county"], KEEP)
+    values = release.measured["table_deviation"].values
+    one_way = values.loc[values["subset"] == "one-way", "value"].to_numpy()
+    np.testing.assert_allclose(one_way, deviations["one-way"]["per_dataset"])
+    assert release.utility_figures["table_deviations"]["one-way"]["mean"] == pytest.approx(one_way.mean())

@@ -298,3 +298,20 @@ def test_leave_one_out_reference_estimates_the_holdout_share():
     assert abs(difference.mean()) < 4 * se
     assert abs(loo.mean() - expected_loo) < 4 * loo.std(ddof=1) / np.sqrt(repetitions)
     assert abs(holdout.mean() - expected_holdout) < 4 * holdout.std(ddof=1) / np.sqrt(repetitions)
+
+
+def test_the_inherent_maximum_removes_a_lone_pattern_always_and_a_pair_by_chance():
+    """Worked by hand: pattern a holds one record (always redrawn to itself: a unique row replicated in every
+    repetition), pattern b two records of different labels (each redraws its label from {1, 2}: both removed when
+    the draws differ, probability 1/2, none when they agree), pattern c two equal records (never unique). Every
+    repetition removes 1 or 3 of the 5 rows, 2 on average."""
+    from bayessdc.risk.copies import inherent_removed
+
+    original = pd.DataFrame({"k": ["a", "b", "b", "c", "c"], "y": [1, 1, 2, 1, 1]})
+    table = inherent_removed(original, ["y"], ["k"], ["k", "y"], repetitions=400, seed=0)
+    assert list(table["dataset"]) == list(range(1, 401)) and (table["rows"] == 5).all()
+    assert set(table["removed"]) == {1, 3}
+    assert (table["kept"] == 5 - table["removed"]).all()
+    assert abs(table["removed"].mean() - 2.0) < 4 * 1.0 / np.sqrt(400)  # sd of one repetition's count is 1
+    again = inherent_removed(original, ["y"], ["k"], ["k", "y"], repetitions=400, seed=0)
+    pd.testing.assert_frame_equal(table, again)  # the same seed, the same reference
