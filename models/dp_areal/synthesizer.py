@@ -12,6 +12,7 @@ number of occupied components, and the posterior mean of every distinct cell's l
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from collections.abc import Iterator
@@ -41,11 +42,15 @@ from ..sampling import (
 from ..structural_zeros import structural_zeros_dict
 from .conditionals import draw_labels_and_log_rates, label_gibbs_step
 from .data import ArealData
+from .gibbs import DPArealGibbsSettings, run_chain
 from .marginal import PARAMETERIZATIONS, build_model, leading_components
 from .model import DEFAULT_K, DPArealPriors
 from .quadrature import cell_posterior
 
 __all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
+
+#: The samplers of the posterior: NUTS on the marginalised model, the partially collapsed Gibbs sampler.
+SAMPLERS = ("nuts", "gibbs")
 
 #: Compiled nutpie models, keyed by the shapes of the data (one compilation serves every refit).
 COMPILED_MODELS = CompiledModelCache()
@@ -105,6 +110,12 @@ class DPArealSynthesizer:
         ``K = 20``, ``min(10, K // 5)`` from there: :func:`bayessdc.models.dp_areal.marginal.leading_components`).
     criteria
         The convergence gate, applied to label-invariant quantities (:meth:`convergence_quantities`).
+    sampler
+        ``"nuts"`` (default): NUTS on the model with the labels summed out (:mod:`.marginal`). ``"gibbs"``: the
+        partially collapsed Gibbs sampler of :mod:`bayessdc.models.dp_areal.gibbs` on the same posterior, every
+        chain seeded on its own (a run that adds chains equals a run started with them).
+    gibbs
+        Settings of the Gibbs sampler (draws, burn-in, thinning and chains of its own; ``settings`` is NUTS's).
     labels
         ``"marginal"`` (default): NUTS on the model with the labels summed out. ``"explicit"``: the labels are
         model variables (:func:`bayessdc.models.dp_areal.marginal.build_model`) drawn exactly by a
@@ -123,6 +134,8 @@ class DPArealSynthesizer:
     labels: str = "marginal"
     structural_zeros: tuple[Rule, ...] = ()
     name: str = "dp-areal"
+    sampler: str = "nuts"
+    gibbs: DPArealGibbsSettings = field(default_factory=DPArealGibbsSettings)
 
     def __post_init__(self) -> None:
         if self.K < 2:
@@ -131,6 +144,8 @@ class DPArealSynthesizer:
             raise ValueError(f"labels must be 'marginal' or 'explicit', got {self.labels!r}")
         if self.parameterization not in PARAMETERIZATIONS:
             raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {self.parameterization!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"unknown DP-areal sampler {self.sampler!r}: use one of {', '.join(SAMPLERS)}")
 
     # -- fitting ------------------------------------------------------------------------------------
 
@@ -147,6 +162,8 @@ class DPArealSynthesizer:
         from the stream ``(seed, "chains", a)``: a fit that added chains is a valid posterior of that many chains
         but not the draws of a fit started with them (the DPMPM's Gibbs chains, seeded one by one, are).
         """
+        if self.sampler == "gibbs":
+            return self._fit_gibbs(data, seed, chains)
         if chains is not None and chains != range(self.settings.chains):
             part = replace(self, settings=replace(self.settings, chains=len(chains)))
             idata = part.fit(data, streams.integer_seed(seed, "chains", chains.start))
@@ -212,6 +229,48 @@ class DPArealSynthesizer:
                 "n_distinct_pairs": data.n_distinct,
             }
         )
+        return idata
+
+    @property
+    def chains(self) -> int:
+        """Chains of a fit: the Gibbs sampler's or NUTS's."""
+        return self.gibbs.chains if self.sampler == "gibbs" else self.settings.chains
+
+    @property
+    def draws(self) -> int:
+        """Draws kept per chain: the Gibbs sampler's or NUTS's."""
+        return self.gibbs.draws if self.sampler == "gibbs" else self.settings.draws
+
+    def _fit_gibbs(self, data: ArealData, seed: int, chains: range | None) -> az.InferenceData:
+        """The Gibbs sampler's posterior: chain ``c`` from the stream ``(seed, "chain", c)``, labelled ``c``."""
+        chains = range(self.gibbs.chains) if chains is None else chains
+        settings = self.gibbs
+        start = time.perf_counter()
+        runs = []
+        sweeps = settings.burn + settings.draws * settings.thin
+        with progress.bar(len(chains) * sweeps, "DP-areal Gibbs sweeps") as bar:
+            for c in chains:
+                runs.append(run_chain(data, seed, c, K=self.K, priors=self.priors, settings=settings,
+                                      nodes=self.quadrature_nodes, advance=bar.advance))  # fmt: skip
+        seconds = time.perf_counter() - start
+        stacked = {name: np.stack([run[name] for run in runs]) for name in ("alpha", "stick", "rho", "location",
+                   "tau_lambda", "tau_theta", "tau_phi", "tau_mu")}  # fmt: skip
+        dims = {"stick": ("break",), "rho": ("component",), "location": ("component", "pattern")}
+        coords = {"chain": np.asarray(list(chains)), "draw": np.arange(settings.draws), "component": np.arange(self.K),
+                  "break": np.arange(self.K - 1), "pattern": data.pattern_labels}  # fmt: skip
+        posterior = xr.Dataset({name: (("chain", "draw", *dims.get(name, ())), values)
+                                for name, values in stacked.items()}, coords=coords)  # fmt: skip
+        stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((len(chains), settings.draws), dtype=bool))},
+                           coords={"chain": coords["chain"], "draw": coords["draw"]})  # fmt: skip
+        idata = az.InferenceData(posterior=posterior, sample_stats=stats)
+        self._add_summaries(idata, data)
+        idata.attrs.update({
+            "sampler_backend": "gibbs", "sampler": "partially collapsed Gibbs (numba), log rates integrated out",
+            "sampler_settings": json.dumps(settings.to_dict()), "sampler_seed": int(seed),
+            "sampling_seconds": float(seconds), "quadrature_nodes": self.quadrature_nodes,
+            "n_distinct_pairs": data.n_distinct,
+            "coefficient_acceptance": json.dumps([float(run["acceptance"]) for run in runs]),
+        })  # fmt: skip
         return idata
 
     def _add_summaries(self, idata: az.InferenceData, data: ArealData) -> None:
@@ -351,26 +410,35 @@ class DPArealSynthesizer:
                     },
                 },
             },
-            "computation": {
-                "sampler": (
-                    "NUTS (nutpie) with the labels z summed out"
-                    if self.labels == "marginal"
-                    else "NUTS (PyMC) within Gibbs: the labels z drawn exactly from their full conditional "
-                    "between NUTS steps of the other parameters"
-                )
-                + " and each log rate integrated out by an adaptive trapezoid rule on a Laplace-scaled grid "
-                f"({self.quadrature_nodes} nodes); labels and log rates then drawn exactly from their conditional "
-                "posterior for each draw used",
-                "parameterization": self.parameterization,
-                "labels": self.labels,
-                "centred_components": self.centred_components,
-                "settings": self.settings.to_dict(),
-            },
+            "computation": self._computation(),
             "synthesis": {
                 "label": "p_i^(b) = lambda_i^(b) / sum_i lambda_i^(b), one label per record of pattern b (eq. 13-14)",
                 "datasets": "each synthetic dataset uses one posterior draw, draws spaced far apart",
             },
             **self._structural_zeros(),
+        }
+
+    def _computation(self) -> dict[str, Any]:
+        integral = (f"each log rate integrated out by an adaptive trapezoid rule on a Laplace-scaled grid "
+                    f"({self.quadrature_nodes} nodes)")  # fmt: skip
+        after = "; labels and log rates then drawn exactly from their conditional posterior for each draw used"
+        if self.sampler == "gibbs":
+            return {
+                "sampler": "partially collapsed Gibbs sampler (the cells' allocations to components by multinomial "
+                "draws, label swaps, alpha with the sticks integrated out, each occupied component's coefficients by "
+                "independence Metropolis-Hastings at the mode, tau_lambda and Sigma_phi by slice sampling, the rest "
+                f"conjugate), {integral}{after}",
+                "settings": self.gibbs.to_dict(),
+            }
+        sampler = ("NUTS (nutpie) with the labels z summed out" if self.labels == "marginal" else
+                   "NUTS (PyMC) within Gibbs: the labels z drawn exactly from their full conditional between NUTS "
+                   "steps of the other parameters")  # fmt: skip
+        return {
+            "sampler": f"{sampler} and {integral}{after}",
+            "parameterization": self.parameterization,
+            "labels": self.labels,
+            "centred_components": self.centred_components,
+            "settings": self.settings.to_dict(),
         }
 
     def _structural_zeros(self) -> dict[str, Any]:

@@ -1,0 +1,668 @@
+"""A partially collapsed Gibbs sampler of the DP-areal model (eq. 7-12), every cell's log rate integrated out.
+
+The likelihood sees the data only through the distinct ``(pattern, count)`` pairs ``d`` and ``n_d``, how many
+labels share one (:mod:`bayessdc.models.dp_areal.marginal`). Given the components, the cells of one pair are
+exchangeable, so the state holds ``N_dk``, how many of pair ``d``'s cells sit in component ``k``, instead of a
+label per cell, and every update integrates each cell's log rate out by the quadrature of
+:mod:`bayessdc.models.dp_areal.quadrature`. The coefficients are held in full, ``beta_k = (mu + theta*_k,
+phi*_k)`` (eq. 8, 10-11), with the shared means ``(mu, mu_phi)`` (eq. 11-12); the likelihood sees ``beta_k`` only
+through ``w_k = V' beta_k`` (:func:`bayessdc.models.dp_areal.marginal.identified_basis`). One sweep, each step
+an exact draw from a conditional of the joint posterior:
+
+1. the allocations ``N_d. ~ Multinomial(n_d; r_d.)``, ``r_dk ∝ rho_k p(c_d | m_{k b_d}, tau_lambda)`` (eq. 7-9);
+2. label-swap Metropolis moves between components, ``alpha`` given the allocations with the sticks integrated
+   out (slice sampling), then the sticks ``v_k | alpha ~ Beta(1 + N_k, alpha + N_{>k})`` (eq. 9; the moves of
+   :mod:`bayessdc.models.dpmpm.moves`, which depend on the allocation counts only);
+3. each occupied component's ``w_k`` by independence Metropolis-Hastings, a multivariate t proposal (4 degrees
+   of freedom) at the mode of its log-concave conditional scaled by the curvature there (Newton's method on the
+   quadrature's moments), then ``beta_k | w_k`` from its Gaussian conditional (Matheron's rule);
+4. ``tau_lambda`` by slice sampling on its logarithm given the allocations and the locations (eq. 8);
+5. ``tau_theta`` (Gamma, conjugate) and ``Sigma_phi`` (the paper's LKJ(eta) x half-t prior, slice sampling on
+   every standard deviation's logarithm and every canonical partial correlation, :mod:`.lkj`) given the occupied
+   components' ``beta_k`` and ``(mu, mu_phi)``; the empty components' ``beta_k`` are integrated out here;
+6. ``(mu, mu_phi)`` given the occupied components (Gaussian, conjugate), then the empty components' ``beta_k``
+   from their prior given them, then ``tau_mu`` and ``tau_phi`` (Gamma, conjugate).
+
+Steps 5 and 6 are a partially collapsed pair (van Dyk & Park 2008): step 5 draws from a conditional with the
+empty components integrated out, and step 6 draws them afresh before anything conditions on them.
+
+References
+----------
+.. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
+    the Consumer Expenditure Surveys*, Section 2.2.
+.. [2] Ishwaran, H., & James, L. F. (2001). Gibbs sampling methods for stick-breaking priors. *JASA*, 96, 161-173.
+.. [3] Papaspiliopoulos, O., & Roberts, G. O. (2008). Retrospective Markov chain Monte Carlo methods for Dirichlet
+    process hierarchical models. *Biometrika*, 95(1), 169-186.
+.. [4] van Dyk, D. A., & Park, T. (2008). Partially collapsed Gibbs samplers. *JASA*, 103, 790-796.
+.. [5] Neal, R. M. (2003). Slice sampling. *Annals of Statistics*, 31(3), 705-767.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+from scipy import special
+
+import bayessdc.synthesis.streams as streams
+
+from ..dpmpm.moves import slice_log_alpha, swap_log_ratio
+from ..exact_draws import multinomial, uniform_index
+from .data import ArealData
+from .lkj import cpc_beta_parameters
+from .marginal import identified_basis
+from .model import DEFAULT_K, DPArealPriors
+from .quadrature import HALF_WIDTH, _cell_integral, _cell_posterior_kernel
+
+__all__ = ["DPArealGibbsSettings", "GibbsState", "covariance_matrix", "run_chain", "slice_covariance"]
+
+#: Degrees of freedom of the t proposal of a component's coefficients.
+PROPOSAL_DF = 4.0
+
+
+@dataclass(frozen=True)
+class DPArealGibbsSettings:
+    """Settings of the DP-areal's Gibbs sampler.
+
+    Parameters
+    ----------
+    draws
+        Draws kept per chain (after thinning).
+    burn
+        Sweeps discarded per chain before the first kept one.
+    thin
+        Sweeps per kept draw.
+    chains
+        Chains; chain ``c`` draws from the stream ``(seed, "chain", c)``, so a run that adds chains equals a
+        run started with them.
+    label_swaps
+        Label-swap moves per sweep, in multiples of ``K``.
+    """
+
+    draws: int = 500
+    burn: int = 500
+    thin: int = 4
+    chains: int = 4
+    label_swaps: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("draws", "burn", "thin", "chains", "label_swaps"):
+            value = getattr(self, name)
+            low = 0 if name in ("burn", "label_swaps") else 1
+            if not isinstance(value, int | np.integer) or value < low:
+                raise ValueError(f"Gibbs setting {name!r} must be an integer of at least {low}, got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain values."""
+        return asdict(self)
+
+
+@dataclass
+class GibbsState:
+    """One chain's state: the allocation counts, the sticks, the coefficients and the precisions.
+
+    Attributes
+    ----------
+    allocation
+        ``(K, D)`` integer counts ``N_kd`` of pair ``d``'s cells in component ``k``.
+    stick
+        The ``K - 1`` sticks ``v_k`` (``v_K = 1``).
+    beta
+        ``(K, R + 1)`` coefficients ``(mu + theta*_k, phi*_k)``.
+    mean
+        ``(R + 1,)`` shared means ``(mu, mu_phi)``.
+    sigma, cpc
+        Standard deviations and canonical partial correlations of ``Sigma_phi`` (eq. 11).
+    scalars
+        ``(alpha, tau_lambda, tau_theta, tau_phi, tau_mu)``.
+    counters
+        Coefficient moves accepted and proposed, label swaps accepted.
+    """
+
+    allocation: np.ndarray
+    stick: np.ndarray
+    beta: np.ndarray
+    mean: np.ndarray
+    sigma: np.ndarray
+    cpc: np.ndarray
+    scalars: np.ndarray
+    counters: np.ndarray = field(default_factory=lambda: np.zeros(3, dtype=np.int64))
+
+    def log_rho(self) -> np.ndarray:
+        """``log rho_k`` of the truncated stick breaking (eq. 9)."""
+        return _log_rho(self.stick)
+
+
+#: Names of ``GibbsState.scalars``, in order.
+SCALARS = ("alpha", "tau_lambda", "tau_theta", "tau_phi", "tau_mu")
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """The data and constants a sweep reads, as contiguous arrays."""
+
+    count: np.ndarray
+    pattern: np.ndarray
+    weight: np.ndarray
+    log_fact: np.ndarray
+    full: np.ndarray  # (B, R + 1): [1, X]
+    full_t: np.ndarray
+    V: np.ndarray  # (R + 1, r)
+    V_t: np.ndarray
+    basis: np.ndarray  # (B, r)
+    basis_t: np.ndarray
+    priors: np.ndarray
+    cpc_b: np.ndarray
+    K: int
+    nodes: int
+    swaps: int
+
+    @classmethod
+    def of(cls, data: ArealData, K: int, priors: DPArealPriors, nodes: int, swaps: int = 1) -> _Problem:
+        V, basis = identified_basis(data.design)
+        R = data.design.shape[1]
+        full = np.hstack([np.ones((data.design.shape[0], 1)), data.design])
+        count = data.distinct_count.astype(float)
+        p = priors
+        prior_values = np.array([p.a_alpha, p.b_alpha, *p.tau_theta, *p.tau_phi, *p.tau_mu, *p.tau_lambda, p.sigma_nu,
+                                 p.sigma_scale], dtype=float)  # fmt: skip
+        c = np.ascontiguousarray
+        return cls(c(count), c(data.distinct_pattern, dtype=np.int64), c(data.distinct_weight, dtype=np.int64),
+                   special.gammaln(count + 1.0), c(full), c(full.T), c(V), c(V.T), c(basis), c(basis.T), prior_values,
+                   cpc_beta_parameters(R, p.lkj_eta) if R > 1 else np.zeros(0), K, nodes, swaps)  # fmt: skip
+
+    def sweep(self, rng: np.random.Generator, state: GibbsState) -> None:
+        """One sweep of the sampler on ``state``, in place."""
+        _sweep(rng, state.allocation, state.stick, state.beta, state.mean, state.sigma, state.cpc, state.scalars,
+               state.counters, self.count, self.pattern, self.weight, self.log_fact, self.full, self.full_t, self.V,
+               self.V_t, self.basis, self.basis_t, self.priors, self.cpc_b, self.nodes, self.swaps)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Compiled kernels
+
+
+@numba.njit(cache=True)
+def _component_terms(w, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes, half_width):  # pragma: no cover
+    """``sum_d n_dk log p(c_d | basis_{b_d} w, tau)`` with its gradient and Hessian in ``w``.
+
+    ``d/dm log p = tau E[x - m | c]`` and ``d^2/dm^2 log p = tau^2 Var[x | c] - tau`` (the moments of the
+    quadrature).
+    """
+    B, r = basis.shape
+    h = 2.0 * half_width / (nodes - 1)
+    centre = 0.5 * (nodes - 1)
+    const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
+    log_tau = math.log(tau)
+    m = basis @ w
+    g_b = np.zeros(B)
+    h_b = np.zeros(B)
+    value = 0.0
+    for d in range(count.shape[0]):
+        a = n_dk[d]
+        if a == 0:
+            continue
+        b = pattern[d]
+        log_integral, m1, m2 = _cell_integral(count[d], m[b], tau, log_tau, nodes, h, centre, 8)
+        value += a * (log_integral + const - log_fact[d])
+        g_b[b] += a * tau * m1
+        h_b[b] += a * (tau * tau * (m2 - m1 * m1) - tau)
+    grad = basis_t @ g_b
+    hess = (basis_t * h_b) @ basis
+    return value, grad, hess
+
+
+@numba.njit(cache=True)
+def _allocated_log_likelihood(location, tau, count, pattern, allocation, log_fact, nodes, half_width):  # noqa: E501 pragma: no cover
+    """``sum_{d,k} N_kd log p(c_d | m_{k b_d}, tau)``: the likelihood given the allocations."""
+    K, D = allocation.shape
+    h = 2.0 * half_width / (nodes - 1)
+    centre = 0.5 * (nodes - 1)
+    const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
+    log_tau = math.log(tau)
+    value = 0.0
+    for d in range(D):
+        for k in range(K):
+            a = allocation[k, d]
+            if a == 0:
+                continue
+            log_integral, _, _ = _cell_integral(count[d], location[k, pattern[d]], tau, log_tau, nodes, h, centre, 8)
+            value += a * (log_integral + const - log_fact[d])
+    return value
+
+
+@numba.njit(cache=True)
+def _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b):  # pragma: no cover
+    """``log p(sigma, cpc) + sum_k log N(y_k | 0, Sigma)`` up to a constant, ``scatter = sum_k y_k y_k'``.
+
+    ``Sigma = diag(sigma) L L' diag(sigma)`` with ``L`` from the partial correlations (:mod:`.lkj`); the
+    prior is half-t(``nu``, ``scale``) on each standard deviation and ``2 Beta(b_j, b_j) - 1`` on each partial
+    correlation, as densities of ``sigma`` and ``cpc``.
+    """
+    R = sigma.shape[0]
+    total = 0.0
+    for i in range(R):
+        if sigma[i] <= 0.0:
+            return -np.inf
+        total += -0.5 * (nu + 1.0) * math.log1p((sigma[i] / scale) ** 2 / nu)
+    for j in range(cpc.shape[0]):
+        if not -1.0 < cpc[j] < 1.0:
+            return -np.inf
+        total += (b[j] - 1.0) * math.log1p(-cpc[j] * cpc[j])
+    chol = _covariance_factor(sigma, cpc)
+    for i in range(R):
+        if not chol[i, i] > 0.0:
+            return -np.inf
+    if n == 0:
+        return total
+    log_det = 0.0
+    for i in range(R):
+        log_det += math.log(chol[i, i])
+    # M = chol^-1 by forward substitution; trace(M scatter M')
+    inverse = np.zeros((R, R))
+    for col in range(R):
+        for i in range(col, R):
+            acc = 1.0 if i == col else 0.0
+            for j in range(col, i):
+                acc -= chol[i, j] * inverse[j, col]
+            inverse[i, col] = acc / chol[i, i]
+    product = inverse @ scatter
+    trace = 0.0
+    for i in range(R):
+        for j in range(R):
+            trace += product[i, j] * inverse[i, j]
+    return total - n * log_det - 0.5 * trace
+
+
+@numba.njit(cache=True)
+def slice_covariance(rng, sigma, cpc, scatter, n, nu, scale, b):  # pragma: no cover
+    """One sweep of coordinate-wise slice sampling (Neal 2003) of ``Sigma_phi`` given ``scatter`` of ``n`` draws.
+
+    Each ``log sigma_i`` by stepping out and shrinkage (Jacobian included), each partial correlation by
+    shrinkage on ``(-1, 1)``. ``sigma`` and ``cpc`` are updated in place.
+    """
+    for i in range(sigma.shape[0]):
+        u0 = math.log(sigma[i])
+        level = _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + u0 + math.log(rng.random())
+        left = u0 - rng.random()
+        right = left + 1.0
+        for _ in range(60):
+            sigma[i] = math.exp(left)
+            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + left <= level:
+                break
+            left -= 1.0
+        for _ in range(60):
+            sigma[i] = math.exp(right)
+            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + right <= level:
+                break
+            right += 1.0
+        new = u0
+        for _ in range(500):
+            u = left + (right - left) * rng.random()
+            sigma[i] = math.exp(u)
+            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + u > level:
+                new = u
+                break
+            if u < u0:
+                left = u
+            else:
+                right = u
+        sigma[i] = math.exp(new)
+    for j in range(cpc.shape[0]):
+        y0 = cpc[j]
+        level = _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + math.log(rng.random())
+        left, right = -1.0, 1.0
+        new = y0
+        for _ in range(500):
+            y = left + (right - left) * rng.random()
+            cpc[j] = y
+            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) > level:
+                new = y
+                break
+            if y < y0:
+                left = y
+            else:
+                right = y
+        cpc[j] = new
+
+
+def covariance_matrix(sigma: np.ndarray, cpc: np.ndarray) -> np.ndarray:
+    """``Sigma_phi = diag(sigma) L L' diag(sigma)`` from its standard deviations and partial correlations."""
+    from .lkj import cholesky_from_partial_correlations
+
+    R = sigma.shape[0]
+    factor = cholesky_from_partial_correlations(cpc, R) if R > 1 else np.ones((1, 1))
+    chol = sigma[:, None] * factor
+    return chol @ chol.T
+
+
+@numba.njit(cache=True)
+def _covariance_factor(sigma, cpc):  # pragma: no cover
+    """The Cholesky factor ``diag(sigma) L`` of ``Sigma_phi``, ``L`` from the partial correlations row by row
+    (:func:`bayessdc.models.dp_areal.lkj.cholesky_from_partial_correlations`)."""
+    R = sigma.shape[0]
+    chol = np.zeros((R, R))
+    k = 0
+    for i in range(R):
+        remaining = 1.0
+        for j in range(i):
+            entry = cpc[k] * math.sqrt(max(remaining, 0.0))
+            chol[i, j] = entry * sigma[i]
+            remaining -= entry * entry
+            k += 1
+        chol[i, i] = math.sqrt(max(remaining, 0.0)) * sigma[i]
+    return chol
+
+
+@numba.njit(cache=True)
+def _covariance(sigma, cpc):  # pragma: no cover
+    """:func:`covariance_matrix` in compiled code."""
+    chol = _covariance_factor(sigma, cpc)
+    return chol @ chol.T
+
+
+@numba.njit(cache=True)
+def _slice_log_tau(rng, tau, location, count, pattern, allocation, log_fact, nodes, a, b):  # pragma: no cover
+    """One slice-sampling update of ``log tau_lambda`` (stepping out, shrinkage; Jacobian included) given the
+    allocations and the locations: prior Gamma(``a``, ``b``) times :func:`_allocated_log_likelihood`."""
+    u0 = math.log(tau)
+    width = 0.5
+
+    level = (a * u0 - b * tau + _allocated_log_likelihood(location, tau, count, pattern, allocation, log_fact, nodes,
+                                                          HALF_WIDTH) + math.log(rng.random()))  # fmt: skip
+    left = u0 - width * rng.random()
+    right = left + width
+    for _ in range(100):
+        x = math.exp(left)
+        if a * left - b * x + _allocated_log_likelihood(location, x, count, pattern, allocation, log_fact, nodes,
+                                                        HALF_WIDTH) <= level:  # fmt: skip
+            break
+        left -= width
+    for _ in range(100):
+        x = math.exp(right)
+        if a * right - b * x + _allocated_log_likelihood(location, x, count, pattern, allocation, log_fact, nodes,
+                                                         HALF_WIDTH) <= level:  # fmt: skip
+            break
+        right += width
+    for _ in range(500):
+        u = left + (right - left) * rng.random()
+        x = math.exp(u)
+        if a * u - b * x + _allocated_log_likelihood(location, x, count, pattern, allocation, log_fact, nodes,
+                                                     HALF_WIDTH) > level:  # fmt: skip
+            return x
+        if u < u0:
+            left = u
+        else:
+            right = u
+    return tau
+
+
+@numba.njit(cache=True)
+def _component_target(w, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes):  # noqa: E501 pragma: no cover
+    """Log density of ``w_k`` given everything else (up to a constant), its gradient and Hessian."""
+    value, grad, hess = _component_terms(w, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes, HALF_WIDTH)
+    dev = w - mean_w
+    pdev = precision @ dev
+    return value - 0.5 * (dev @ pdev), grad - pdev, hess - precision
+
+
+@numba.njit(cache=True)
+def _log_t(x, centre, chol, df):  # pragma: no cover
+    """Log density of the multivariate t with scale ``chol chol'`` at ``x``, up to a constant."""
+    z = np.linalg.solve(chol, x - centre)
+    return -0.5 * (df + x.shape[0]) * math.log1p((z @ z) / df)
+
+
+@numba.njit(cache=True)
+def _update_component(rng, k, allocation, beta, mean, S0, chol_S0, V, V_t, basis, basis_t, count, pattern, log_fact,
+                      tau, nodes, counters):  # pragma: no cover
+    """Step 3 for component ``k``: ``w_k`` by independence MH with a t proposal at the mode, then ``beta_k | w_k``.
+
+    The mode is found by Newton's method with backtracking from the current value; the target is strictly
+    log-concave (a Gaussian prior times Poisson-lognormal terms, each log-concave in the location), so the mode
+    found to the tolerance does not depend on the start and the proposal is an independence proposal.
+    """
+    r = V.shape[1]
+    mean_w = V_t @ mean
+    C = V_t @ (S0 @ V)
+    precision = np.linalg.inv(C)
+    n_dk = allocation[k]
+    current = V_t @ beta[k]
+    w = current.copy()
+    value, grad, hess = _component_target(w, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau, log_fact,
+                                          nodes)  # fmt: skip
+    for _ in range(100):
+        step = np.linalg.solve(-hess, grad)
+        t = 1.0
+        trial = w + step
+        trial_value, trial_grad, trial_hess = value, grad, hess
+        for _ in range(40):
+            trial = w + t * step
+            trial_value, trial_grad, trial_hess = _component_target(trial, mean_w, precision, basis, basis_t, count,
+                                                                    pattern, n_dk, tau, log_fact, nodes)  # fmt: skip
+            if trial_value >= value - 1e-12:
+                break
+            t *= 0.5
+        w, value, grad, hess = trial, trial_value, trial_grad, trial_hess
+        if np.abs(t * step).max() < 1e-10:
+            break
+    scale = np.linalg.inv(-hess)
+    chol = np.linalg.cholesky(0.5 * (scale + scale.T))
+    z = np.empty(r)
+    for i in range(r):
+        z[i] = rng.standard_normal()
+    proposal = w + (chol @ z) / math.sqrt(rng.chisquare(PROPOSAL_DF) / PROPOSAL_DF)
+    proposed_value = _component_target(proposal, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau,
+                                       log_fact, nodes)[0]  # fmt: skip
+    current_value = _component_target(current, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau,
+                                      log_fact, nodes)[0]  # fmt: skip
+    log_ratio = (proposed_value - current_value + _log_t(current, w, chol, PROPOSAL_DF)
+                 - _log_t(proposal, w, chol, PROPOSAL_DF))  # fmt: skip
+    counters[1] += 1
+    new_w = current
+    if math.log(rng.random()) < log_ratio:
+        new_w = proposal
+        counters[0] += 1
+    # beta_k | w_k: a prior draw corrected to w_k (Matheron's rule)
+    R1 = mean.shape[0]
+    e = np.empty(R1)
+    for i in range(R1):
+        e[i] = rng.standard_normal()
+    free = mean + chol_S0 @ e
+    beta[k] = free + (S0 @ V) @ np.linalg.solve(C, new_w - V_t @ free)
+
+
+@numba.njit(cache=True)
+def _prior_blocks(tau_theta, sigma, cpc):  # pragma: no cover
+    """``S_0 = blockdiag(1 / tau_theta, Sigma_phi)``, the prior covariance of ``beta_k`` around ``(mu, mu_phi)``."""
+    R = sigma.shape[0]
+    S0 = np.zeros((R + 1, R + 1))
+    S0[0, 0] = 1.0 / tau_theta
+    S0[1:, 1:] = _covariance(sigma, cpc)
+    return S0
+
+
+@numba.njit(cache=True)
+def _log_rho(stick):  # pragma: no cover
+    K = stick.shape[0] + 1
+    out = np.empty(K)
+    rest = 0.0
+    for k in range(K):
+        out[k] = rest + (math.log(stick[k]) if k < K - 1 else 0.0)
+        if k < K - 1:
+            rest += math.log1p(-stick[k])
+    return out
+
+
+@numba.njit(cache=True)
+def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, count, pattern, weight, log_fact, full,
+           full_t, V, V_t, basis, basis_t, priors, cpc_b, nodes, swaps):  # pragma: no cover
+    """One sweep of steps 1-6 (the module's docstring), in place.
+
+    ``scalars`` = (alpha, tau_lambda, tau_theta, tau_phi, tau_mu); ``priors`` = (a_alpha, b_alpha, tau_theta,
+    tau_phi, tau_mu, tau_lambda as shape and rate pairs, sigma_nu, sigma_scale); ``counters`` = (coefficient moves
+    accepted, proposed, label swaps accepted).
+    """
+    K, D = allocation.shape
+    R1 = mean.shape[0]
+    R = R1 - 1
+    alpha, tau_lambda, tau_theta, tau_phi, tau_mu = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4]
+    # 1. allocations
+    location = beta @ full_t
+    log_resp, _ = _cell_posterior_kernel(location, _log_rho(stick), tau_lambda, count, pattern, log_fact, nodes,
+                                         HALF_WIDTH, 8)  # fmt: skip
+    prob = np.empty(K)
+    out = np.empty(K, dtype=np.int64)
+    scratch = np.empty(8)
+    for d in range(D):
+        for k in range(K):
+            prob[k] = math.exp(log_resp[k, d])
+        multinomial(rng, weight[d], prob, out, scratch, 8)
+        for k in range(K):
+            allocation[k, d] = out[k]
+    counts = np.zeros(K)
+    for k in range(K):
+        for d in range(D):
+            counts[k] += allocation[k, d]
+    # 2. label swaps, alpha with the sticks integrated out, the sticks
+    for _ in range(K * swaps):
+        j = uniform_index(rng, K)
+        other = uniform_index(rng, K - 1)
+        if other >= j:
+            other += 1
+        if counts[j] == counts[other]:
+            continue
+        if math.log(rng.random()) < swap_log_ratio(counts, j, other, alpha, 1.0):
+            counts[j], counts[other] = counts[other], counts[j]
+            for d in range(D):
+                allocation[j, d], allocation[other, d] = allocation[other, d], allocation[j, d]
+            for i in range(R1):
+                beta[j, i], beta[other, i] = beta[other, i], beta[j, i]
+            counters[2] += 1
+    alpha = slice_log_alpha(rng, alpha, counts, priors[0], priors[1], 1.0)
+    tail = 0.0
+    for k in range(K - 1, -1, -1):
+        if k < K - 1:
+            stick[k] = rng.beta(1.0 + counts[k], alpha + tail)
+            stick[k] = min(max(stick[k], 1e-300), 1.0 - 1e-16)
+        tail += counts[k]
+    # 3. the occupied components' coefficients
+    S0 = _prior_blocks(tau_theta, sigma, cpc)
+    chol_S0 = np.linalg.cholesky(S0)
+    occupied = 0
+    for k in range(K):
+        if counts[k] > 0:
+            occupied += 1
+            _update_component(rng, k, allocation, beta, mean, S0, chol_S0, V, V_t, basis, basis_t, count, pattern,
+                              log_fact, tau_lambda, nodes, counters)  # fmt: skip
+    # 4. tau_lambda
+    location = beta @ full_t
+    tau_lambda = _slice_log_tau(rng, tau_lambda, location, count, pattern, allocation, log_fact, nodes, priors[8],
+                                priors[9])  # fmt: skip
+    # 5. tau_theta and Sigma_phi given the occupied components (the empty ones integrated out)
+    theta_ss = 0.0
+    scatter = np.zeros((R, R))
+    total = np.zeros(R1)
+    for k in range(K):
+        if counts[k] > 0:
+            own = beta[k] - mean
+            theta_ss += own[0] * own[0]
+            for i in range(R):
+                for j in range(R):
+                    scatter[i, j] += own[1 + i] * own[1 + j]
+            total += beta[k]
+    tau_theta = rng.gamma(priors[2] + 0.5 * occupied, 1.0 / (priors[3] + 0.5 * theta_ss))
+    slice_covariance(rng, sigma, cpc, scatter, occupied, priors[10], priors[11], cpc_b)
+    # 6. (mu, mu_phi) given the occupied components, the empty ones from their prior given them, tau_mu, tau_phi
+    mu_precision = tau_mu + occupied * tau_theta
+    mean[0] = tau_theta * total[0] / mu_precision + rng.standard_normal() / math.sqrt(mu_precision)
+    Sigma_inv = np.linalg.inv(_covariance(sigma, cpc))
+    phi_precision = occupied * Sigma_inv
+    for i in range(R):
+        phi_precision[i, i] += tau_phi
+    phi_cov = np.linalg.inv(phi_precision)
+    phi_chol = np.linalg.cholesky(0.5 * (phi_cov + phi_cov.T))
+    e = np.empty(R)
+    for i in range(R):
+        e[i] = rng.standard_normal()
+    mean[1:] = phi_cov @ (Sigma_inv @ np.ascontiguousarray(total[1:])) + phi_chol @ e
+    S0 = _prior_blocks(tau_theta, sigma, cpc)
+    chol_S0 = np.linalg.cholesky(S0)
+    e = np.empty(R1)
+    for k in range(K):
+        if counts[k] == 0:
+            for i in range(R1):
+                e[i] = rng.standard_normal()
+            beta[k] = mean + chol_S0 @ e
+    tau_mu = rng.gamma(priors[6] + 0.5, 1.0 / (priors[7] + 0.5 * mean[0] * mean[0]))
+    phi_ss = 0.0
+    for i in range(R):
+        phi_ss += mean[1 + i] * mean[1 + i]
+    tau_phi = rng.gamma(priors[4] + 0.5 * R, 1.0 / (priors[5] + 0.5 * phi_ss))
+    scalars[0], scalars[1], scalars[2], scalars[3], scalars[4] = alpha, tau_lambda, tau_theta, tau_phi, tau_mu
+
+
+def initial_state(rng: np.random.Generator, data: ArealData, problem: _Problem) -> GibbsState:
+    """A starting point: every precision 1, ``alpha`` 1, sticks from their prior, the intercepts spread around the
+    log mean count (so that chains start apart), the one-hot effects 0, ``Sigma_phi`` the identity."""
+    K = problem.K
+    R = data.design.shape[1]
+    centre = math.log(float(data.counts.mean()) + 0.5)
+    beta = np.zeros((K, R + 1))
+    beta[:, 0] = centre + rng.normal(0.0, 1.0, K)
+    return GibbsState(
+        allocation=np.zeros((K, problem.count.size), dtype=np.int64), stick=rng.beta(1.0, 1.0, K - 1), beta=beta,
+        mean=np.concatenate([[centre], np.zeros(R)]), sigma=np.ones(R), cpc=np.zeros(R * (R - 1) // 2),
+        scalars=np.array([1.0, 1.0, 1.0, 1.0, 1.0]),
+    )  # fmt: skip
+
+
+def run_chain(
+    data: ArealData,
+    seed: int,
+    chain: int,
+    *,
+    K: int = DEFAULT_K,
+    priors: DPArealPriors | None = None,
+    settings: DPArealGibbsSettings | None = None,
+    nodes: int = 16,
+    advance: Any = None,
+) -> dict[str, Any]:
+    """Run one chain of the sampler; chain ``c`` draws from the stream ``(seed, "chain", c)``.
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``tau_lambda``, ``tau_theta``, ``tau_phi``, ``tau_mu`` (draws), ``stick`` (draws, K - 1),
+        ``rho`` (draws, K), ``location`` (draws, K, B), ``acceptance`` (the coefficients' MH acceptance rate)
+        and ``swaps`` (label swaps accepted per sweep).
+    """
+    priors = DPArealPriors() if priors is None else priors
+    settings = DPArealGibbsSettings() if settings is None else settings
+    problem = _Problem.of(data, K, priors, nodes, settings.label_swaps)
+    rng = streams.rng(seed, "chain", chain)
+    state = initial_state(rng, data, problem)
+    draws = settings.draws
+    out: dict[str, Any] = {name: np.empty(draws) for name in SCALARS}
+    out["stick"] = np.empty((draws, K - 1))
+    out["rho"] = np.empty((draws, K))
+    out["location"] = np.empty((draws, K, data.n_patterns))
+    kept = 0
+    sweeps = settings.burn + draws * settings.thin
+    for step in range(sweeps):
+        problem.sweep(rng, state)
+        if advance is not None:
+            advance()
+        if step >= settings.burn and (step - settings.burn + 1) % settings.thin == 0:
+            for i, name in enumerate(SCALARS):
+                out[name][kept] = state.scalars[i]
+            out["stick"][kept] = state.stick
+            out["rho"][kept] = np.exp(state.log_rho())
+            out["location"][kept] = state.beta @ problem.full_t
+            kept += 1
+    out["acceptance"] = float(state.counters[0] / max(state.counters[1], 1))
+    out["swaps"] = float(state.counters[2] / sweeps)
+    return out
