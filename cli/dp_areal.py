@@ -35,8 +35,13 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--K", type=int, default=50, help="number of mixture components (default 50)")
     p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--draws", type=int, default=1000, help="NUTS draws kept per chain (default 1000)")
+    p.add_argument("--sampler", choices=["nuts", "gibbs"], default="nuts",
+                   help="nuts (default): NUTS with the labels summed out; gibbs: the partially collapsed Gibbs "
+                   "sampler on the same posterior")  # fmt: skip
+    p.add_argument("--draws", type=int, default=1000, help="draws kept per chain (default 1000)")
     p.add_argument("--tune", type=int, default=1000, help="NUTS warm-up iterations per chain (default 1000)")
+    p.add_argument("--burn", type=int, default=1000, help="Gibbs sweeps discarded per chain (default 1000)")
+    p.add_argument("--thin", type=int, default=4, help="Gibbs sweeps per kept draw (default 4)")
     p.add_argument("--chains", type=int, default=4, help="chains, pooled by the release gate (default 4)")
     p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
     p.add_argument(
@@ -61,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
 
     table = bsd.read_table(args.data)
     # A bad setting raises ValueError: bayessdc.cli.main prints it and exits with status 2.
-    settings = bsd.SamplerSettings(
-        draws=args.draws, tune=args.tune, chains=args.chains, target_accept=args.target_accept
-    )
+    if args.sampler == "gibbs":
+        settings = bsd.DPArealGibbsSettings(draws=args.draws, burn=args.burn, thin=args.thin, chains=args.chains)
+    else:
+        settings = bsd.SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains,
+                                       target_accept=args.target_accept)  # fmt: skip
     recipe = bsd.DPAreal(
         K=args.K, settings=settings, parameterization=args.parameterization, max_cells=args.max_cells,
         **shared_recipe_options(args),

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from bayessdc.models.categorical import MAX_NUMERIC_LEVELS
-from bayessdc.models.dp_areal import DEFAULT_K, DPArealPriors, DPArealSynthesizer, prepare_areal
+from bayessdc.models.dp_areal import DEFAULT_K, DPArealGibbsSettings, DPArealPriors, DPArealSynthesizer, prepare_areal
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.models.structural_zeros import StructuralZeroSpec, read_structural_zeros
 from bayessdc.synthesis.output import fingerprint_frame
@@ -47,7 +47,8 @@ class DPAreal(CategoricalRecipe):
     priors
         Hyperparameters of eq. (9)-(12).
     settings
-        NUTS settings.
+        The sampler: NUTS's settings (``bsd.SamplerSettings``) or the Gibbs sampler's (``bsd.DPArealGibbsSettings``,
+        :mod:`bayessdc.models.dp_areal.gibbs`), on the same posterior.
     parameterization
         How the cluster effects are sampled (``"identified"``, ``"identified_centred"``, ``"noncentred"``,
         ``"centred"``).
@@ -70,7 +71,9 @@ class DPAreal(CategoricalRecipe):
 
     K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4))
+    settings: SamplerSettings | DPArealGibbsSettings = field(
+        default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4)
+    )
     parameterization: str = "identified"
     known: KnownSets = None
     repetitions: int = 100

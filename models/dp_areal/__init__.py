@@ -33,6 +33,7 @@ The records are coded by :func:`bayessdc.models.categorical.prepare_categorical`
 from ..categorical import CategoricalData, CategoricalDataError
 from .conditionals import draw_labels_and_log_rates, draw_poisson_lognormal_log_rate, label_gibbs_step
 from .data import MAX_CELLS, ArealData, prepare_areal
+from .gibbs import DPArealGibbsSettings
 from .marginal import (
     PARAMETERIZATIONS,
     build_model,
@@ -64,6 +65,7 @@ __all__ = [
     "ArealData",
     "CategoricalData",
     "CategoricalDataError",
+    "DPArealGibbsSettings",
     "DPArealPriors",
     "DPArealSynthesizer",
     "PoissonLognormalGivenLabels",

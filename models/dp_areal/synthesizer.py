@@ -49,9 +49,6 @@ from .quadrature import cell_posterior
 
 __all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
 
-#: The samplers of the posterior: NUTS on the marginalised model, the partially collapsed Gibbs sampler.
-SAMPLERS = ("nuts", "gibbs")
-
 #: Compiled nutpie models, keyed by the shapes of the data (one compilation serves every refit).
 COMPILED_MODELS = CompiledModelCache()
 
@@ -99,7 +96,10 @@ class DPArealSynthesizer:
     priors
         Hyperparameters of eq. (9)-(12).
     settings
-        NUTS settings (nutpie by default).
+        The sampler and its settings: NUTS's (:class:`bayessdc.models.sampling.SamplerSettings`, nutpie by
+        default) on the model with the labels summed out (:mod:`.marginal`), or the partially collapsed Gibbs
+        sampler's (:class:`bayessdc.models.dp_areal.gibbs.DPArealGibbsSettings`) on the same posterior, every
+        chain seeded on its own (a run that adds chains equals a run started with them).
     parameterization
         See :func:`bayessdc.models.dp_areal.marginal.build_model` (``"identified"`` by default: the
         fewest gradients per effective draw of the ones tried, see ``bench/dp_areal.py``).
@@ -110,12 +110,6 @@ class DPArealSynthesizer:
         ``K = 20``, ``min(10, K // 5)`` from there: :func:`bayessdc.models.dp_areal.marginal.leading_components`).
     criteria
         The convergence gate, applied to label-invariant quantities (:meth:`convergence_quantities`).
-    sampler
-        ``"nuts"`` (default): NUTS on the model with the labels summed out (:mod:`.marginal`). ``"gibbs"``: the
-        partially collapsed Gibbs sampler of :mod:`bayessdc.models.dp_areal.gibbs` on the same posterior, every
-        chain seeded on its own (a run that adds chains equals a run started with them).
-    gibbs
-        Settings of the Gibbs sampler (draws, burn-in, thinning and chains of its own; ``settings`` is NUTS's).
     labels
         ``"marginal"`` (default): NUTS on the model with the labels summed out. ``"explicit"``: the labels are
         model variables (:func:`bayessdc.models.dp_areal.marginal.build_model`) drawn exactly by a
@@ -126,7 +120,7 @@ class DPArealSynthesizer:
 
     K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
+    settings: SamplerSettings | DPArealGibbsSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
     parameterization: str = "identified"
     quadrature_nodes: int = 16
     centred_components: int | None = None
@@ -134,8 +128,6 @@ class DPArealSynthesizer:
     labels: str = "marginal"
     structural_zeros: tuple[Rule, ...] = ()
     name: str = "dp-areal"
-    sampler: str = "nuts"
-    gibbs: DPArealGibbsSettings = field(default_factory=DPArealGibbsSettings)
 
     def __post_init__(self) -> None:
         if self.K < 2:
@@ -144,8 +136,8 @@ class DPArealSynthesizer:
             raise ValueError(f"labels must be 'marginal' or 'explicit', got {self.labels!r}")
         if self.parameterization not in PARAMETERIZATIONS:
             raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {self.parameterization!r}")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"unknown DP-areal sampler {self.sampler!r}: use one of {', '.join(SAMPLERS)}")
+        if not isinstance(self.settings, SamplerSettings | DPArealGibbsSettings):
+            raise ValueError(f"settings must be SamplerSettings (NUTS) or DPArealGibbsSettings, got {self.settings!r}")
 
     # -- fitting ------------------------------------------------------------------------------------
 
@@ -232,19 +224,14 @@ class DPArealSynthesizer:
         return idata
 
     @property
-    def chains(self) -> int:
-        """Chains of a fit: the Gibbs sampler's or NUTS's."""
-        return self.gibbs.chains if self.sampler == "gibbs" else self.settings.chains
-
-    @property
-    def draws(self) -> int:
-        """Draws kept per chain: the Gibbs sampler's or NUTS's."""
-        return self.gibbs.draws if self.sampler == "gibbs" else self.settings.draws
+    def sampler(self) -> str:
+        """``"gibbs"`` or ``"nuts"``, by the type of ``settings``."""
+        return "gibbs" if isinstance(self.settings, DPArealGibbsSettings) else "nuts"
 
     def _fit_gibbs(self, data: ArealData, seed: int, chains: range | None) -> az.InferenceData:
         """The Gibbs sampler's posterior: chain ``c`` from the stream ``(seed, "chain", c)``, labelled ``c``."""
-        chains = range(self.gibbs.chains) if chains is None else chains
-        settings = self.gibbs
+        settings = self.settings
+        chains = range(settings.chains) if chains is None else chains
         start = time.perf_counter()
         runs = []
         sweeps = settings.burn + settings.draws * settings.thin
@@ -428,7 +415,7 @@ class DPArealSynthesizer:
                 "draws, label swaps, alpha with the sticks integrated out, each occupied component's coefficients by "
                 "independence Metropolis-Hastings at the mode, tau_lambda and Sigma_phi by slice sampling, the rest "
                 f"conjugate), {integral}{after}",
-                "settings": self.gibbs.to_dict(),
+                "settings": self.settings.to_dict(),
             }
         sampler = ("NUTS (nutpie) with the labels z summed out" if self.labels == "marginal" else
                    "NUTS (PyMC) within Gibbs: the labels z drawn exactly from their full conditional between NUTS "

@@ -156,17 +156,19 @@ def _problem_of_counts(counts: np.ndarray, template: _Problem) -> _Problem:
                        "weight": weight.astype(np.int64), "log_fact": special.gammaln(count + 1)})  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", [0])
-def test_geweke_joint_distribution_test_on_a_tiny_table(seed):
+@pytest.mark.parametrize("split_merges", [0, 2])
+def test_geweke_joint_distribution_test_on_a_tiny_table(split_merges):
     """Geweke (2004): alternating a sweep with counts freshly simulated from the current parameters has the
     prior as its stationary distribution. tau_lambda, alpha, the precisions, mu and sigma must match their priors
-    (priors tight enough that the counts stay small: 2 patterns x 6 labels, K = 4)."""
+    (priors tight enough that the counts stay small: 2 patterns x 20 labels, K = 4), and so must the number of
+    components holding a cell, with and without the split-merge moves. (A merge proposal's density left out of
+    the split-merge ratio moves alpha's mean by 9.6 standard errors here; with 6 labels, by less than 4.5.)"""
     priors = DPArealPriors(a_alpha=2.0, b_alpha=2.0, tau_theta=(20.0, 10.0), tau_phi=(20.0, 10.0),
                            tau_mu=(20.0, 10.0), tau_lambda=(20.0, 10.0), sigma_scale=0.3)  # fmt: skip
-    frame, _ = simulate_areal(6, (2,), seed=0)
+    frame, _ = simulate_areal(20, (2,), seed=0)
     data = prepare_areal(frame, "label", ["v0"])
-    template = _Problem.of(data, 4, priors, 16)
-    rng = np.random.default_rng(seed)
+    template = _Problem.of(data, 4, priors, 16, 1, split_merges)
+    rng = np.random.default_rng(split_merges)
     state = initial_state(rng, data, template)
     state.scalars[:] = [1.0, 2.0, 2.0, 2.0, 2.0]
     state.sigma[:] = 0.3
@@ -178,13 +180,22 @@ def test_geweke_joint_distribution_test_on_a_tiny_table(seed):
         problem = _problem_of_counts(counts, template)
         state.allocation = np.zeros((4, problem.count.size), dtype=np.int64)
         problem.sweep(rng, state)
-        rows.append([*state.scalars, state.mean[0], state.sigma[0]])
+        rows.append([*state.scalars, state.mean[0], state.sigma[0], (state.allocation.sum(axis=1) > 0).sum()])
     rows = np.array(rows)[2000:]
     expected = {"alpha": 1.0, "tau_lambda": 2.0, "tau_theta": 2.0, "tau_phi": 2.0, "tau_mu": 2.0}
     for i, name in enumerate(SCALARS):
         assert abs(_z(rows[:, i], expected[name])) < 4.5, name
     assert abs(_z(rows[:, 5] ** 2, 10 / 19)) < 4.5  # E[mu^2] = E[1 / tau_mu] = rate / (shape - 1)
     assert abs(_z(rows[:, 6] < 0.3 * stats.t(3).ppf(0.75), 0.5)) < 4.5
+    # the components holding a cell: their prior mean by independent draws of alpha, the sticks and 40 labels
+    prior = np.random.default_rng(99)
+    alpha = prior.gamma(2.0, 1 / 2.0, 100_000)
+    v = prior.beta(1.0, alpha[:, None], (alpha.size, 3))
+    rho = np.column_stack([v, np.ones(alpha.size)]) * np.cumprod(np.column_stack([np.ones(alpha.size), 1 - v]), axis=1)
+    labels = (prior.random((alpha.size, 40, 1)) > np.cumsum(rho, axis=1)[:, None, :]).sum(axis=2)
+    occupied = np.array([np.unique(row).size for row in np.minimum(labels, 3)])
+    assert abs(_z(rows[:, 7], occupied.mean())) < 4.5
+    assert (state.counters[3] > 500) == (split_merges > 0)  # the moves were made, and accepted often
 
 
 def test_recovery_on_counts_simulated_from_the_model_and_chains_grown_apart_are_the_same():
@@ -192,8 +203,7 @@ def test_recovery_on_counts_simulated_from_the_model_and_chains_grown_apart_are_
     alone is the chain 2 of a fit of three chains, bit for bit (chains are seeded one by one)."""
     frame, truth = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)
     data = prepare_areal(frame, "label", ["v0", "v1"])
-    synthesizer = DPArealSynthesizer(K=8, sampler="gibbs",
-                                     gibbs=DPArealGibbsSettings(draws=150, burn=200, thin=4, chains=3))  # fmt: skip
+    synthesizer = DPArealSynthesizer(K=8, settings=DPArealGibbsSettings(draws=150, burn=200, thin=4, chains=3))
     idata = synthesizer.fit(data, 5)
     tau = idata.posterior["tau_lambda"].to_numpy().ravel()
     assert np.quantile(tau, 0.025) < truth["tau_lambda"] < np.quantile(tau, 0.975)
