@@ -8,13 +8,15 @@ Usage::
     python bench/dp_areal_gibbs.py                        # the demo's table: 12 patterns x 40 labels, K = 10
     python bench/dp_areal_gibbs.py --table ce --K 50      # the CE-like table: 40 patterns x 133 labels
     python bench/dp_areal_gibbs.py --no-nuts --draws 1000 # the Gibbs sampler alone
+    python bench/dp_areal_gibbs.py --table ce --K 50 --release  # a release through the gate, Gibbs at its defaults
 
 Printed, per sampler: wall time of the fit (compilation included, a second fit of the same shapes without it),
 bulk ESS, r_hat and ESS per second of alpha, tau_lambda, the expected number of occupied components and the
 slowest expected log rate; then, for every label-invariant quantity the gate monitors and for every cell's
 probability ``lambda_ib / sum_i lambda_ib`` (the synthesis's, eq. 13), the standardised difference of the two
 posterior means (difference over the root sum of their Monte Carlo standard errors, from the chains' means), and
-the posterior standard deviations side by side.
+the posterior standard deviations side by side. With ``--release``: the wall time of ``bsd.synthesize`` at the
+recipe's defaults (the Gibbs sampler, the release gate adding chains until certain, m = 20) and its verdicts.
 """
 
 from __future__ import annotations
@@ -26,16 +28,34 @@ import arviz as az
 import numpy as np
 
 
-def _table(name: str, seed: int):
-    from bayessdc.models.dp_areal import prepare_areal, simulate_areal
+def _frame(name: str, seed: int):
+    """The table's records, renamed to the CE-like columns."""
+    import bayessdc as bsd
+    from bayessdc.models.dp_areal import simulate_areal
 
     if name == "demo":
         frame, _ = simulate_areal(40, (2, 2, 3), seed=seed)
-        return prepare_areal(frame, "label", ["v0", "v1", "v2"])
-    from bayessdc.examples import ce_like
+        return frame.rename(columns={"v0": "gender", "v1": "income", "v2": "age", "label": "county"})
+    return bsd.examples.ce_like()
 
-    frame = ce_like()
-    return prepare_areal(frame, "county", ["gender", "income", "age"])
+
+def _release(frame, K: int, seed: int) -> None:
+    """A release through the pipeline at the recipe's defaults, timed."""
+    import tempfile
+
+    import bayessdc as bsd
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        try:
+            release = bsd.synthesize(frame, bsd.DPAreal(K=K), synthesize=["county"], keep=["gender", "income", "age"],
+                                     m=20, seed=seed, out=f"{out}/run", progress=False)  # fmt: skip
+        except (bsd.ConvergenceError, bsd.DisclosureRefused) as err:
+            print(f"refused after {time.perf_counter() - start:.1f} s: {err}")
+            return
+    gate = release.diagnostics["release_gate"]
+    print(f"released in {time.perf_counter() - start:.1f} s: release gate passed with {gate['chains']} chains; "
+          f"{release.policy.sentence()}")  # fmt: skip
 
 
 def _cell_probabilities(synthesizer, idata, data, draws: int) -> np.ndarray:
@@ -83,8 +103,7 @@ def _agreement(label: str, a: np.ndarray, b: np.ndarray) -> None:
 
 
 def main() -> int:
-    from bayessdc.models.dp_areal import DPArealSynthesizer
-    from bayessdc.models.dp_areal.gibbs import DPArealGibbsSettings
+    from bayessdc.models.dp_areal import DPArealGibbsSettings, DPArealSynthesizer, prepare_areal
     from bayessdc.models.sampling import SamplerSettings
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -98,8 +117,13 @@ def main() -> int:
     parser.add_argument("--nuts-draws", type=int, default=250)
     parser.add_argument("--nuts-tune", type=int, default=500)
     parser.add_argument("--no-nuts", action="store_true")
+    parser.add_argument("--release", action="store_true", help="time a release through the pipeline instead")
     args = parser.parse_args()
-    data = _table(args.table, args.seed)
+    frame = _frame(args.table, args.seed)
+    if args.release:
+        _release(frame, args.K, args.seed)
+        return 0
+    data = prepare_areal(frame, "county", ["gender", "income", "age"])
     print(f"table {args.table}: {data.n_patterns} patterns x {data.n_labels} labels, {data.n_distinct} distinct pairs, "
           f"{data.records.n_records} records, K = {args.K}")  # fmt: skip
     gibbs = DPArealSynthesizer(K=args.K, settings=DPArealGibbsSettings(

@@ -24,9 +24,9 @@ def add_parser(subparsers: Any) -> None:
         help="DP-areal synthesis of a many-level label: Poisson-lognormal counts per pattern (Hu & Savitsky)",
         description="Replace the --synthesize label of every record by a draw from the label probabilities of its "
         "pattern (the combination of its --keep values) under a Poisson-lognormal model of the label counts with "
-        "Dirichlet-process random effects, fitted by NUTS; measure identification and attribute risk against the "
-        "inherent minimum and maximum, and utility, exactly as bayessdc dpmpm does; write release/ (synthetic "
-        "data, model description) and private/ (diagnostics, risk, utility).",
+        "Dirichlet-process random effects, fitted by a Gibbs sampler (or NUTS); measure identification and "
+        "attribute risk against the inherent minimum and maximum, and utility, exactly as bayessdc dpmpm does; "
+        "write release/ (synthetic data, model description) and private/ (diagnostics, risk, utility).",
     )
     p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--synthesize", required=True, nargs="+", help="the label column to synthesize (one)")
@@ -35,15 +35,15 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--K", type=int, default=50, help="number of mixture components (default 50)")
     p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
     p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--sampler", choices=["nuts", "gibbs"], default="nuts",
-                   help="nuts (default): NUTS with the labels summed out; gibbs: the partially collapsed Gibbs "
-                   "sampler on the same posterior")  # fmt: skip
-    p.add_argument("--draws", type=int, default=1000, help="draws kept per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="NUTS warm-up iterations per chain (default 1000)")
-    p.add_argument("--burn", type=int, default=1000, help="Gibbs sweeps discarded per chain (default 1000)")
-    p.add_argument("--thin", type=int, default=4, help="Gibbs sweeps per kept draw (default 4)")
+    p.add_argument("--sampler", choices=["gibbs", "nuts"], default="gibbs",
+                   help="gibbs (default): the partially collapsed Gibbs sampler; nuts: NUTS with the labels summed "
+                   "out, on the same posterior")  # fmt: skip
+    p.add_argument("--draws", type=int, default=None, help="draws kept per chain (default 500; nuts: 1000)")
+    p.add_argument("--burn", type=int, default=None, help="Gibbs sweeps discarded per chain (default 1000)")
+    p.add_argument("--thin", type=int, default=None, help="Gibbs sweeps per kept draw (default 4)")
+    p.add_argument("--tune", type=int, default=None, help="NUTS warm-up iterations per chain (default 1000)")
     p.add_argument("--chains", type=int, default=4, help="chains, pooled by the release gate (default 4)")
-    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
+    p.add_argument("--target-accept", type=float, default=None, help="NUTS target acceptance (default 0.9)")
     p.add_argument(
         "--parameterization",
         "--parametrization",  # the spelling of earlier releases, still accepted
@@ -66,11 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     table = bsd.read_table(args.data)
     # A bad setting raises ValueError: bayessdc.cli.main prints it and exits with status 2.
-    if args.sampler == "gibbs":
-        settings = bsd.DPArealGibbsSettings(draws=args.draws, burn=args.burn, thin=args.thin, chains=args.chains)
-    else:
-        settings = bsd.SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains,
-                                       target_accept=args.target_accept)  # fmt: skip
+    settings = _settings(bsd, args)
     recipe = bsd.DPAreal(
         K=args.K, settings=settings, parameterization=args.parameterization, max_cells=args.max_cells,
         **shared_recipe_options(args),
@@ -84,6 +80,19 @@ def run(args: argparse.Namespace) -> int:
         return refusal("dp-areal", err, args.out)
     print(summary(release, args.out))
     return 0
+
+
+def _settings(bsd: Any, args: argparse.Namespace) -> Any:
+    """The sampler's settings from the flags; a flag of the other sampler is refused (exit status 2)."""
+    own = {"gibbs": ("draws", "burn", "thin"), "nuts": ("draws", "tune", "target_accept")}[args.sampler]
+    other = [f"--{n.replace('_', '-')}" for n in ("burn", "thin", "tune", "target_accept")
+             if n not in own and getattr(args, n) is not None]  # fmt: skip
+    if other:
+        raise ValueError(f"{', '.join(other)} set a setting of the other sampler, not of --sampler {args.sampler}")
+    given = {n: getattr(args, n) for n in own if getattr(args, n) is not None}
+    if args.sampler == "gibbs":
+        return bsd.DPArealGibbsSettings(chains=args.chains, **given)
+    return bsd.SamplerSettings(**{"draws": 1000, "tune": 1000, "target_accept": 0.9, **given}, chains=args.chains)
 
 
 def summary(release: Any, out: Path) -> str:
@@ -107,7 +116,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     table = table.rename(columns={"v0": "gender", "v1": "income", "v2": "age", "label": "county"})
     recipe = bsd.DPAreal(
         K=10, known=[["gender", "county"], ["gender", "age", "county"]],
-        settings=bsd.SamplerSettings(draws=250, tune=500, chains=4, target_accept=0.99), repetitions=20,
+        settings=bsd.DPArealGibbsSettings(draws=250, burn=500, thin=4, chains=4), repetitions=20,
     )  # fmt: skip
     try:
         release = bsd.synthesize(

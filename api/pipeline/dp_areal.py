@@ -47,8 +47,11 @@ class DPAreal(CategoricalRecipe):
     priors
         Hyperparameters of eq. (9)-(12).
     settings
-        The sampler: NUTS's settings (``bsd.SamplerSettings``) or the Gibbs sampler's (``bsd.DPArealGibbsSettings``,
-        :mod:`bayessdc.models.dp_areal.gibbs`), on the same posterior.
+        The sampler: the Gibbs sampler's settings (``bsd.DPArealGibbsSettings``, the default:
+        :mod:`bayessdc.models.dp_areal.gibbs`) or NUTS's (``bsd.SamplerSettings``, on the model with the labels
+        summed out), on the same posterior. Gibbs by measurement (``python bench/dp_areal_gibbs.py --table ce
+        --K 50 --release``): the CE-like table (40 patterns x 133 labels, K = 50) released through the gate in
+        158 s, where NUTS was refused for divergences after 974 s.
     parameterization
         How the cluster effects are sampled (``"identified"``, ``"identified_centred"``, ``"noncentred"``,
         ``"centred"``).
@@ -71,9 +74,7 @@ class DPAreal(CategoricalRecipe):
 
     K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings | DPArealGibbsSettings = field(
-        default_factory=lambda: SamplerSettings(target_accept=0.9, chains=4)
-    )
+    settings: SamplerSettings | DPArealGibbsSettings = field(default_factory=DPArealGibbsSettings)
     parameterization: str = "identified"
     known: KnownSets = None
     repetitions: int = 100

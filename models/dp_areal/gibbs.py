@@ -85,7 +85,7 @@ class DPArealGibbsSettings:
     """
 
     draws: int = 500
-    burn: int = 500
+    burn: int = 1000
     thin: int = 4
     chains: int = 4
     label_swaps: int = 1

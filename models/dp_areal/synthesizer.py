@@ -96,10 +96,11 @@ class DPArealSynthesizer:
     priors
         Hyperparameters of eq. (9)-(12).
     settings
-        The sampler and its settings: NUTS's (:class:`bayessdc.models.sampling.SamplerSettings`, nutpie by
-        default) on the model with the labels summed out (:mod:`.marginal`), or the partially collapsed Gibbs
-        sampler's (:class:`bayessdc.models.dp_areal.gibbs.DPArealGibbsSettings`) on the same posterior, every
-        chain seeded on its own (a run that adds chains equals a run started with them).
+        The sampler and its settings: the partially collapsed Gibbs sampler's
+        (:class:`bayessdc.models.dp_areal.gibbs.DPArealGibbsSettings`, the default), every chain seeded on its own
+        (a run that adds chains equals a run started with them), or NUTS's
+        (:class:`bayessdc.models.sampling.SamplerSettings`, nutpie by default; ``target_accept=0.9`` was its
+        measured setting) on the model with the labels summed out (:mod:`.marginal`), the same posterior.
     parameterization
         See :func:`bayessdc.models.dp_areal.marginal.build_model` (``"identified"`` by default: the
         fewest gradients per effective draw of the ones tried, see ``bench/dp_areal.py``).
@@ -120,7 +121,7 @@ class DPArealSynthesizer:
 
     K: int = DEFAULT_K
     priors: DPArealPriors = field(default_factory=DPArealPriors)
-    settings: SamplerSettings | DPArealGibbsSettings = field(default_factory=lambda: SamplerSettings(target_accept=0.9))
+    settings: SamplerSettings | DPArealGibbsSettings = field(default_factory=DPArealGibbsSettings)
     parameterization: str = "identified"
     quadrature_nodes: int = 16
     centred_components: int | None = None

@@ -66,8 +66,8 @@ def _dpmpm() -> tuple[pd.DataFrame, bsd.Recipe, dict]:
 
 
 def _dp_areal() -> tuple[pd.DataFrame, bsd.Recipe, dict]:
-    frame, _ = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)  # the CLI test's table and K: one compile
-    settings = bsd.SamplerSettings(draws=100, tune=100, chains=2, target_accept=0.9)
+    frame, _ = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)  # the CLI test's table and K
+    settings = bsd.DPArealGibbsSettings(draws=100, burn=100, thin=2, chains=2)
     return frame, bsd.DPAreal(K=8, settings=settings, repetitions=3), {"synthesize": ["label"], "keep": ["v0", "v1"]}
 
 

@@ -56,7 +56,7 @@ def test_dpmpm_tries_each_conditioning_before_refusing(tmp_path):
 
 def test_dp_areal_refused(tmp_path):
     recipe = bsd.DPAreal(K=5, known=[["gender", "county"]], repetitions=5,
-                         settings=bsd.SamplerSettings(draws=100, tune=150, chains=4, target_accept=0.9),
+                         settings=bsd.DPArealGibbsSettings(draws=100, burn=150, thin=2, chains=4),
                          gate=bsd.ReleaseGatePolicy(datasets_per_chain=5))  # fmt: skip
     err = _refused(tmp_path, _categorical_table(), recipe, "attribute_disclosures", 0,
                    synthesize="county", keep="gender,age", allow_unconverged=True)  # fmt: skip
