@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     A test file is one group, run whole by one worker, so that its module-scoped runs are made once; each
     notebook is a group of its own, and the notebooks go first. The notebooks are the longest tests (dp_areal_ce
-    alone takes about 11 minutes): run one after another by one worker at the end of the suite, as ``--dist
+    alone took about 11 minutes under NUTS): run one after another by one worker at the end of the suite, as ``--dist
     loadfile`` did, they made the suite's critical path.
     """
     notebooks, others = [], []

@@ -683,7 +683,7 @@ def _log_rho(stick):  # pragma: no cover
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, count, pattern, weight, log_fact, full,
            full_t, V, V_t, basis, basis_t, priors, cpc_b, nodes, swaps, split_merges):  # pragma: no cover
     """One sweep of steps 1-6 (the module's docstring), in place.

@@ -13,9 +13,11 @@ number of occupied components, and the posterior mean of every distinct cell's l
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -234,12 +236,26 @@ class DPArealSynthesizer:
         settings = self.settings
         chains = range(settings.chains) if chains is None else chains
         start = time.perf_counter()
-        runs = []
         sweeps = settings.burn + settings.draws * settings.thin
-        with progress.bar(len(chains) * sweeps, "DP-areal Gibbs sweeps") as bar:
-            for c in chains:
-                runs.append(run_chain(data, seed, c, K=self.K, priors=self.priors, settings=settings,
-                                      nodes=self.quadrature_nodes, advance=bar.advance))  # fmt: skip
+        done = np.zeros(len(chains), dtype=np.int64)
+
+        def one_chain(i: int) -> dict[str, Any]:
+            def advance() -> None:
+                done[i] += 1
+
+            return run_chain(data, seed, chains[i], K=self.K, priors=self.priors, settings=settings,
+                             nodes=self.quadrature_nodes, advance=advance)  # fmt: skip
+
+        # Chains run in threads (the compiled sweep releases the GIL; each chain draws from its own generator, so
+        # the draws do not depend on the number of threads).
+        workers = max(1, min(len(chains), os.cpu_count() or 1))
+        with progress.bar(len(chains) * sweeps, "DP-areal Gibbs sweeps") as bar, \
+                ThreadPoolExecutor(max_workers=workers) as pool:  # fmt: skip
+            futures = [pool.submit(one_chain, i) for i in range(len(chains))]
+            while wait(futures, timeout=0.25).not_done:
+                bar.update(completed=int(done.sum()))
+            bar.update(completed=int(done.sum()))
+            runs = [future.result() for future in futures]
         seconds = time.perf_counter() - start
         stacked = {name: np.stack([run[name] for run in runs]) for name in ("alpha", "stick", "rho", "location",
                    "tau_lambda", "tau_theta", "tau_phi", "tau_mu")}  # fmt: skip
