@@ -41,7 +41,9 @@ dp-areal-ce under the Gibbs sampler, the DP-areal's default since issue 47 (2026
 --parts dp-areal-ce``, seed 1, alone on the machine, 4 chains in threads): passed, largest SE / tolerance 0.936
 (pmse_ratio), 4 chains, 0 divergences, 79.8 s, peak memory 540 MB; the parameter gate (a diagnostic) failed with
 max r_hat 2.14 (an expected log rate: the chains sit in different configurations of the mixture, on which the
-released figures agree). The row above is NUTS's (``--sampler nuts``).
+released figures agree). The row above is NUTS's; ``--sampler nuts`` run right after the Gibbs run (2026-12-04, the
+same seed, alone): refused, 89 divergent transitions (the stopping rule stops: more chains do not remove them),
+largest SE / tolerance 0.363, 1,266.7 s, peak memory 1.41 GB.
 
 The machine was slower this session than the last: the DPMPM sampled 2.28 ms per iteration and core at 1,000,000
 records (2.07 in session 44), and dpmpm-6208, whose path this session did not change, took 22 s (16 s before).
