@@ -151,8 +151,7 @@ class _Problem:
     pattern: np.ndarray
     weight: np.ndarray
     log_fact: np.ndarray
-    full: np.ndarray  # (B, R + 1): [1, X]
-    full_t: np.ndarray
+    full_t: np.ndarray  # (R + 1, B): [1, X]'
     V: np.ndarray  # (R + 1, r)
     V_t: np.ndarray
     basis: np.ndarray  # (B, r)
@@ -176,14 +175,14 @@ class _Problem:
                                  p.sigma_scale], dtype=float)  # fmt: skip
         c = np.ascontiguousarray
         return cls(c(count), c(data.distinct_pattern, dtype=np.int64), c(data.distinct_weight, dtype=np.int64),
-                   special.gammaln(count + 1.0), c(full), c(full.T), c(V), c(V.T), c(basis), c(basis.T), prior_values,
+                   special.gammaln(count + 1.0), c(full.T), c(V), c(V.T), c(basis), c(basis.T), prior_values,
                    cpc_beta_parameters(R, p.lkj_eta) if R > 1 else np.zeros(0), K, nodes, swaps,
                    split_merges)  # fmt: skip
 
     def sweep(self, rng: np.random.Generator, state: GibbsState) -> None:
         """One sweep of the sampler on ``state``, in place."""
         _sweep(rng, state.allocation, state.stick, state.beta, state.mean, state.sigma, state.cpc, state.scalars,
-               state.counters, self.count, self.pattern, self.weight, self.log_fact, self.full, self.full_t, self.V,
+               state.counters, self.count, self.pattern, self.weight, self.log_fact, self.full_t, self.V,
                self.V_t, self.basis, self.basis_t, self.priors, self.cpc_b, self.nodes, self.swaps,
                self.split_merges)  # fmt: skip
 
@@ -684,7 +683,7 @@ def _log_rho(stick):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, count, pattern, weight, log_fact, full,
+def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, count, pattern, weight, log_fact,
            full_t, V, V_t, basis, basis_t, priors, cpc_b, nodes, swaps, split_merges):  # pragma: no cover
     """One sweep of steps 1-6 (the module's docstring), in place.
 
@@ -729,9 +728,10 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
             for i in range(R1):
                 beta[j, i], beta[other, i] = beta[other, i], beta[j, i]
             counters[2] += 1
+    # the prior of the coefficients, for the split-merge moves and step 3 (its hyperparameters change in step 5)
+    S0 = _prior_blocks(tau_theta, sigma, cpc)
+    chol_S0 = np.linalg.cholesky(S0)
     if split_merges:
-        S0 = _prior_blocks(tau_theta, sigma, cpc)
-        chol_S0 = np.linalg.cholesky(S0)
         for _ in range(K * split_merges):
             split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t, basis, basis_t, count,
                         pattern, log_fact, tau_lambda, nodes, counters)  # fmt: skip
@@ -743,8 +743,6 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
             stick[k] = min(max(stick[k], 1e-300), 1.0 - 1e-16)
         tail += counts[k]
     # 3. the occupied components' coefficients
-    S0 = _prior_blocks(tau_theta, sigma, cpc)
-    chol_S0 = np.linalg.cholesky(S0)
     occupied = 0
     for k in range(K):
         if counts[k] > 0:
