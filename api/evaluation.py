@@ -23,6 +23,7 @@ import pandas as pd
 
 from .errors import InputError
 from .io import read_table
+from .validation import check_values
 
 __all__ = ["evaluate"]
 
@@ -51,6 +52,7 @@ def stack_synthetic(synthetic: Frame | Sequence[Frame]) -> pd.DataFrame:
         frame = _frame(synthetic, "synthetic")
         if "synthetic" not in frame.columns:
             return stack_datasets([frame])
+        _check_numbering(frame["synthetic"])
         codes, _ = pd.factorize(frame["synthetic"], sort=True)
         frame = frame.assign(synthetic=codes + 1).sort_values("synthetic", kind="stable").reset_index(drop=True)
         return frame[["synthetic", *[c for c in frame.columns if c != "synthetic"]]]
@@ -58,6 +60,19 @@ def stack_synthetic(synthetic: Frame | Sequence[Frame]) -> pd.DataFrame:
     if not frames:
         raise InputError("synthetic= holds no dataset")
     return stack_datasets(frames)
+
+
+def _check_numbering(numbers: pd.Series) -> None:
+    """The ``synthetic`` column numbers the datasets: whole numbers, none missing (data rows named)."""
+    from bayessdc.models.validation import name_rows
+
+    values = pd.to_numeric(numbers, errors="coerce")
+    bad = (values.isna() | (values != values.round())).to_numpy()
+    if bad.any():
+        raise InputError(
+            f"column 'synthetic' numbers the synthetic datasets (1..m) but is missing or not a whole number at "
+            f"{name_rows(bad)}; rename the column if it is data, or number every row's dataset"
+        )
 
 
 def _check_columns(original: pd.DataFrame, synthetic: pd.DataFrame, roles: dict[str, list[str]]) -> list[str]:
@@ -191,8 +206,15 @@ def evaluate(
     start = time.perf_counter()
     disclosure_policy = load_policy(policy)
     original, stacked = _frame(original, "original"), stack_synthetic(synthetic)
+    for what, frame in (("the original", original), ("the synthetic data", stacked)):
+        if frame.empty:
+            raise InputError(f"{what} has no rows: nothing to evaluate")
     keep_columns, synthesize_columns = column_list(keep) or [], column_list(synthesize)
     released = _check_columns(original, stacked, {"keep": keep_columns, "synthesize": synthesize_columns or []})
+    original, stacked = check_values(original, released), check_values(stacked, released)
+    unknown = sorted({c for group in known or [] for c in column_list(group) or []} - set(released))
+    if unknown:
+        raise InputError(f"known= column(s) {', '.join(map(repr, unknown))} are not columns of the synthetic data")
     synthesize_columns = synthesize_columns or [c for c in released if c not in keep_columns]
     disclosure_policy.check_columns(released, name)
     original = original[released]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError
+from .validation import check_header, check_names
 
 __all__ = ["READERS", "read_table"]
 
@@ -40,8 +41,8 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     bayessdc.InputError
-        The file does not exist, is empty, has an extension of no supported format, or is not a readable
-        table of its kind.
+        The file does not exist, is empty, has an extension of no supported format, is not a readable
+        table of its kind, or repeats a column name in its header.
     """
     path = Path(path)
     if not path.exists():
@@ -55,7 +56,25 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     kind, reader = READERS[extension]
     if path.is_file() and path.stat().st_size == 0:
         raise InputError(f"input file {path} is empty (0 bytes): expected a {kind} table with a header row")
+    source = f"input file {path}"
+    if extension in (".csv", ".tsv"):
+        check_header(path, "\t" if extension == ".tsv" else ",")  # before pandas renames a repeat "name.1"
+    elif kind == "Parquet":
+        _check_parquet_names(path, source)
     try:
-        return reader(path)
+        frame = reader(path)
     except Exception as err:  # noqa: BLE001 - any reader failure is the user's file
         raise InputError(f"cannot read {path} as {kind}: {err}") from err
+    check_names(frame.columns, source)
+    return frame
+
+
+def _check_parquet_names(path: Path, source: str) -> None:
+    """A Parquet file's column names from its schema (pyarrow refuses to read repeats with an opaque message)."""
+    try:
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(path).names
+    except Exception:  # noqa: BLE001 - the full read that follows says what is wrong with the file
+        return
+    check_names([n for n in names if not n.startswith("__index_level_")], source)

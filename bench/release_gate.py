@@ -15,7 +15,8 @@ Parts (each through ``bsd.synthesize`` with the synthesizer's defaults: the rele
 ``dpmpm-1m``         the same at n = 1,000,000: target under 5 minutes
 ``dpmpm-vlss``       DPMPM on the real VLSS 1997 individuals (``../shared/data``), commune synthesized
 ``dp-areal-ce``      DP-areal on the CE-like data (40 patterns x 133 counties, K = 50): target under 10 minutes
-                     (issue 47), zero divergences; ``--sampler nuts`` for NUTS
+                     (issue 47), zero divergences; ``--sampler nuts`` for NUTS, ``--sampler gibbs nuts`` for both
+                     in one invocation (a table of the two at the end)
 
 Each prints the release gate's verdict, its largest ratio of between-chain standard error to tolerance (and
 which figure), the parameter gate's verdict (a diagnostic), the seconds of the whole run (fit, gate, m = 20
@@ -226,8 +227,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--sampler", choices=("gibbs", "nuts"), default="gibbs",
-                        help="dp-areal-ce: the Gibbs sampler at the recipe's defaults (default), or NUTS")
+    parser.add_argument("--sampler", nargs="+", choices=("gibbs", "nuts"), default=["gibbs"],
+                        help="dp-areal-ce: the Gibbs sampler at the recipe's defaults (default), NUTS, or both one "
+                        "after the other in this invocation (--sampler gibbs nuts)")
     parser.add_argument("--draws", type=int, default=1000, help="dp-areal-ce: NUTS draws per chain (default 1000)")
     parser.add_argument("--tune", type=int, default=1000, help="dp-areal-ce: NUTS warm-up per chain (default 1000)")
     parser.add_argument("--chains", type=int, default=None, help="DPMPM parts: chains (default: the recipe's, 8)")
@@ -237,14 +239,17 @@ def main() -> None:
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_part(args.one, args.seed, args.draws, args.tune, args.chains, args.reference,
-                                  args.sampler)), flush=True)
+                                  args.sampler[0])), flush=True)
         return
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    for part in args.parts:
-        print(f"--- {part} (load average {os.getloadavg()[0]:.2f})", flush=True)
+    runs = [(part, s) for part in args.parts for s in (args.sampler if part == "dp-areal-ce" else ["gibbs"])]
+    results = []
+    for part, sampler in runs:
+        label = part if part != "dp-areal-ce" or len(args.sampler) == 1 else f"{part} ({sampler})"
+        print(f"--- {label} (load average {os.getloadavg()[0]:.2f})", flush=True)
         done = subprocess.run(
             [sys.executable, __file__, "--one", part, "--seed", str(args.seed), "--draws", str(args.draws),
-             "--tune", str(args.tune), "--sampler", args.sampler]
+             "--tune", str(args.tune), "--sampler", sampler]
             + (["--chains", str(args.chains)] if args.chains else [])
             + (["--reference"] if args.reference else []),
             env=env, capture_output=True, text=True,
@@ -255,7 +260,15 @@ def main() -> None:
         if done.returncode != 0 or not lines:
             print(done.stderr[-2000:], flush=True)
             continue
-        print(json.dumps(json.loads(lines[-1]), indent=1), flush=True)
+        figures = json.loads(lines[-1])
+        results.append((label, figures))
+        print(json.dumps(figures, indent=1), flush=True)
+    if len(results) > 1:  # the parts side by side, as measured in this invocation
+        widths = {"chains": 6, "divergences": 11, "SE/tol": 7, "seconds": 8, "peak MB": 8}
+        print(f"\n{'part':<24} {'verdict':<8} " + " ".join(f"{h:>{w}}" for h, w in widths.items()))
+        for label, f in results:
+            print(f"{label:<24} {f['release_gate']:<8} {f['chains']:>6} {str(f['divergences']):>11} "
+                  f"{f['largest_se_over_tolerance']:>7} {f['seconds']:>8} {f['peak_memory_mb']:>8}")
 
 
 if __name__ == "__main__":

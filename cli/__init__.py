@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from bayessdc import InputError, __version__
-from bayessdc.policy import DisclosureRefused
 from bayessdc.progress import cli_logging
+
+from .failures import run_handled
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -165,17 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with flags_on_stderr(), cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), \
             _no_arviz_announcement():  # fmt: skip
-        try:
-            return int(args.func(args) or 0)
-        except (UserError, ValueError, FileNotFoundError, FileExistsError) as err:
-            print(f"bayessdc {args.command}: error: {err}", file=sys.stderr)
-            return 2
-        except DisclosureRefused as err:
-            out = getattr(args, "out", None)
-            where = f"\nThe verdict: {out / 'private' / 'policy.json'}" if out is not None else ""
-            print(f"bayessdc {args.command}: refused: {err}{where}", file=sys.stderr)
-            return 3
-
+        return run_handled(args)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -26,6 +26,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "burn": "--burn",
     "capacity_column": "--capacity-column",
     "chains": "--chains",
+    "correlation": "--correlation",
     "contributor": "--contributor",
     "coords": "--coords",
     "cost": "--cost",

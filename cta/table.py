@@ -240,12 +240,17 @@ def _labels(data: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 def _given_numbers(data: pd.DataFrame, column: str) -> pd.Series:
-    """The column as floats, missing values kept as NaN; a value that is not a number is refused (data rows named)."""
+    """The column as floats, missing values kept as NaN; a value that is not a number, or not finite, is refused
+    (data rows named)."""
     values = pd.to_numeric(data[column], errors="coerce")
     text = (values.isna() & data[column].notna()).to_numpy()
     if text.any():
         raise ValueError(f"column {column!r} is not numeric at {name_rows(text)}")
-    return values.astype(float)
+    values = values.astype(float)
+    infinite = np.isinf(values.to_numpy())
+    if infinite.any():
+        raise ValueError(f"column {column!r} holds inf at {name_rows(infinite)}; every number must be finite")
+    return values
 
 
 def _numeric(data: pd.DataFrame, column: str) -> pd.Series:
@@ -325,8 +330,8 @@ def table_from_long(
     kind : {"magnitude", "count"}
         Count tables must hold whole numbers.
     protection, capacity, cost : str, optional
-        Columns with per-cell protection levels, adjustment capacities and costs (missing values mean
-        "not given"; cells not listed get none).
+        Columns with per-cell protection levels, adjustment capacities and costs (a missing capacity or cost
+        means "not given"; a missing protection level is refused: 0 means none; cells not listed get none).
     allow_negative : bool, default False
         Accept negative cell values.
 
@@ -422,6 +427,12 @@ def table_from_long(
         if column is None:
             continue
         given = _given_numbers(data, column).to_numpy(dtype=float)
+        if name == "protection" and np.isnan(given).any():  # "none" or "unknown"? A level is said, 0 for none
+            raise ValueError(
+                f"column {column!r} (protection levels) has missing values at {name_rows(np.isnan(given))}; give every "
+                "cell its level, 0 for a cell that needs none (a missing level would leave a sensitive cell to the "
+                "rule's protection, or to none)"
+            )
         if (given < 0).any():
             raise ValueError(f"column {column!r} has negative values at {name_rows(given < 0)}")
         per_cell = np.full(len(cells), np.nan if name != "protection" else 0.0)

@@ -238,7 +238,9 @@ class OutputFolder:
         self.release = self.root / "release"
         self.private = self.root / "private"
         self._lock: int | None = None
+        self._created_root = not self.root.exists()
         run_file = self.private / self.RUN_FILE
+        self._new_run = not run_file.exists()
         if run_file.exists():
             previous = json.loads(run_file.read_text())
             if previous != self.identity:
@@ -275,6 +277,29 @@ class OutputFolder:
         if self._lock is not None:
             os.close(self._lock)  # closing the descriptor releases the lock
             self._lock = None
+
+    def abandon(self) -> bool:
+        """Forget a run refused for its input before it wrote anything but its identity: remove ``run.json``
+        (and ``private/`` and the folder, where this run made them), so that the corrected rerun into the same
+        folder is not refused as "a different run". A folder holding anything else of a run is left as it is.
+
+        Returns
+        -------
+        bool
+            Whether the run was forgotten.
+        """
+        if not self._new_run:
+            return False
+        written = [p for p in self.private.rglob("*") if p.name != self.RUN_FILE and not p.name.startswith(".")]
+        if written or (self.release.exists()):
+            return False
+        (self.private / self.RUN_FILE).unlink(missing_ok=True)
+        self.close()
+        if self._created_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            shutil.rmtree(self.private, ignore_errors=True)
+        return True
 
     def __enter__(self) -> OutputFolder:
         return self

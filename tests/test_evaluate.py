@@ -4,6 +4,7 @@ and put beside a bayessdc release in one comparison."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -139,3 +140,31 @@ def test_an_evaluation_writes_no_release_even_of_the_original_given_as_synthetic
     pd.testing.assert_frame_equal(loaded.synthetic, kept)
     report = (out / "private" / "report.html").read_text()
     assert "an evaluation releases nothing" in report and "; released." not in report
+
+
+def _numbered(frame: pd.DataFrame, numbers: list) -> pd.DataFrame:
+    return frame.assign(synthetic=(numbers * len(frame))[: len(frame)])
+
+
+@pytest.mark.parametrize(
+    ("synthetic", "extra", "expect"),
+    [
+        (lambda f: _numbered(f, ["a", "b"]), [], r"numbers the synthetic datasets .* data rows 1, 2"),
+        (lambda f: _numbered(f, [1.0, np.nan]), [], r"column 'synthetic' .* not a whole number at data rows 2, 4"),
+        (lambda f: f.iloc[:0], [], r"the synthetic data has no rows"),
+        (lambda f: f, ["--known", "sex,zip"], r"known= column\(s\) 'zip' are not columns of the synthetic data"),
+        (lambda f: f.assign(age=f["age"].astype(float).where(f.index != 3, np.inf)), [],
+         r"column 'age': inf at data row 4"),
+    ],
+    ids=["numbered by text", "numbering missing", "header only", "known names an absent column", "inf"],
+)  # fmt: skip
+def test_bad_synthetic_files_are_refused_before_measuring(persons, synthetic, extra, expect, tmp_path, capsys):
+    """Issue 48: each refused with exit 2 and one line naming the column or rows; nothing written."""
+    persons.to_csv(tmp_path / "original.csv", index=False)
+    synthetic(sdv_style(persons, 1)).to_csv(tmp_path / "synthetic.csv", index=False)
+    status = main(["evaluate", "--original", str(tmp_path / "original.csv"), "--synthetic",
+                   str(tmp_path / "synthetic.csv"), "--out", str(tmp_path / "out"), "-q", *extra])  # fmt: skip
+    err = capsys.readouterr().err.replace("--known", "known=")
+    assert status == 2, err
+    assert re.search(expect, err), err
+    assert not (tmp_path / "out").exists()

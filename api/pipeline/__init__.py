@@ -34,6 +34,7 @@ from ..control import hold_out
 from ..errors import InputError
 from ..policy import DisclosureRefused, Policy, load_policy
 from ..release import Release
+from ..validation import check_values
 from .recipe import Drawn, Fitted, Lever, PosteriorFit, Prepared, Recipe, column_list
 from .refusal import control_sentence, write_refusal_report
 from .releasing import build_release, decide
@@ -174,11 +175,12 @@ def synthesize(
         if not synthesizer.takes_weights:
             raise InputError(f"weights= applies to tables of records synthesized by bsd.CART, not {synthesizer.name}")
         synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, keep)
+    frame = check_values(frame, [*synthesize, *keep] if synthesizer.reads_roles_only else None)
     if replicate_weights is not None:
         check_replicates(frame, replicate_weights, weights, weight_role, synthesize, keep)
     frame, control, control_set = hold_out(frame, holdout, seed)
     try:
-        synthesizer.check_m(m)
+        synthesizer.check_run(m, allow_unconverged)
         design = {} if weights is None else {"weights": weights}  # left out of the default figures
         prepared = synthesizer.prepare(frame, synthesize, keep, seed, **design)
     except InputError:
@@ -201,10 +203,12 @@ def synthesize(
     folder = OutputFolder(out, identity) if out is not None else None
     try:
         with _progress.call_logging(progress):
-            return _run(
-                synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy, progress, start,
-                control, resumed,
-            )
+            return _run(synthesizer, prepared, identity, folder, m, seed, allow_unconverged, disclosure_policy,
+                        progress, start, control, resumed)  # fmt: skip
+    except InputError:  # refused for its input before writing anything: a corrected rerun is no "different run"
+        if folder is not None:
+            folder.abandon()
+        raise
     finally:
         if folder is not None:
             folder.close()

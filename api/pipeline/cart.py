@@ -151,6 +151,7 @@ class CART(Recipe):
     scheduler: str | None = None
     workers: int | None = None
     name: ClassVar[str] = "cart"
+    reads_roles_only: ClassVar[bool] = True
     takes_weights: ClassVar[bool] = True
 
     def _rules(self) -> list[Rule]:

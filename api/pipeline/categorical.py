@@ -76,6 +76,7 @@ class CategoricalRecipe(Recipe):
     repetitions: int
 
     gate: ReleaseGatePolicy
+    reads_roles_only: ClassVar[bool] = True
     #: Whether the sampler counts divergences (NUTS): any fails the release gate.
     counts_divergences: ClassVar[bool] = False
 
@@ -90,6 +91,36 @@ class CategoricalRecipe(Recipe):
                   "records"),
             Lever("synthesize", "synthesize a coarser label (fewer levels)"),
         ]  # fmt: skip
+
+    def _draws_per_chain(self) -> int:
+        """Posterior draws each chain keeps (the sampler's settings)."""
+        raise NotImplementedError
+
+    #: How to get more posterior draws per chain, in the words of the recipe's settings.
+    more_draws: ClassVar[str] = "raise draws="
+
+    def check_run(self, m: int, allow_unconverged: bool) -> None:
+        """Refuse, before sampling, what the release gate or ``m`` cannot be given.
+
+        Fewer than :data:`~bayessdc.synthesis.release_gate.MIN_CHAINS` chains where the gate decides the release
+        (it judges the spread between chain means from at least that many; its stopping rule adds chains beyond
+        them); fewer posterior draws per chain than the gate's datasets per chain (each gate dataset from a draw of
+        its own, whether the gate decides or only reports); more datasets than draws. Under ``allow_unconverged``
+        the gate reports and does not decide, so a study may run fewer chains."""
+        chains, draws = int(self.settings.chains), self._draws_per_chain()
+        if chains < MIN_CHAINS and not allow_unconverged:
+            raise InputError(
+                f"chains={chains}: the release gate judges the spread between chain means from at least {MIN_CHAINS} "
+                f"chains (its stopping rule adds chains beyond them); start with chains={MIN_CHAINS} or more"
+            )
+        if draws < self.gate.datasets_per_chain:
+            raise InputError(
+                f"{draws} posterior draws per chain: the release gate draws {self.gate.datasets_per_chain} datasets "
+                f"from each chain, each from a draw of its own; {self.more_draws} or lower the gate's "
+                "datasets_per_chain="
+            )
+        if m > chains * draws:
+            raise InputError(f"m={m} needs at least {m} posterior draws; {self.more_draws}")
 
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:

@@ -33,6 +33,7 @@ from bayessdc.synthesis.output import fingerprint_frame
 from ..errors import InputError
 from ..io import read_table
 from ..policy import Policy, judge, load_policy
+from ..validation import check_values
 from .adjustment import Adjustment, ProtectionNotMetError
 
 __all__ = ["Adjustment", "ProtectionNotMetError", "adjust"]
@@ -134,6 +135,12 @@ def adjust(
     """
     disclosure_policy = load_policy(policy)
     data = table if isinstance(table, pd.DataFrame) else read_table(table)
+    try:
+        read = [c for dim in cta.parse_dimensions(dims) for c in dim] + [value, protection, capacity_column, cost,
+                                                                        contributor]  # fmt: skip
+    except ValueError:  # the table's own check names what is wrong with the dimensions
+        read = None
+    data = check_values(data, [c for c in read if c is not None] if read is not None else None)
     if rule is not None and protection is not None:
         raise InputError("give the protection levels (protection=COLUMN) or sensitivity rules (rule=RULE), not both")
     if contributor is not None:

@@ -19,7 +19,6 @@ from bayessdc.models.structural_zeros import StructuralZeroSpec, read_structural
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 
-from ..errors import InputError
 from ..release import Diagnostics
 from .categorical import CategoricalFit, CategoricalRecipe, _say
 from .categorical_input import (
@@ -90,10 +89,9 @@ class DPAreal(CategoricalRecipe):
     label: ClassVar[str] = "dp-areal"
     counts_divergences: ClassVar[bool] = True
 
-    def check_m(self, m: int) -> None:
-        """Refuse more datasets than posterior draws."""
-        if m > self.settings.chains * self.settings.draws:
-            raise InputError(f"m={m} needs at least {m} posterior draws; raise draws=")
+    def _draws_per_chain(self) -> int:
+        """Posterior draws each chain keeps (``draws``, after burn-in and thinning for the Gibbs sampler)."""
+        return int(self.settings.draws)
 
     def synthesizer(self) -> DPArealSynthesizer:
         """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""

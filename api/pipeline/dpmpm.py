@@ -116,10 +116,11 @@ class DPMPM(CategoricalRecipe):
     name: ClassVar[str] = "dpmpm"
     label: ClassVar[str] = "dpmpm"
 
-    def check_m(self, m: int) -> None:
-        """Refuse more datasets than stored draws."""
-        if m > self.settings.chains * self.settings.stored:
-            raise InputError(f"m={m} needs at least {m} stored draws; raise draws= or lower thin=")
+    more_draws: ClassVar[str] = "raise draws= or lower thin="
+
+    def _draws_per_chain(self) -> int:
+        """Stored draws per chain (``draws // thin``)."""
+        return int(self.settings.stored)
 
     def synthesizer(self) -> DPMPMSynthesizer:
         """The model this recipe fits (the contract object of ``bayessdc.models.base``)."""

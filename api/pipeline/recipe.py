@@ -190,6 +190,8 @@ class Recipe(ABC):
     #: synthesizes, whose figures are weighted, and whose ``prepare`` takes ``weights=`` (the weight column, a
     #: design variable left out of its default tables and knowledge sets).
     takes_weights: ClassVar[bool] = False
+    #: Reads only ``synthesize`` and ``keep`` (the rest dropped), or every column; what it reads is checked first.
+    reads_roles_only: ClassVar[bool] = False
 
     @abstractmethod
     def prepare(
@@ -259,8 +261,8 @@ class Recipe(ABC):
 
         return ReportContent()
 
-    def check_m(self, m: int) -> None:  # noqa: B027 - optional hook, nothing to check by default
-        """Refuse an ``m`` the recipe cannot deliver (before sampling)."""
+    def check_run(self, m: int, allow_unconverged: bool) -> None:  # noqa: B027 - optional hook, none by default
+        """Refuse, before sampling, an ``m`` or settings the recipe cannot deliver (under ``allow_unconverged``)."""
 
     def levers(self) -> list[Lever]:
         """The synthesizer's privacy levers, in the order to try them (by default none)."""

@@ -115,7 +115,7 @@ class Spatial(Recipe):
     analysis_predictors: Sequence[str] | str | None = None
     name: ClassVar[str] = "spatial"
 
-    def check_m(self, m: int) -> None:
+    def check_run(self, m: int, allow_unconverged: bool) -> None:
         """The combining rules need two synthetic datasets."""
         if m < 2:
             raise InputError("m= must be at least 2 (the combining rules need two synthetic datasets)")

@@ -57,12 +57,17 @@ def prepare_spatial(
         raise InputError(f"gamma= must be non-negative (or inf), got {recipe.gamma!r}")
     if recipe.risk_weights not in ("binary", "continuous"):
         raise InputError(f"risk_weights= takes binary or continuous, got {recipe.risk_weights!r}")
-    if not 0 < recipe.band:
-        raise InputError("band= must be positive")
     if recipe.approximation not in ("auto", "exact", "nngp"):
         raise InputError(f"approximation= takes auto, exact or nngp, got {recipe.approximation!r}")
-    if recipe.neighbours < 1:
-        raise InputError(f"neighbours= must be at least 1, got {recipe.neighbours}")
+    neighbours = recipe.neighbours
+    if isinstance(neighbours, bool) or not isinstance(neighbours, numbers.Integral) or neighbours < 1:
+        raise InputError(f"neighbours= must be a whole number of at least 1, got {recipe.neighbours!r}")
+    _check_options(recipe)
+    if len(set(coords)) < 2:
+        raise InputError(f"coords= names one column twice ({coords[0]!r}); give the x and the y columns")
+    if response in coords or response in covariates:
+        role = "a coordinate (coords=)" if response in coords else "a covariate (keep=, covariates=)"
+        raise InputError(f"the response {response!r} is also {role}: a column is synthesized or kept, not both")
     data = _data(recipe, frame, response, coords, covariates, seed=seed)
     try:
         method = resolve_approximation(recipe.approximation, data.n, recipe.neighbours)
@@ -99,6 +104,26 @@ def prepare_spatial(
         data, identity, frame=frame, method=method, response=response, coords=coords, covariates=covariates,
         predictors=predictors,
     )  # fmt: skip
+
+def _positive(value: Any, name: str, upper: float = math.inf, optional: bool = False) -> None:
+    """Refuse an option that is not a finite number in ``(0, upper)`` (``None`` allowed when ``optional``)."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < upper:
+        bound = f"in (0, {upper:g})" if math.isfinite(upper) else "a positive finite number"
+        raise InputError(f"{name}= must be {bound}, got {value!r}")
+
+
+def _check_options(recipe: Spatial) -> None:
+    """The options read after the fit, checked before it: the correlation defining spatial isolation, the
+    smoothing level (its upper end, sigma^2 / (sigma^2 + tau^2), is known only from the fit), the bands and the
+    jitter."""
+    _positive(recipe.correlation, "correlation", upper=1.0)
+    _positive(recipe.alpha, "alpha", upper=1.0, optional=True)
+    _positive(recipe.band, "band")
+    _positive(recipe.absolute_band, "absolute_band", optional=True)
+    _positive(recipe.jitter, "jitter", optional=True)
+
 
 def _roles(recipe: Spatial, synthesize: list[str] | None, keep: list[str] | None) -> tuple[str, list[str]]:
     """The response and the covariates from this recipe's arguments or ``synthesize=``/``keep=``."""

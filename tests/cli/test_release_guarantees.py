@@ -61,6 +61,8 @@ from bayessdc.cli import main
 # The commands, their bundled examples and tiny settings
 
 SYNTHESIZER_FILES = frozenset({"model.json", "synthetic.parquet"})
+#: A release gate no chains can pass: between-chain SEs within 1e-9 of a figure's range or sd, at the chains given.
+UNMEETABLE_GATE = ("--risk-tolerance", "1e-9", "--utility-tolerance", "1e-9", "--max-chains", "4")
 CTA_FILES = frozenset({"adjusted.csv", "model.json"})
 
 
@@ -109,11 +111,11 @@ COMMANDS: dict[str, Command] = {
         ("dpmpm", "--data", "{dir}/ce.csv", "--synthesize", "county", "--keep", "gender,income,age", "--m", "3",
          "--K", "6", "--draws", "100", "--burn", "50", "--thin", "2", "--chains", "4", "--gate-datasets", "5",
          "--repetitions", "5", "--risk-records", "10", "--risk-draws", "20", "--allow-unconverged", "--quiet"),
-        # two chains: below the release gate's minimum of four, and a time budget too short for the chains the
-        # stopping rule would add
+        # refused by construction: tolerances of 1e-9 that chain means of continuous figures (the pMSE ratio) cannot
+        # meet, and a budget of chains (--max-chains = --chains) that lets the stopping rule add none
         ("dpmpm", "--data", "{dir}/ce.csv", "--synthesize", "county", "--keep", "gender,income,age", "--m", "3",
-         "--K", "6", "--draws", "100", "--burn", "50", "--thin", "2", "--chains", "2", "--gate-datasets", "5",
-         "--repetitions", "5", "--risk-records", "10", "--risk-draws", "20", "--time-budget", "0.001", "--quiet"),
+         "--K", "6", "--draws", "100", "--burn", "50", "--thin", "2", "--chains", "4", "--gate-datasets", "5",
+         "--repetitions", "5", "--risk-records", "10", "--risk-draws", "20", *UNMEETABLE_GATE, "--quiet"),
         SYNTHESIZER_FILES,
     ),
     "dp-areal": Command(
@@ -125,12 +127,10 @@ COMMANDS: dict[str, Command] = {
          "--K", "4", "--draws", "50", "--burn", "50", "--thin", "2", "--chains", "4",
          "--gate-datasets", "10", "--repetitions", "5", "--allow-unconverged", "--quiet",
          "--policy", "{dir}/report_only.toml"),
-        # two chains: below the release gate's minimum of four, and a time budget too short for the chains the
-        # stopping rule would add, so the run is refused by construction (without the budget the rule would add
-        # chains until the gate passed)
+        # refused by construction, as the DPMPM's
         ("dp-areal", "--data", "{dir}/ce.csv", "--synthesize", "county", "--keep", "gender,age", "--m", "3",
-         "--K", "4", "--draws", "30", "--burn", "30", "--thin", "1", "--chains", "2",
-         "--gate-datasets", "10", "--repetitions", "5", "--time-budget", "0.001", "--quiet"),
+         "--K", "4", "--draws", "30", "--burn", "30", "--thin", "1", "--chains", "4",
+         "--gate-datasets", "10", "--repetitions", "5", *UNMEETABLE_GATE, "--quiet"),
         SYNTHESIZER_FILES,
         separate_b=False,
     ),
@@ -773,13 +773,12 @@ def test_a_refused_gate_exits_3_and_releases_nothing(runs, name):
     verdict = diagnostics["passed"] if "passed" in diagnostics else diagnostics["all_converged"]
     assert verdict is False, f"{name}: the refused run's diagnostics say the gate passed"
     if name in ("dpmpm", "dp-areal"):
-        # refused by construction: two chains are below the gate's minimum and a budget (of chains or of time)
-        # forbids adding any, whatever the chains' draws (the verdict does not rest on whether a trajectory diverges)
-        rule = diagnostics["release_gate"]["stopping_rule"]
-        assert rule["rounds"] == [] and rule["chains"] == 2, rule
-        # the rule stops at its first look: at the budget or, where the chains diverged (on one AMD EPYC they did, on
-        # another not: the last bits differ), at the divergences more chains would not remove; no chain is added
-        assert "budget" in rule["stopped"] or "diverged" in rule["stopped"], rule
+        # refused by construction: the pMSE ratio's chain means differ (a continuous figure) by more than the 1e-9
+        # tolerance, and the budget of chains forbids adding any, whatever the chains' draws
+        gate = diagnostics["release_gate"]
+        rule = gate["stopping_rule"]
+        assert rule["rounds"] == [] and rule["chains"] == 4 and "budget (max_chains=4)" in rule["stopped"], rule
+        assert "pmse_ratio" in gate["failed"], gate["failed"]
     assert not [p.name for p in run.out.iterdir() if p.name.startswith(".release-")]
     # the review board can read why: the report's verdict says the gate failed and nothing was released
     from tests.report.html_sections import by_title, parse_report

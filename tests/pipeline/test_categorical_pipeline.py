@@ -207,7 +207,7 @@ def test_load_gives_back_the_release_the_run_saved(runs, tmp_path):
 
 def test_bad_input_and_options_are_refused_before_sampling(tmp_path):
     table = _table()
-    with pytest.raises(bsd.InputError, match="needs at least 5000 stored draws"):
+    with pytest.raises(bsd.InputError, match="needs at least 5000 posterior draws"):
         bsd.synthesize(table, _recipe(), synthesize=["county"], keep=KEEP, m=5000, progress=False)
     with pytest.raises(bsd.InputError, match="repetitions= must be at least 1"):
         bsd.synthesize(table, bsd.DPMPM(repetitions=0), synthesize=["county"], keep=KEEP, progress=False)

@@ -68,7 +68,9 @@ def _dpmpm() -> tuple[pd.DataFrame, bsd.Recipe, dict]:
 def _dp_areal() -> tuple[pd.DataFrame, bsd.Recipe, dict]:
     frame, _ = simulate_areal(50, (2, 3), tau_lambda=4.0, seed=7)  # the CLI test's table and K
     settings = bsd.DPArealGibbsSettings(draws=100, burn=100, thin=2, chains=2)
-    return frame, bsd.DPAreal(K=8, settings=settings, repetitions=3), {"synthesize": ["label"], "keep": ["v0", "v1"]}
+    # the gate's datasets each from a draw of their own: 50 per chain of the 100 kept
+    recipe = bsd.DPAreal(K=8, settings=settings, repetitions=3, gate=bsd.ReleaseGatePolicy(datasets_per_chain=50))
+    return frame, recipe, {"synthesize": ["label"], "keep": ["v0", "v1"]}
 
 
 def _cart() -> tuple[pd.DataFrame, bsd.Recipe, dict]:

@@ -126,6 +126,33 @@ def test_the_command_line_names_the_flag(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("command", ["dpmpm", "dp-areal"])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--chains", "2"], "--chains 2: the release gate judges the spread between chain means from at least 4"),
+        (["--draws", "20", "--thin", "2", "--gate-datasets", "21"], "per chain: the release gate draws 21 datasets"),
+    ],
+)
+def test_chains_or_draws_too_few_for_the_gate_are_refused_before_sampling(command, flags, message, tmp_path,
+                                                                          monkeypatch, capsys):  # fmt: skip
+    def boom(*args, **kwargs):
+        raise AssertionError("sampled")
+
+    monkeypatch.setattr(bsd.DPMPM, "fit", boom)
+    monkeypatch.setattr(bsd.DPAreal, "fit", boom)
+    _table().to_csv(tmp_path / "t.csv", index=False)
+    argv = [command, "--data", str(tmp_path / "t.csv"), "--synthesize", "county", "--keep", "gender,age",
+            "--out", str(tmp_path / "o"), *flags]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not (tmp_path / "o").exists()
+    # the stored draws per chain are named: 20 // 2 for the DPMPM, the kept draws for the DP-areal
+    if "--draws" in flags:
+        assert ("10 posterior draws" if command == "dpmpm" else "20 posterior draws") in err
+
+
 def test_a_refused_run_is_resumed_without_a_refit(extended, monkeypatch):
     with pytest.raises(bsd.ConvergenceError) as refused:
         _synthesize(_recipe(4, max_chains=5))
