@@ -212,7 +212,8 @@ def evaluate(
     keep_columns, synthesize_columns = column_list(keep) or [], column_list(synthesize)
     released = _check_columns(original, stacked, {"keep": keep_columns, "synthesize": synthesize_columns or []})
     original, stacked = check_values(original, released), check_values(stacked, released)
-    unknown = sorted({c for group in known or [] for c in column_list(group) or []} - set(released))
+    groups = [known] if isinstance(known, str) else list(known or [])
+    unknown = sorted({c for group in groups for c in column_list(group) or []} - set(released))
     if unknown:
         raise InputError(f"known= column(s) {', '.join(map(repr, unknown))} are not columns of the synthetic data")
     synthesize_columns = synthesize_columns or [c for c in released if c not in keep_columns]

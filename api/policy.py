@@ -288,6 +288,13 @@ class Judgement:
             "source": c.source or self.note,
         }
 
+    def __repr__(self) -> str:
+        c = self.criterion
+        verdict = "not judged" if self.passed is None else ("meets" if self.passed else "FAILS")
+        words = "at most" if c.direction == "at_most" else "at least"
+        threshold = f" {words} {_fmt(self.threshold)}" if self.threshold is not None else ""
+        return f"<Judgement {c.measure} [{self.subset}] {c.statistic} {_fmt(self.figure)}{threshold}: {verdict}>"
+
 
 @dataclass
 class Verdict:
@@ -346,6 +353,18 @@ class Verdict:
         import pandas as pd
 
         return pd.DataFrame([j.row() for j in self.judgements])
+
+    def __repr__(self) -> str:
+        from .display import shorten
+
+        return f"<Verdict: {shorten(self.sentence(), 280)}>"
+
+    def _repr_html_(self) -> str:
+        """The verdict sentence and the policy's table, each row's verdict coloured as the report colours it
+        (Jupyter shows it; :func:`bayessdc.display.verdict_html`)."""
+        from .display import verdict_html
+
+        return verdict_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``private/policy.json``)."""

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import arviz as az
 import pandas as pd
@@ -21,6 +21,9 @@ import pandas as pd
 from bayessdc.synthesis.output import OutputFolder, json_writer, table_writer
 
 from .errors import NotApplicableError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["Diagnostics", "Measures", "PosteriorFiles", "Release"]
 
@@ -393,6 +396,39 @@ class Release:
 
         folder.write_private_json(FIGURES_FILE, run_figures(self).to_dict())
         folder.write_private_file("report.html", html_writer(lambda: render_run_report(self)))
+
+    def plot(self, name: str) -> Figure:
+        """One of the report's plots of this release, by name, as a matplotlib figure.
+
+        Parameters
+        ----------
+        name
+            ``columns`` (the released columns), ``compare:<column>`` (a synthesized column, original against
+            synthetic), ``fits``, ``rank``, ``release_gate`` and ``importance`` (diagnostics, where the release has
+            them), ``diagnostics:<k>`` and ``comparison:<k>`` (the synthesizer's own figures), a measure's name
+            (every dataset beside its references), ``risk_utility`` (then ``risk_utility:2`` ...). The release's
+            display in a notebook lists the names it has (:func:`bayessdc.display.plot_names`).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure as :meth:`report` draws it.
+
+        Raises
+        ------
+        ValueError
+            For a name this release has no plot of; the message lists the names it has.
+        """
+        from .display import release_plot
+
+        return release_plot(self, name)
+
+    def _repr_html_(self) -> str:
+        """The synthesizer, m, the gate's and the policy's verdicts and the headline measures (Jupyter shows it;
+        :func:`bayessdc.display.release_html`)."""
+        from .display import release_html
+
+        return release_html(self)
 
     def __repr__(self) -> str:
         return (

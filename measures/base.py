@@ -523,6 +523,19 @@ class MeasureSet(Mapping[str, MeasureResult]):
         """JSON-ready, by measure name."""
         return {name: r.to_dict() for name, r in self._results.items()}
 
+    def __repr__(self) -> str:
+        kinds = [r.kind for r in self._results.values()]
+        names = ", ".join(self._results)
+        names = names if len(names) <= 160 else names[:157].rstrip(", ") + "..."
+        return (f"<MeasureSet: {len(kinds)} measures ({kinds.count('risk')} risk, {kinds.count('utility')} utility)"
+                + (f": {names}>" if names else ">"))  # fmt: skip
+
+    def _repr_html_(self) -> str:
+        """The summary table (Jupyter shows it; :func:`bayessdc.display.measures_html`)."""
+        from bayessdc.display import measures_html
+
+        return measures_html(self)
+
 
 def compute_measures(
     data: MeasureInput,

@@ -191,7 +191,8 @@ def check_output_root(root: str | os.PathLike[str]) -> Path:
     Raises
     ------
     InputError
-        ``root`` or one of its parent folders is named ``release``, or ``root`` or a parent is an existing file.
+        ``root`` or one of its parent folders is named ``release``, ``root`` or a parent is an existing file, or
+        the folder it would be written in cannot be written.
     """
     absolute = Path(os.path.abspath(root))
     named = [p for p in (absolute, *absolute.parents) if p.name == "release"]
@@ -204,6 +205,10 @@ def check_output_root(root: str | os.PathLike[str]) -> Path:
     files = [p for p in (absolute, *absolute.parents) if p.exists() and not p.is_dir()]
     if files:
         raise InputError(f"output folder {root}: {files[0]} is a file, not a folder; choose another out= folder")
+    existing = next(p for p in (absolute, *absolute.parents) if p.exists())  # what the run writes in, or makes
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"output folder {root}: {existing} cannot be written (permission denied); choose another "
+                         "out= folder")  # fmt: skip
     return absolute
 
 

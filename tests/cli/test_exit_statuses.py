@@ -105,3 +105,16 @@ def test_a_run_that_wrote_its_parts_is_not_forgotten(tmp_path):
     fresh = OutputFolder(empty, {"run": 2})
     assert fresh.abandon() is True
     assert empty.exists() and list(empty.iterdir()) == []  # a folder the user made stays, empty
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_anything_is_read(tmp_path, monkeypatch, capsys):
+    """Root may write anywhere, so the permission is stubbed: a user's read-only folder is refused up front (exit
+    2) instead of after the whole run."""
+    import bayessdc.synthesis.output as output
+
+    monkeypatch.setattr(output.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(bsd.CART, "fit", _raising(AssertionError("fitted")))
+    assert main(_argv(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"^bayessdc cart: error: output folder .*out: .* cannot be written \(permission denied\)", err)
+    assert not (tmp_path / "out").exists()
