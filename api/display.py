@@ -175,16 +175,15 @@ def verdict_html(verdict: Any, tried: Sequence[Any] = (), box: bool = True) -> s
         parts.append(_note(f"Drawn first under {earlier.setting_text()}, from the same posterior: {failed}. "
                            "Not released."))  # fmt: skip
     if verdict.judgements:
+        from bayessdc.policy import POLICY_TABLE_CAPTION
+
         table = verdict.table()
         passed: list[bool | None] = [j.passed for j in verdict.judgements]
         if len(passed) != len(table):  # pragma: no cover - the table is one row per judgement
             words = {"meets": True, "FAILS": False}
             passed = [words.get(str(v)) for v in table.get("verdict", [""] * len(table))]
         policy = verdict.policy
-        caption = (
-            f"Policy {policy.name!r} (sha256:{policy.digest[:16]}...): each criterion, the release's figure with its "
-            "95% Monte Carlo interval over the m datasets, the threshold and the verdict"
-        )
+        caption = f"Policy {policy.name!r} (sha256:{policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
         parts.append(_table(table, caption, passed))
     if verdict.not_applicable:
         parts.append(_note("Criteria of the policy that do not apply to this release: "

@@ -54,7 +54,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "POLICY_TABLE_CAPTION",
     "STATISTICS",
+    "TABLE_COLUMNS",
     "Criterion",
     "DisclosureRefused",
     "Judgement",
@@ -67,6 +69,18 @@ __all__ = [
 
 #: The statistics a criterion may judge.
 STATISTICS = ("pooled", "upper", "lower", "worst")
+#: The columns of the policy's table (:meth:`Verdict.table`).
+TABLE_COLUMNS = (
+    "criterion", "figure", "95% interval", "unit", "reference", "reference 95% interval", "test", "verdict", "source",
+)  # fmt: skip
+#: What the policy's table shows, as its caption says in the report and in a notebook.
+POLICY_TABLE_CAPTION = (
+    "each criterion: the release's figure (pooled over the m datasets) with its own 95% Monte Carlo interval and "
+    "unit; the reference (or the fixed threshold) with the 95% interval of its mean over its repetitions; the test "
+    "judged (against a reference of repetitions, the difference figure - reference with its Welch 95% interval, "
+    "which allows for the Monte Carlo error of both; otherwise the statistic named against the number); and the "
+    "verdict. The intervals of a figure that cannot be negative (a rate, a share, a count) are shown truncated at 0."
+)
 
 
 @dataclass(frozen=True)
@@ -247,7 +261,39 @@ class DisclosureRefused(Exception):
 
 @dataclass
 class Judgement:
-    """One criterion applied to one subset of a release."""
+    """One criterion applied to one subset of a release.
+
+    What is judged and what is shown are kept apart: :attr:`figure` is the statistic the verdict compares (against
+    a reference of repetitions, an end of Welch's interval of the difference shifted by the reference, which may
+    be below 0 for a rate of 0), while the table and the sentence show the figure (:attr:`pooled`), the reference
+    and the test of their difference each on its own.
+
+    Attributes
+    ----------
+    figure, interval
+        The statistic judged and the interval it is an end of: the pooled figure, an end of its own 95% Monte
+        Carlo interval or the worst dataset; or, for ``lower``/``upper`` against a reference of repetitions, the
+        end of Welch's interval of ``pooled - reference`` shifted by the reference.
+    threshold, threshold_name
+        The number the statistic is compared with (a reference's value, the mean of its repetitions, or a fixed
+        threshold) and its name (the number itself for a fixed threshold).
+    passed, note
+        The verdict (``None``: not judged) and why, or how the interval was formed.
+    unit
+        The figure's unit (:attr:`bayessdc.measures.MeasureResult.unit`).
+    pooled, pooled_interval
+        The pooled figure (the mean over the m datasets) and its own 95% Monte Carlo interval (``None`` for a
+        figure of the datasets jointly).
+    reference_interval, repetitions
+        The 95% interval of the reference's mean over its S repetitions (``mean +- t(0.975, S - 1) se``) and S
+        (``None`` for an exact reference or a fixed threshold).
+    difference, difference_interval, df
+        ``pooled - reference``, its Welch 95% interval and degrees of freedom (only for a criterion judged by
+        Welch's interval).
+    nonnegative
+        Whether the figure cannot be negative (a risk whose every dataset is >= 0: a rate, a share, a count):
+        its interval and the reference's are shown truncated at 0.
+    """
 
     criterion: Criterion
     subset: str
@@ -257,43 +303,148 @@ class Judgement:
     threshold_name: str
     passed: bool | None
     note: str = ""
+    unit: str = ""
+    pooled: float | None = None
+    pooled_interval: tuple[float, float] | None = None
+    reference_interval: tuple[float, float] | None = None
+    repetitions: int | None = None
+    difference: float | None = None
+    difference_interval: tuple[float, float] | None = None
+    df: float | None = None
+    nonnegative: bool = False
+
+    @property
+    def shown_figure(self) -> float | None:
+        """The figure shown: the pooled figure (the judged statistic only for a judgement made without it)."""
+        if self.pooled is not None:
+            return self.pooled
+        return self.figure if self.difference is None else None
+
+    def _floor(self, interval: tuple[float, float] | None) -> tuple[float, float] | None:
+        if interval is None or not self.nonnegative:
+            return interval
+        return (max(interval[0], 0.0), max(interval[1], 0.0))
+
+    @property
+    def figure_interval(self) -> tuple[float, float] | None:
+        """The pooled figure's own 95% interval as shown (truncated at 0 for a figure that cannot be negative)."""
+        return self._floor(self.pooled_interval if self.pooled is not None else self.interval)
+
+    @property
+    def reference_range(self) -> tuple[float, float] | None:
+        """The reference mean's 95% interval as shown (truncated at 0 for a figure that cannot be negative)."""
+        return self._floor(self.reference_interval)
+
+    def _fixed(self) -> bool:
+        return self.threshold is not None and self.threshold_name == _fmt(self.threshold)
+
+    def reference_text(self) -> str:
+        """The reference by name and value (``inherent_max 0.6667``), or the fixed threshold (``fixed 0.05``)."""
+        if self.threshold is None:
+            return "n/a"
+        if self._fixed():
+            return f"fixed {_fmt(self.threshold)}"
+        return f"{self.threshold_name} {_fmt(self.threshold)}"
+
+    def reference_interval_text(self) -> str:
+        """The reference's own 95% interval in words (``n/a`` for a fixed threshold)."""
+        if self.reference_range is not None:
+            low, high = self.reference_range
+            return f"{_fmt(low)} to {_fmt(high)} ({self.repetitions} repetitions)"
+        if self.threshold is None or self._fixed():
+            return "n/a"
+        return "none (taken as exact)"
+
+    def test(self) -> str:
+        """What was compared, in a few words: ``difference 1.2e-05, Welch 95% interval -3.1e-06 to 2.7e-05: lower
+        end <= 0 (not above the reference)`` or ``upper end 0.031 <= 0.05``."""
+        c = self.criterion
+        if self.passed is None:
+            return f"not judged: {self.note}" if self.note else "not judged"
+        at_most = c.direction == "at_most"
+        op = ("<=" if self.passed else ">") if at_most else (">=" if self.passed else "<")
+        if self.difference_interval is not None and self.difference is not None:
+            low, high = self.difference_interval
+            end = "lower" if c.statistic == "lower" else "upper"
+            gloss = {
+                ("at_most", "lower"): ("not above", "above"),
+                ("at_most", "upper"): ("at or below", "not below"),
+                ("at_least", "lower"): ("at or above", "not above"),
+                ("at_least", "upper"): ("not below", "below"),
+            }[(c.direction, end)][0 if self.passed else 1]
+            return (f"difference {_fmt(self.difference)}, Welch 95% interval {_fmt(low)} to {_fmt(high)}: {end} end "
+                    f"{op} 0 ({gloss} the reference)")  # fmt: skip
+        words = {"pooled": "pooled", "worst": "worst dataset", "lower": "lower end", "upper": "upper end"}
+        value = self.figure
+        if self.nonnegative and value is not None and value < 0 and self.threshold is not None:
+            floored = 0.0 <= self.threshold if at_most else 0.0 >= self.threshold
+            value = 0.0 if floored == self.passed else value  # shown as 0 unless that would reverse the verdict
+        return f"{words.get(c.statistic, c.statistic)} {_fmt(value)} {op} {_fmt(self.threshold)}"
+
+    def verdict_word(self) -> str:
+        """``meets``, ``FAILS`` or ``not judged``."""
+        return "not judged" if self.passed is None else ("meets" if self.passed else "FAILS")
 
     def sentence(self) -> str:
-        """The judgement in one sentence, for a refusal or the report."""
+        """The judgement in one sentence, for a refusal or the report: the figure with its interval, the
+        reference with its own, the test and the verdict."""
         c = self.criterion
         if self.passed is None:
             return f"{c.measure} [{self.subset}]: not judged ({self.note})"
         words = "at most" if c.direction == "at_most" else "at least"
-        interval = f" (95% interval {_fmt(self.interval[0])} to {_fmt(self.interval[1])})" if self.interval else ""
-        named = "" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"
+        span = self.figure_interval
+        details = [self.unit] if self.unit else []
+        details += [f"95% interval {_fmt(span[0])} to {_fmt(span[1])}"] if span else []
+        figure = f"figure {_fmt(self.shown_figure)}" + (f" ({'; '.join(details)})" if details else "")
+        named = ""
+        if not self._fixed():
+            extra = self.reference_range
+            named = f" ({self.threshold_name}" + (
+                f", 95% interval {_fmt(extra[0])} to {_fmt(extra[1])} over {self.repetitions} repetitions)"
+                if extra else ")")  # fmt: skip
         verdict = "meets" if self.passed else "fails"
         return (
-            f"{c.measure} [{self.subset}] {c.statistic} {_fmt(self.figure)}{interval} {verdict} "
-            f"'{words} {_fmt(self.threshold)}'{named}" + (f"; {self.note}" if self.note else "")
-            + (f"; source: {c.source}" if c.source else "")
+            f"{c.measure} [{self.subset}] {c.statistic}: {figure} {verdict} '{words} {_fmt(self.threshold)}'{named}: "
+            f"{self.test()}" + (f"; {self.note}" if self.note else "") + (f"; source: {c.source}" if c.source else "")
         )
 
     def row(self) -> dict[str, Any]:
-        """The report's row."""
+        """The policy table's row: the criterion, the figure with its own interval and unit, the reference with
+        its own interval, the test of the two, the verdict and the source."""
         c = self.criterion
+        span = self.figure_interval
         return {
             "criterion": f"{c.measure} [{self.subset}] {c.statistic}",
-            "figure": self.figure,
-            "95% interval": (f"{_fmt(self.interval[0])} to {_fmt(self.interval[1])}" if self.interval else "")
-            + (" (Welch: with the reference's Monte Carlo error)" if self.note and self.passed is not None else ""),
-            "threshold": (f"{'at most' if c.direction == 'at_most' else 'at least'} {_fmt(self.threshold)}"
-                          + ("" if self.threshold_name == _fmt(self.threshold) else f" ({self.threshold_name})"))
-            if self.threshold is not None or self.threshold_name else f"n/a ({self.note})" if self.note else "n/a",
-            "verdict": "not judged" if self.passed is None else ("meets" if self.passed else "FAILS"),
+            "figure": self.shown_figure,
+            "95% interval": f"{_fmt(span[0])} to {_fmt(span[1])}" if span else "n/a",
+            "unit": self.unit,
+            "reference": self.reference_text(),
+            "reference 95% interval": self.reference_interval_text(),
+            "test": self.test(),
+            "verdict": self.verdict_word(),
             "source": c.source or self.note,
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (one entry of ``private/policy.json``'s ``judgements``): the row, then the numbers."""
+
+        def pair(interval: tuple[float, float] | None) -> list[float] | None:
+            return None if interval is None else [float(interval[0]), float(interval[1])]
+
+        return {
+            **self.row(), "statistic": self.criterion.statistic, "judged_value": self.figure,
+            "judged_interval": pair(self.interval), "figure_interval": pair(self.figure_interval),
+            "threshold_value": self.threshold, "reference_interval_values": pair(self.reference_range),
+            "repetitions": self.repetitions, "difference": self.difference,
+            "difference_interval": pair(self.difference_interval), "welch_df": self.df, "passed": self.passed,
+        }  # fmt: skip
+
     def __repr__(self) -> str:
         c = self.criterion
-        verdict = "not judged" if self.passed is None else ("meets" if self.passed else "FAILS")
         words = "at most" if c.direction == "at_most" else "at least"
-        threshold = f" {words} {_fmt(self.threshold)}" if self.threshold is not None else ""
-        return f"<Judgement {c.measure} [{self.subset}] {c.statistic} {_fmt(self.figure)}{threshold}: {verdict}>"
+        threshold = f", {words} {self.reference_text()}" if self.threshold is not None else ""
+        return (f"<Judgement {c.measure} [{self.subset}] {c.statistic}: figure {_fmt(self.shown_figure)}{threshold}: "
+                f"{self.verdict_word()}>")  # fmt: skip
 
 
 @dataclass
@@ -349,10 +500,13 @@ class Verdict:
         )
 
     def table(self) -> pd.DataFrame:
-        """One row per judgement (criterion, figure, interval, threshold, verdict, source)."""
+        """One row per judgement (:meth:`Judgement.row`): ``criterion``, ``figure`` (pooled, never negative for a
+        rate or a count), ``95% interval`` (the figure's own), ``unit``, ``reference`` (name and value, or the fixed
+        threshold), ``reference 95% interval``, ``test`` (the difference and its Welch interval, or the end judged
+        against the number), ``verdict``, ``source``."""
         import pandas as pd
 
-        return pd.DataFrame([j.row() for j in self.judgements])
+        return pd.DataFrame([j.row() for j in self.judgements], columns=TABLE_COLUMNS)
 
     def __repr__(self) -> str:
         from .display import shorten
@@ -373,10 +527,7 @@ class Verdict:
             "passed": self.passed,
             "setting": self.setting,
             "verdict": self.sentence(),
-            "judgements": [
-                {**j.row(), "figure": j.figure, "threshold_value": j.threshold, "passed": j.passed}
-                for j in self.judgements
-            ],
+            "judgements": [j.to_dict() for j in self.judgements],
             "reported_not_judged": self.reported,
             "not_applicable": self.not_applicable,
             "evaluation": self.evaluation,
@@ -531,10 +682,11 @@ def _line_of(lines: list[str], table: str, index: int, key: str | None) -> int:
 
 def _against_reference(
     row: Any, statistic: str, error: tuple[float, int], name: str
-) -> tuple[float, tuple[float, float], str]:
+) -> tuple[float, tuple[float, float], str, float]:
     """The end of the release's 95% interval that allows for the Monte Carlo error of a reference as well as
     its own: Welch's interval of the difference ``pooled - reference`` (Welch 1947; Satterthwaite 1946), shifted
-    by the reference, so that ``lower <= reference`` exactly when the difference's interval reaches 0.
+    by the reference, so that ``lower <= reference`` exactly when the difference's interval reaches 0; with the
+    interval and the note, its degrees of freedom (the difference's interval is the shifted one less the reference).
 
     A reference such as Hu & Savitsky's inherent maximum is itself the mean of S simulated repetitions: with S =
     5 its mean of a rate a few records make moves by a record's worth from one stream to the next, and a release
@@ -546,7 +698,7 @@ def _against_reference(
     se = math.hypot(se_release, se_reference)
     pooled = float(row["pooled"])
     if se == 0.0:
-        return pooled, (pooled, pooled), ""
+        return pooled, (pooled, pooled), "", math.inf
     from bayessdc.measures.base import t95
 
     parts = (se_release**4 / (datasets - 1) if datasets > 1 and se_release > 0 else 0.0) + (
@@ -559,7 +711,7 @@ def _against_reference(
         f"the interval allows for the Monte Carlo error of both the release's {datasets} datasets and {name}'s "
         f"{repetitions} repetitions (Welch, {df:.1f} degrees of freedom)"
     )
-    return (interval[0] if statistic == "lower" else interval[1]), interval, note
+    return (interval[0] if statistic == "lower" else interval[1]), interval, note, df
 
 
 def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, Any] | None = None) -> Verdict:
@@ -603,6 +755,9 @@ def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, An
             row = summary.loc[subset]
             figure = float(row[criterion.statistic])
             interval = (float(row["lower"]), float(row["upper"])) if math.isfinite(float(row["mc_se"])) else None
+            values = result.values.loc[result.values["subset"].astype(str) == subset, "value"].astype(float)
+            shown = {"unit": result.unit, "pooled": float(row["pooled"]), "pooled_interval": interval,
+                     "nonnegative": result.kind == "risk" and bool((values[values.notna()] >= 0).all())}  # fmt: skip
             threshold = criterion.threshold
             if isinstance(threshold, str):
                 value = result.reference(subset, threshold)
@@ -611,14 +766,22 @@ def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, An
                 value, name = float(threshold), _fmt(float(threshold))
             if value is None or not math.isfinite(value) or not math.isfinite(figure):
                 judgements.append(Judgement(criterion, subset, figure, interval, value, name, None,
-                                            "the figure or its reference is undefined"))  # fmt: skip
+                                            "the figure or its reference is undefined", **shown))  # fmt: skip
                 continue
             error = result.reference_error(subset, threshold) if isinstance(threshold, str) else None
+            if error is not None:
+                from bayessdc.measures.base import t95
+
+                half = t95(error[1] - 1) * error[0]
+                shown.update(reference_interval=(value - half, value + half), repetitions=error[1])
             note = ""
             if error is not None and criterion.statistic in ("lower", "upper"):
-                figure, interval, note = _against_reference(row, criterion.statistic, error, name)
+                figure, interval, note, df = _against_reference(row, criterion.statistic, error, name)
+                difference = float(row["pooled"]) - value
+                shown.update(difference=difference, difference_interval=(interval[0] - value, interval[1] - value),
+                             df=df)  # fmt: skip
             passed = figure <= value if criterion.direction == "at_most" else figure >= value
-            judgements.append(Judgement(criterion, subset, figure, interval, value, name, passed, note))
+            judgements.append(Judgement(criterion, subset, figure, interval, value, name, passed, note, **shown))
     judged = {c.measure for c in policy.criteria}
     reported = [name for name in measures if name not in judged]
     return Verdict(policy, judgements, dict(setting or {}), reported, not_applicable)

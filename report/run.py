@@ -84,7 +84,8 @@ def render_run_report(release: Any) -> str:
 
 def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> None:
     """The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`), first in every report: every criterion
-    with its figure, interval, threshold and verdict, then what does not apply and what is reported only."""
+    with its figure and the figure's own interval, the reference and its interval, the test of their difference and
+    the verdict (:meth:`bayessdc.policy.Verdict.table`), then what does not apply and what is reported only."""
     if verdict is None:
         return
     doc.heading("Disclosure policy")
@@ -94,9 +95,10 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
         doc.paragraph(f"Drawn first under {earlier.setting_text()}, from the same posterior: " + "; ".join(
             j.sentence() for j in earlier.failed()) + ". Not released.")  # fmt: skip
     if verdict.judgements:
+        from bayessdc.policy import POLICY_TABLE_CAPTION
+
         doc.table(verdict.table(), caption=(
-            f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): each criterion, the release's "
-            "figure with its 95% Monte Carlo interval over the m datasets, the threshold and the verdict"
+            f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
         ))  # fmt: skip
     if verdict.not_applicable:
         doc.paragraph("Criteria of the policy that do not apply to this release: " + "; ".join(verdict.not_applicable)

@@ -67,6 +67,9 @@ def test_the_verdict_shows_its_sentence_and_every_criterion_coloured(release):
         if row["source"]:
             assert html.escape(row["source"]) in tr  # the source of every row, escaped
     assert "&lt;always&gt;" in markup and "<always>" not in markup
+    for column in verdict.table().columns:  # issue 49, item 5: the figure, the reference and the test apart
+        assert f">{html.escape(column)}</th>" in markup
+    assert {"figure", "reference", "reference 95% interval", "test"} <= set(verdict.table().columns)
     # the verdict's box: green, as the report's "verdict passed"
     assert re.search(r'<div class="verdict passed" style="background: #e6f4ea; border-left: 6px solid #1e7b34;',
                      markup)  # fmt: skip

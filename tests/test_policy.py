@@ -105,6 +105,11 @@ def test_a_reference_of_repetitions_is_judged_with_its_own_monte_carlo_error(tmp
     assert judgement.passed is False
     assert judgement.figure == pytest.approx(3.0 - t.ppf(0.975, df) * se)
     assert judgement.interval == pytest.approx((3.0 - t.ppf(0.975, df) * se, 3.0 + t.ppf(0.975, df) * se))
+    row = judgement.row()  # the figure, not the judged end, and the difference 3 - 2 apart with its own test
+    assert row["figure"] == pytest.approx(3.0) and row["reference"] == "inherent_max 2" and row["verdict"] == "FAILS"
+    half = t.ppf(0.975, df) * se
+    assert row["test"] == (f"difference 1, Welch 95% interval {1 - half:.4g} to {1 + half:.4g}: lower end > 0 "
+                           "(above the reference)")  # fmt: skip
     # the pooled statistic is judged against the reference's mean, as the policy file says
     pooled = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "expected_match_risk"\n'
                                            'at_most = "inherent_max"\n'))  # fmt: skip
@@ -242,3 +247,111 @@ def test_a_policy_of_ones_own_is_recorded_by_name_and_digest(tmp_path):
     assert {n.split("[")[0] for n in default.not_applicable} >= {"removed_records", "released_records"}
     built = bsd.Policy(name="built in Python", criteria=())
     assert built.digest and built.digest != bsd.Policy(name="other", criteria=(), reported={"proximity": ""}).digest
+
+
+# ----------------------------------------------------------------------------------------------------
+# The policy's table (issue 49, item 5): the figure, the reference and the test of their difference apart
+
+
+class _Count(Measure):
+    name, kind, better, unit = "attribute_disclosures", "risk", "lower", "records"
+
+
+class _Rate(Measure):
+    name, kind, better, unit = "true_match_rate", "risk", "lower", "share of records"
+
+
+def _with_reference(measure, values, repetitions, subset="all"):
+    reps = np.asarray(repetitions, dtype=float)
+    reference = {"subset": subset, "reference": "inherent_max", "value": reps.mean(),
+                 "mc_se": reps.std(ddof=1) / np.sqrt(reps.size), "repetitions": reps.size}  # fmt: skip
+    return MeasureSet([measure.result([{"subset": subset, "dataset": d + 1, "value": v} for d, v in enumerate(values)],
+                                      [reference])])  # fmt: skip
+
+
+def _row(verdict):
+    (row,) = verdict.table().to_dict(orient="records")
+    return row
+
+
+def test_the_table_shows_the_figure_the_reference_and_the_welch_difference_apart(tmp_path):
+    """Worked by hand: 25, 50, 75 records in the m = 3 datasets (pooled 50, sd 25, se 25 / sqrt(3) = 14.43) against
+    an inherent maximum of 25, 25, 50, 50 in S = 4 repetitions (mean 37.5, sd 14.43, se 7.217). Welch: se =
+    sqrt(14.43^2 + 7.217^2) = 16.14 on se^4 / (14.43^4 / 2 + 7.217^4 / 3) = 3 degrees of freedom, t = 3.182, half
+    width 51.36: the difference 12.5 has the interval -38.86 to 63.86, whose lower end is below 0 (met). The figure's
+    own interval, 50 +- 4.303 x 14.43 = -12.10 to 112.1, is shown from 0: a count is never negative; the reference's,
+    37.5 +- 3.182 x 7.217, is 14.53 to 60.47. The old table showed the judged end, 50 - 51.36 = -1.357 records."""
+    policy = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "attribute_disclosures"\nstatistic = "lower"\n'
+                                           'at_most = "inherent_max"\nsource = "Hu & Savitsky"\n'))  # fmt: skip
+    verdict = judge(policy, _with_reference(_Count(), [25.0, 50.0, 75.0], [25.0, 25.0, 50.0, 50.0]), "dpmpm")
+    (judgement,) = verdict.judgements
+    assert judgement.passed is True
+    assert judgement.figure == pytest.approx(50 - 51.3565064, abs=1e-6)  # the judged end: unchanged
+    assert judgement.difference == 12.5 and judgement.df == pytest.approx(3.0)
+    assert judgement.difference_interval == pytest.approx((-38.8565064, 63.8565064), abs=1e-6)
+    assert judgement.pooled_interval == pytest.approx((-12.1034428, 112.1034428), abs=1e-6)
+    assert judgement.figure_interval == pytest.approx((0.0, 112.1034428), abs=1e-6)
+    assert judgement.reference_interval == pytest.approx((14.5326721, 60.4673279), abs=1e-6)
+    assert list(verdict.table().columns) == ["criterion", "figure", "95% interval", "unit", "reference",
+                                             "reference 95% interval", "test", "verdict", "source"]  # fmt: skip
+    assert _row(verdict) == {
+        "criterion": "attribute_disclosures [all] lower", "figure": 50.0, "95% interval": "0 to 112.1",
+        "unit": "records", "reference": "inherent_max 37.5", "reference 95% interval": "14.53 to 60.47 (4 repetitions)",
+        "test": "difference 12.5, Welch 95% interval -38.86 to 63.86: lower end <= 0 (not above the reference)",
+        "verdict": "meets", "source": "Hu & Savitsky",
+    }  # fmt: skip
+    sentence = judgement.sentence()
+    assert sentence.startswith("attribute_disclosures [all] lower: figure 50 (records; 95% interval 0 to 112.1) "
+                               "meets 'at most 37.5' (inherent_max, 95% interval 14.53 to 60.47 over 4 repetitions): "
+                               "difference 12.5, Welch 95% interval -38.86 to 63.86")  # fmt: skip
+    assert "Welch, 3.0 degrees of freedom" in sentence and "-1.357" not in sentence
+    assert "-1.357" not in repr(judgement) and "figure 50" in repr(judgement)
+    # private/policy.json: the row, the numbers, and the keys other code reads (figure: the one shown)
+    record = verdict.to_dict()["judgements"][0]
+    assert record["figure"] == 50.0 and record["threshold_value"] == 37.5 and record["passed"] is True
+    assert record["judged_value"] == pytest.approx(-1.3565064, abs=1e-6) and record["statistic"] == "lower"
+    assert record["difference_interval"] == pytest.approx([-38.8565064, 63.8565064], abs=1e-6)
+
+
+def test_a_rate_whose_welch_lower_end_is_negative_shows_a_figure_of_at_least_0(tmp_path):
+    """The DPMPM demo's true match rate [gender+county]: no unique match in any dataset (0, 0, 0) against an
+    inherent maximum of 0, 0.0002, 0, 0.0002 (mean 0.0001, se 0.0001155 / 2 = 5.774e-05 on 3 degrees of freedom, t =
+    3.182, half width 0.0001837). The judged end is 0 - 0.0001837 < 0, which the old table showed as the figure."""
+    policy = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "true_match_rate"\nstatistic = "lower"\n'
+                                           'at_most = "inherent_max"\n'))  # fmt: skip
+    measures = _with_reference(_Rate(), [0.0, 0.0, 0.0], [0.0, 2e-4, 0.0, 2e-4], subset="gender+county")
+    verdict = judge(policy, measures, "dpmpm")
+    (judgement,) = verdict.judgements
+    assert judgement.passed and judgement.figure == pytest.approx(-1.8373862e-4)  # judged as before
+    row = _row(verdict)
+    assert row["figure"] == 0.0 and row["95% interval"] == "0 to 0" and row["unit"] == "share of records"
+    assert row["reference"] == "inherent_max 0.0001"
+    assert row["reference 95% interval"] == "0 to 0.0002837 (4 repetitions)"  # 0.0001 - 0.0001837 shown as 0
+    assert row["test"] == ("difference -0.0001, Welch 95% interval -0.0002837 to 8.374e-05: lower end <= 0 "
+                           "(not above the reference)")  # fmt: skip
+    number = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+    text = " ".join([row["95% interval"], row["reference"], row["reference 95% interval"]])
+    shown = [row["figure"], *(float(x) for x in re.findall(number, text))]
+    assert min(shown) >= 0  # the figure, the reference and their intervals: never negative
+
+
+def test_a_fixed_threshold_shows_the_end_judged_against_the_number(tmp_path):
+    """Worked by hand: shares 0.01, 0.02, 0.03 (pooled 0.02, se 0.01 / sqrt(3), t(0.975, 2) = 4.303: interval
+    0.02 +- 0.02484 = -0.004841 to 0.04484, shown from 0)."""
+    rate = MeasureSet([_Rate().result([{"subset": "all", "dataset": d + 1, "value": v}
+                                       for d, v in enumerate([0.01, 0.02, 0.03])])])  # fmt: skip
+
+    def row(body):
+        return _row(judge(load_policy(_policy(tmp_path, f'[[criterion]]\nmeasure = "true_match_rate"\n{body}')),
+                          rate, "dpmpm"))  # fmt: skip
+
+    upper = row('statistic = "upper"\nat_most = 0.05\n')
+    assert upper["figure"] == pytest.approx(0.02) and upper["95% interval"] == "0 to 0.04484"
+    assert upper["reference"] == "fixed 0.05" and upper["reference 95% interval"] == "n/a"
+    assert upper["test"] == "upper end 0.04484 <= 0.05" and upper["verdict"] == "meets"
+    assert row('statistic = "upper"\nat_most = 0.04\n')["test"] == "upper end 0.04484 > 0.04"
+    assert row('statistic = "worst"\nat_least = 0.02\n')["test"] == "worst dataset 0.03 >= 0.02"
+    # the judged lower end -0.004841 is shown as 0 when that reads the same verdict, never when it would not
+    assert row('statistic = "lower"\nat_most = 0.01\n')["test"] == "lower end 0 <= 0.01"
+    unmet = row('statistic = "lower"\nat_least = 0\n')
+    assert unmet["test"] == "lower end -0.004841 < 0" and unmet["verdict"] == "FAILS"

@@ -214,3 +214,7 @@ def test_a_policy_verdict_judged_by_nothing_is_boxed_apart_from_met_and_failed()
     assert boxed([met]) == ["passed"]
     assert boxed([met, failed]) == ["failed"]
     assert boxed([unjudged]) == ["unjudged"] and boxed([]) == ["unjudged"]
+    doc = Document("t")
+    policy_section(doc, Verdict(policy, [met]))
+    html = doc.render()  # issue 49, item 5: the reference and the test each in a column of its own
+    assert all(f">{column}<" in html for column in ("figure", "reference", "reference 95% interval", "test"))
