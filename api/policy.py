@@ -714,6 +714,32 @@ def _against_reference(
     return (interval[0] if statistic == "lower" else interval[1]), interval, note, df
 
 
+#: The two ends of Hu & Savitsky's inherent pair (Section 4.1).
+INHERENT_ENDS = ("inherent_min", "inherent_max")
+
+
+def _bounding_end(result: Any, subset: str, threshold: float | str, direction: str) -> tuple[float | str, str]:
+    """The end of the inherent pair a criterion is judged against, and why when it is not the one stated.
+
+    The pair is not ordered for every figure (:mod:`bayessdc.risk.identification`, "Which figures the pair
+    bounds": the true match rate's minimum, labels drawn uniformly at random, can exceed its maximum). Where it is
+    crossed for ``subset``, a criterion stated against one end is judged against the less strict of the two: a
+    release is never refused for a figure that labels drawn at random (a release that learned nothing of the
+    records) would give, nor passed against a threshold stricter than what chance gives. Any other threshold, or
+    an ordered pair, is returned as stated with no reason."""
+    if threshold not in INHERENT_ENDS:
+        return threshold, ""
+    low, high = (result.reference(subset, end) for end in INHERENT_ENDS)
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)) or low <= high:
+        return threshold, ""
+    loose = "inherent_min" if direction == "at_most" else "inherent_max"  # at_most: the larger value, here the min
+    if loose == threshold:
+        return threshold, ""
+    return loose, (f"the inherent pair is crossed for this subset (minimum {_fmt(low)} above maximum {_fmt(high)}: "
+                   f"not a bound of this figure), so it is judged against the {loose.replace('_', ' ')}, the less "
+                   "strict end")  # fmt: skip
+
+
 def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, Any] | None = None) -> Verdict:
     """Apply ``policy`` to a release's measures (:class:`bayessdc.measures.MeasureSet`).
 
@@ -758,7 +784,7 @@ def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, An
             values = result.values.loc[result.values["subset"].astype(str) == subset, "value"].astype(float)
             shown = {"unit": result.unit, "pooled": float(row["pooled"]), "pooled_interval": interval,
                      "nonnegative": result.kind == "risk" and bool((values[values.notna()] >= 0).all())}  # fmt: skip
-            threshold = criterion.threshold
+            threshold, crossed = _bounding_end(result, subset, criterion.threshold, criterion.direction)
             if isinstance(threshold, str):
                 value = result.reference(subset, threshold)
                 name = threshold
@@ -781,6 +807,7 @@ def judge(policy: Policy, measures: Any, synthesizer: str, setting: dict[str, An
                 shown.update(difference=difference, difference_interval=(interval[0] - value, interval[1] - value),
                              df=df)  # fmt: skip
             passed = figure <= value if criterion.direction == "at_most" else figure >= value
+            note = "; ".join(n for n in (crossed, note) if n)
             judgements.append(Judgement(criterion, subset, figure, interval, value, name, passed, note, **shown))
     judged = {c.measure for c in policy.criteria}
     reported = [name for name in measures if name not in judged]

@@ -8,8 +8,17 @@ their number per dataset, read against the inherent minimum and maximum (Section
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .base import Measure, MeasureInput, MeasureResult, register
-from .identification import INHERENT_NOTES, banding_stated, inherent_references, per_dataset_figures
+from .identification import INHERENT_NOTES, banding_stated, crossing_stated, inherent_references, per_dataset_figures
+
+#: The ``inherent_min`` note when the maximum resamples the patterns by survey weight.
+WEIGHTED_MIN_NOTE = (
+    INHERENT_NOTES["inherent_min"] + "; with survey weights not a lower bound by construction: the weighted "
+    "maximum gives a heavy record's level to its pattern's light records (bayessdc.risk.identification, 'Which "
+    "figures the pair bounds'), and where the minimum is above it the pair bounds nothing"
+)
 
 __all__ = ["ExactAttributeDisclosures"]
 
@@ -25,6 +34,12 @@ class ExactAttributeDisclosures(Measure):
     unit = "records"
     description = "records whose synthesized values all equal their true ones (eq. 18)"
     references = INHERENT_NOTES
+    #: The inherent minimum's expectation is at most the maximum's by construction (``k sum_y p_y^2 >= k / L`` in
+    #: every pattern; :mod:`bayessdc.risk.identification`, 'Which figures the pair bounds'), without survey
+    #: weights: the weighted maximum is not ordered so (the ``inherent_min`` note of such a release says it).
+    inherent_bound: ClassVar[bool] = True
+    #: The column of the inherent scenarios' tables it reads.
+    figure: ClassVar[str] = "disclosures"
     from_release_figures = True
 
     def applies(self, data: MeasureInput) -> bool:
@@ -36,4 +51,7 @@ class ExactAttributeDisclosures(Measure):
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["attribute_disclosures"], strict=True)
         ]
-        return banding_stated(self.result(values, inherent_references(data, "disclosures", None)), data)
+        result = banding_stated(self.result(values, inherent_references(data, self.figure, None)), data)
+        if data.weights is not None and "inherent_min" in result.reference_notes:
+            result.reference_notes["inherent_min"] = WEIGHTED_MIN_NOTE
+        return crossing_stated(result)

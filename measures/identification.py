@@ -14,6 +14,13 @@ says nothing of the value beyond its levels) and ``inherent_max`` (every synthes
 original's own distribution within the record's pattern of kept values: the most a release drawn from the
 data distribution reveals). Hu & Savitsky judge a release by where its risk sits between the two.
 
+The two are a range only for the exact attribute disclosures (without survey weights): for the three figures
+here the minimum's expectation can exceed the maximum's (a level common in its pattern is rarely a unique match
+when the pattern is redrawn from itself; :mod:`bayessdc.risk.identification`, 'Which figures the pair
+bounds'). A measure says which in its ``inherent_bound`` and in its ``inherent_min`` note; where the minimum's
+mean is beyond the maximum's for a subset (:func:`inherent_crossed`), labels drawn at random would exceed the
+maximum there, the pair bounds nothing, the description says so, and no release should be judged against it.
+
 The three figures are computed together, once per release, on integer keys
 (:class:`bayessdc.risk.release_figures.CategoricalReleaseFigures`: a dataset costs a few ``bincount``
 passes); :func:`bayessdc.risk.identification.identification_risk` on data frames is the tests' oracle.
@@ -26,11 +33,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from .base import Measure, MeasureInput, MeasureResult, mean_reference, register
+from .base import Z95, Measure, MeasureInput, MeasureResult, mean_reference, register
 
 __all__ = [
-    "ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "banding_stated", "inherent_references",
-    "per_dataset_figures",
+    "ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "banding_stated", "crossing_stated", "inherent_crossed",
+    "inherent_references", "per_dataset_figures",
 ]
 
 INHERENT_NOTES = {
@@ -38,6 +45,14 @@ INHERENT_NOTES = {
     "a release that says nothing of them beyond their levels",
     "inherent_max": "the synthesized values redrawn from the original's own distribution within each pattern of "
     "kept values, S times (Hu & Savitsky 4.1): the most a release drawn from the data distribution reveals",
+}
+
+#: The references' notes of a figure the pair does not bound by construction.
+INHERENT_UNORDERED_NOTES = {
+    **INHERENT_NOTES,
+    "inherent_min": INHERENT_NOTES["inherent_min"] + "; not a lower bound of this figure: its expectation can "
+    "exceed the maximum's (bayessdc.risk.identification, 'Which figures the pair bounds'), and where it does the "
+    "pair bounds nothing",
 }
 
 
@@ -79,13 +94,60 @@ def inherent_references(data: MeasureInput, column: str, known: str | None) -> l
     return out
 
 
+def inherent_crossed(result: MeasureResult, subset: str) -> str:
+    """Why ``result``'s inherent pair bounds nothing for ``subset``: its ``inherent_min`` is beyond its
+    ``inherent_max`` in the direction of risk (above it for a risk where lower is better, below it for a
+    protection such as the false match rate); ``""`` when ordered or when either is missing or undefined.
+
+    Labels drawn uniformly at random then score worse than the 'perfect' synthesizer, and a criterion ``at most
+    inherent_max`` would refuse a release that carries nothing: the disclosure policy should not judge against
+    it. Whether the means are apart beyond their Monte Carlo error (``1.96 sqrt(se_min^2 + se_max^2)``) is said;
+    :func:`bayessdc.risk.identification.inherent_expectations` settles it exactly.
+    """
+    low, high = result.reference(subset, "inherent_min"), result.reference(subset, "inherent_max")
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    gap = (low - high) if result.better == "lower" else (high - low)
+    if gap <= 0:
+        return ""
+    errors = [result.reference_error(subset, name) for name in ("inherent_min", "inherent_max")]
+    error = ""
+    if errors[0] is not None and errors[1] is not None:
+        beyond = gap > Z95 * float(np.hypot(errors[0][0], errors[1][0]))
+        error = f"{' beyond' if beyond else ' within'} the Monte Carlo error of their repetitions"
+    side = "above" if result.better == "lower" else "below"
+    return (
+        f"the inherent minimum ({low:.4g}) is {side} the inherent maximum ({high:.4g}) for {subset}{error}: labels "
+        "drawn at random would fail a criterion against the maximum, so the pair bounds nothing here"
+    )
+
+
+def crossing_stated(result: MeasureResult) -> MeasureResult:
+    """``result`` with the subsets whose inherent pair is crossed (:func:`inherent_crossed`) said in its
+    description (the report and the policy's readers see it)."""
+    crossed = [subset for subset in result.subsets() if inherent_crossed(result, subset)]
+    if crossed:
+        side = "above" if result.better == "lower" else "below"
+        result.description += (
+            f"; the inherent minimum is {side} the maximum for {', '.join(crossed)}: the pair bounds nothing there "
+            "(labels drawn at random would exceed the maximum)"
+        )
+    return result
+
+
 class _Identification(Measure):
     """One of the three identification figures (eq. 15-17), per knowledge set."""
 
     figure: ClassVar[str] = ""
+    #: Whether the inherent minimum's expectation is at most the maximum's for every data set by construction
+    #: (the pair is then a range of the figure). Not for the identification figures: a level common in its
+    #: pattern is rarely a unique match when the pattern is redrawn from itself, so the true match rate's minimum
+    #: can exceed its maximum, and the expected match risk's and the false match rate's too
+    #: (:mod:`bayessdc.risk.identification`, 'Which figures the pair bounds').
+    inherent_bound: ClassVar[bool] = False
     kind = "risk"
     better = "lower"
-    references = INHERENT_NOTES
+    references = INHERENT_UNORDERED_NOTES
     subsets = "knowledge set (the columns the intruder knows, joined by +)"
     subset_names, subset_columns = None, True
     from_release_figures = True
@@ -104,7 +166,7 @@ class _Identification(Measure):
                 for d, v in zip(table["synthetic"], table[column], strict=True)
             ]
             references += inherent_references(data, self.figure, subset)
-        return banding_stated(self.result(values, references), data)
+        return crossing_stated(banding_stated(self.result(values, references), data))
 
 
 def banding_stated(result: MeasureResult, data: MeasureInput) -> MeasureResult:

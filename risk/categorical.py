@@ -4,9 +4,11 @@ Hu & Savitsky, Section 4, gathered into the figures every
 synthesizer of categorical labels reports (the DPMPM and the DP-areal model), so that their outputs compare
 file by file: per knowledge set the expected match risk, true and false match rates (eq. 15-17) of the m
 datasets, and the exact attribute disclosures (eq. 18), each beside the inherent minimum and maximum
-(Section 4.1) and placed among their S repetitions; per record the exact-disclosure share and match risk,
-with records alone in their pattern singled out. Generic: nothing here knows the synthesizer; the per-record
-Bayesian attribute risk (importance sampling), which needs the model, is passed in when there is one.
+(Section 4.1; a range for the attribute disclosures only: the identification figures' minimum can lie above
+their maximum, see :mod:`bayessdc.risk.identification`) and placed among their S repetitions; per record the
+exact-disclosure share and match risk, with records alone in their pattern singled out. Generic: nothing here
+knows the synthesizer; the per-record Bayesian attribute risk (importance sampling), which needs the model, is
+passed in when there is one.
 """
 
 from __future__ import annotations

@@ -355,3 +355,29 @@ def test_a_fixed_threshold_shows_the_end_judged_against_the_number(tmp_path):
     assert row('statistic = "lower"\nat_most = 0.01\n')["test"] == "lower end 0 <= 0.01"
     unmet = row('statistic = "lower"\nat_least = 0\n')
     assert unmet["test"] == "lower end -0.004841 < 0" and unmet["verdict"] == "FAILS"
+
+
+def test_a_crossed_inherent_pair_is_judged_against_its_less_strict_end(tmp_path):
+    """Issue 49: the true match rate's inherent minimum (labels drawn at random) can exceed its maximum
+    (bayessdc.risk.identification). A release at 0.015 against a minimum of 0.0175 and a maximum of 0.0107 would fail
+    'at most inherent_max' though labels drawn at random give more: judged against the minimum, the larger end, it
+    passes, and the judgement says why. Ordered, the same pair judges against the maximum as stated."""
+    policy = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "true_match_rate"\nat_most = "inherent_max"\n'))
+
+    def measures(low, high):
+        result = _Rate().result([{"subset": "all", "dataset": d + 1, "value": v} for d, v in enumerate([0.015] * 3)],
+                                [{"subset": "all", "reference": "inherent_min", "value": low},
+                                 {"subset": "all", "reference": "inherent_max", "value": high}])  # fmt: skip
+        return MeasureSet([result])
+
+    (crossed,) = judge(policy, measures(0.0175, 0.0107), "dpmpm").judgements
+    assert crossed.passed is True and crossed.threshold == 0.0175 and crossed.threshold_name == "inherent_min"
+    assert "the inherent pair is crossed for this subset (minimum 0.0175 above maximum 0.0107" in crossed.note
+    (ordered,) = judge(policy, measures(0.0107, 0.0175), "dpmpm").judgements
+    assert ordered.passed is True and ordered.threshold == 0.0175 and ordered.threshold_name == "inherent_max"
+    assert ordered.note == ""
+    (strict,) = judge(policy, measures(0.001, 0.0107), "dpmpm").judgements  # ordered and below the release: fails
+    assert strict.passed is False and strict.threshold_name == "inherent_max"
+    at_least = load_policy(_policy(tmp_path, '[[criterion]]\nmeasure = "true_match_rate"\nat_least = "inherent_min"\n'))
+    (low,) = judge(at_least, measures(0.0175, 0.0107), "dpmpm").judgements  # at least: the smaller end, the maximum
+    assert low.passed is True and low.threshold_name == "inherent_max"
