@@ -349,7 +349,6 @@ def shorten(text: str, limit: int = 240) -> str:
 
 def _plots(release: Any) -> dict[str, Callable[[], Figure]]:
     """The report's plots of ``release`` by name, each drawn when called."""
-    import numpy as np
     import pandas as pd
 
     from bayessdc.report import plots, risk_utility_panels
@@ -400,24 +399,13 @@ def _plots(release: Any) -> dict[str, Callable[[], Figure]]:
     gate = summary.get("release_gate")
     if gate and gate.get("figures"):
 
-        def release_gate() -> Figure:
-            figures = pd.DataFrame.from_dict(gate["figures"], orient="index")
-            ratio = figures["between_chain_se"] / figures["tolerance"].replace(0, np.nan)
-            ratio = ratio.where(~((figures["between_chain_se"] == 0) & (figures["tolerance"] == 0)), 0.0)
-            return plots.ratio_bars(list(figures.index), ratio, figures["passed"].astype(bool),
-                                    "between-chain SE / tolerance (at most 1 passes)", "release gate")  # fmt: skip
+        builders["release_gate"] = lambda: plots.release_gate_bars(gate["figures"])
+    from bayessdc.report.run import _importance_khat
 
-        builders["release_gate"] = release_gate
-    items = getattr(getattr(release, "measure_input", None), "items", None)
-    if items is not None and "khat" in items and np.isfinite(items["khat"].to_numpy(dtype=float)).any():
-
-        def importance() -> Figure:
-            khat = items["khat"].to_numpy(dtype=float)
-            khat = khat[np.isfinite(khat)]
-            return plots.histogram(khat, "Pareto k-hat", "importance-sampling reliability",
-                                   {"0.7: unreliable beyond": 0.7})  # fmt: skip
-
-        builders["importance"] = importance
+    khat = _importance_khat(release)  # the report's k-hat of the intruder measures' items
+    if khat is not None:
+        builders["importance"] = lambda: plots.histogram(khat, "Pareto k-hat", "importance-sampling reliability",
+                                                         {"0.7: unreliable beyond": 0.7})  # fmt: skip
     if content is not None:
         for section in ("diagnostics", "comparison"):
             drawn = [item for item in getattr(content, section) if isinstance(item, ContentFigure)]

@@ -727,15 +727,17 @@ def _bounding_end(result: Any, subset: str, threshold: float | str, direction: s
     release is never refused for a figure that labels drawn at random (a release that learned nothing of the
     records) would give, nor passed against a threshold stricter than what chance gives. Any other threshold, or
     an ordered pair, is returned as stated with no reason."""
-    if threshold not in INHERENT_ENDS:
+    from bayessdc.measures.identification import inherent_crossed
+
+    if threshold not in INHERENT_ENDS or not inherent_crossed(result, subset):
         return threshold, ""
-    low, high = (result.reference(subset, end) for end in INHERENT_ENDS)
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)) or low <= high:
-        return threshold, ""
-    loose = "inherent_min" if direction == "at_most" else "inherent_max"  # at_most: the larger value, here the min
+    ends = {end: result.reference(subset, end) for end in INHERENT_ENDS}
+    loose = (max if direction == "at_most" else min)(ends, key=ends.__getitem__)  # the larger or smaller value
     if loose == threshold:
         return threshold, ""
-    return loose, (f"the inherent pair is crossed for this subset (minimum {_fmt(low)} above maximum {_fmt(high)}: "
+    low, high = ends["inherent_min"], ends["inherent_max"]
+    side = "above" if low > high else "below"
+    return loose, (f"the inherent pair is crossed for this subset (minimum {_fmt(low)} {side} maximum {_fmt(high)}: "
                    f"not a bound of this figure), so it is judged against the {loose.replace('_', ' ')}, the less "
                    "strict end")  # fmt: skip
 

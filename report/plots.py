@@ -232,6 +232,16 @@ def fit_histograms(
     return fig
 
 
+def release_gate_bars(figures: Mapping[str, Mapping[str, Any]]) -> Figure:
+    """The release gate's figures (``diagnostics["release_gate"]["figures"]``) as bars of their between-chain
+    standard error over their tolerance (a zero SE within a zero tolerance is 0)."""
+    table = pd.DataFrame.from_dict(dict(figures), orient="index")
+    ratio = table["between_chain_se"] / table["tolerance"].replace(0, np.nan)
+    ratio = ratio.where(~((table["between_chain_se"] == 0) & (table["tolerance"] == 0)), 0.0)
+    return ratio_bars(list(table.index), ratio, table["passed"].astype(bool),
+                      "between-chain SE / tolerance (at most 1 passes)", "release gate")  # fmt: skip
+
+
 def ratio_bars(
     names: Sequence[str], ratios: Sequence[float], passed: Sequence[bool], xlabel: str, title: str
 ) -> Figure:

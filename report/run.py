@@ -332,8 +332,6 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
     gate = summary.get("release_gate")
     if gate:
         figures = pd.DataFrame.from_dict(gate["figures"], orient="index")
-        ratio = figures["between_chain_se"] / figures["tolerance"].replace(0, np.nan)
-        ratio = ratio.where(~((figures["between_chain_se"] == 0) & (figures["tolerance"] == 0)), 0.0)
         doc.heading("The release gate", 3)
         doc.paragraph(
             "The Dirichlet-process posteriors are multimodal in their labels, so the parameter gate cannot judge "
@@ -342,8 +340,7 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
             "within its tolerance."
         )
         doc.figure(
-            plots.ratio_bars(list(figures.index), ratio, figures["passed"].astype(bool),
-                             "between-chain SE / tolerance (at most 1 passes)", "release gate"),
+            plots.release_gate_bars(gate["figures"]),
             "Each pooled figure's between-chain standard error relative to its tolerance.",
         )
         columns = [c for c in ("kind", "pooled", "between_chain_se", "tolerance", "tolerance_rule", "passed")
