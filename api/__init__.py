@@ -63,6 +63,7 @@ _LAZY = {
     "load": "bayessdc.loading",
     "evaluate": "bayessdc.evaluation",
     "MeasureInput": "bayessdc.measures",
+    "AttackSettings": "bayessdc.measures",
     "Measure": "bayessdc.measures",
     "register_measure": "bayessdc.measures",
 }
@@ -72,6 +73,7 @@ __all__ = [
     "DPAreal",
     "DPMPM",
     "Adjustment",
+    "AttackSettings",
     "Spatial",
     "adjust",
     "examples",

@@ -165,8 +165,9 @@ def verdict_html(verdict: Any, tried: Sequence[Any] = (), box: bool = True) -> s
     -------
     str
         The verdict sentence boxed in the report's colours, then the policy's table (:meth:`Verdict.table`), each
-        row's verdict cell coloured (``class="verdict passed|failed|unjudged"``), then the criteria that do not
-        apply and the measures reported without a threshold.
+        row's verdict cell coloured (``class="verdict passed|failed|unjudged"``), then what each lever applied to
+        the release cost in utility (:attr:`Verdict.lever_costs`, :func:`bayessdc.levers.costs_table`), then the
+        criteria that do not apply and the measures reported without a threshold.
     """
     judged = any(j.passed is not None for j in verdict.judgements)
     parts = [verdict_box(verdict.sentence(), verdict.passed if judged else None)]
@@ -185,6 +186,11 @@ def verdict_html(verdict: Any, tried: Sequence[Any] = (), box: bool = True) -> s
         policy = verdict.policy
         caption = f"Policy {policy.name!r} (sha256:{policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
         parts.append(_table(table, caption, passed))
+    costs = list(getattr(verdict, "lever_costs", None) or [])
+    if costs:
+        from bayessdc.levers import LEVER_TABLE_CAPTION, costs_table
+
+        parts.append(_table(costs_table(costs), LEVER_TABLE_CAPTION))
     if verdict.not_applicable:
         parts.append(_note("Criteria of the policy that do not apply to this release: "
                            + "; ".join(verdict.not_applicable) + "."))  # fmt: skip
@@ -209,9 +215,10 @@ def summary_html(summary: pd.DataFrame, caption: str = "") -> str:
     Returns
     -------
     str
-        One row per (measure, subset): the measure, its kind and subset, the pooled value with its 95% Monte Carlo
-        interval (``n/a`` for a figure of the m datasets jointly), the worst dataset, and its references
-        (``name value``, the ones it has).
+        One row per (measure, subset): the measure, its kind and subset, the pooled value with its 95% interval
+        (Monte Carlo, or the measure's own with one dataset; ``n/a`` for a figure of the m datasets jointly or of one
+        dataset without an interval of its own), the worst dataset, its references (``name value``, the ones it
+        has) and why a figure is missing.
     """
     import pandas as pd
 
@@ -220,16 +227,19 @@ def summary_html(summary: pd.DataFrame, caption: str = "") -> str:
     references = [c for c in summary.columns if c not in SUMMARY_COLUMNS]
     rows = []
     for _, row in summary.iterrows():
-        se = float(row["mc_se"]) if row["mc_se"] is not None else math.nan
-        interval = f"{_format(float(row['lower']))} to {_format(float(row['upper']))}" if math.isfinite(se) else "n/a"
+        source = str(row.get("interval") or "")
+        interval = "n/a"
+        if source in ("monte carlo", "own", "monte carlo and own"):
+            own = " (its own)" if source == "own" else ""
+            interval = f"{_format(float(row['lower']))} to {_format(float(row['upper']))}{own}"
         refs = [f"{name.replace('_', ' ')} {_format(float(row[name]))}" for name in references
                 if row[name] is not None and math.isfinite(float(row[name]))]  # fmt: skip
         rows.append({
             "measure": row["measure"], "kind": row["kind"], "subset": row["subset"], "datasets": int(row["datasets"]),
-            "pooled": float(row["pooled"]), "95% MC interval": interval, "worst": float(row["worst"]),
-            "references": "; ".join(refs),
+            "pooled": float(row["pooled"]), "95% interval": interval, "worst": float(row["worst"]),
+            "references": "; ".join(refs), "note": str(row.get("note") or ""),
         })  # fmt: skip
-    columns = ["measure", "kind", "subset", "datasets", "pooled", "95% MC interval", "worst", "references"]
+    columns = ["measure", "kind", "subset", "datasets", "pooled", "95% interval", "worst", "references", "note"]
     return _table(pd.DataFrame(rows, columns=columns), caption)
 
 

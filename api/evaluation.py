@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .errors import InputError
 from .io import read_table
 from .validation import check_values
 
-__all__ = ["evaluate"]
+__all__ = ["check_attack_settings", "decide_roles", "evaluate"]
 
 _log = logging.getLogger("bayessdc.evaluation")
 
@@ -98,18 +99,132 @@ def _check_columns(original: pd.DataFrame, synthetic: pd.DataFrame, roles: dict[
     return released
 
 
-def _aligned(original: pd.DataFrame, synthetic: pd.DataFrame, keep: list[str]) -> bool:
-    """Whether every dataset is the original record by record with its kept columns unchanged (partially
-    synthetic data, on which identification and attribute disclosure are defined)."""
-    if not keep:
-        return False
-    for _, dataset in synthetic.groupby("synthetic", sort=True):
-        if len(dataset) != len(original):
-            return False
-        mine, theirs = dataset[keep].reset_index(drop=True), original[keep].reset_index(drop=True)
-        if not mine.astype(str).equals(theirs.astype(str)):
-            return False
-    return True
+def _equal(mine: pd.Series, theirs: pd.Series) -> np.ndarray:
+    """Row by row, whether two columns hold the same value (two missing values equal)."""
+    a, b = mine.reset_index(drop=True), theirs.reset_index(drop=True)
+    missing = (a.isna() & b.isna()).to_numpy()
+    if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
+        same = a.to_numpy(dtype=float, na_value=np.nan) == b.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        same = (a.astype(str) == b.astype(str)).to_numpy() & ~a.isna().to_numpy() & ~b.isna().to_numpy()
+    return same | missing
+
+
+def _row_keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """One hash per row of ``columns``, equal where :func:`_equal` finds every column equal."""
+    normal = pd.DataFrame({
+        c: frame[c].to_numpy(dtype=float, na_value=np.nan) if pd.api.types.is_numeric_dtype(frame[c])
+        else frame[c].astype(str).where(frame[c].notna(), "\0missing") for c in columns
+    })  # fmt: skip
+    return pd.util.hash_pandas_object(normal, index=False).to_numpy()
+
+
+def _removed_rows(original: np.ndarray, dataset: np.ndarray) -> int:
+    """-1 when ``dataset``'s rows are ``original``'s in order with some left out; else the first row (0-based)
+    that is not (greedy matching, which finds such an order whenever there is one)."""
+    i = 0
+    for j, key in enumerate(dataset):
+        while i < len(original) and original[i] != key:
+            i += 1
+        if i == len(original):
+            return j
+        i += 1
+    return -1
+
+
+def _differs(original: pd.DataFrame, synthetic: pd.DataFrame, columns: list[str]) -> str:
+    """Where the datasets are not the original's records on ``columns`` (``""``: every dataset is, record by
+    record, or with rows removed and the rest in the original's order)."""
+    from bayessdc.models.validation import name_rows
+
+    for number, dataset in synthetic.groupby("synthetic", sort=True):
+        if len(dataset) > len(original):
+            return f"dataset {number} has {len(dataset):,} rows, more than the original's {len(original):,}"
+        if len(dataset) == len(original):
+            for column in columns:
+                same = _equal(dataset[column], original[column])
+                if not same.all():
+                    return f"{column!r} of dataset {number} differs from the original at {name_rows(~same)}"
+            continue
+        first = _removed_rows(_row_keys(original, columns), _row_keys(dataset, columns))
+        if first >= 0:
+            return (f"dataset {number} has {len(original) - len(dataset):,} rows fewer than the original, and from "
+                    f"data row {first + 1} on its rows are not the original's records in order")  # fmt: skip
+    return ""
+
+
+#: Why a partially synthetic file with rows removed gets no identification risk nor attribute disclosures.
+ROW_ALIGNED = (
+    "the identification risk and attribute disclosures (Hu & Savitsky) compare record i with row i of every dataset, "
+    "and a removed record has no row: they are not computed; the attacks and the other measures are"
+)
+
+
+def decide_roles(
+    original: pd.DataFrame, synthetic: pd.DataFrame, released: list[str], keep: list[str], synthesize: list[str]
+) -> tuple[list[str], list[str]]:
+    """The kept and the synthesized columns, decided from the data (partially synthetic: some columns kept).
+
+    Every released column that is not kept is synthesized (``synthesize`` first, in its order): a column the
+    other tool changed is a secret of the attacks whether or not ``synthesize`` names it.
+
+    Kept columns are released unchanged: every dataset is the original record by record on them, or, where the
+    tool removed rows (synthpop's ``sdc(rm.replicated.uniques = TRUE)``, bayessdc's removal of replicated
+    uniques), the original's records in order with those rows left out. ``keep`` given is checked against that
+    and refused where it does not hold. Without ``keep``, the kept columns are the released columns outside
+    ``synthesize`` that hold it (none when every released column does: the files are the original itself,
+    judged as fully synthetic data that copy it).
+
+    Raises
+    ------
+    bayessdc.InputError
+        ``keep`` columns that some dataset does not hold, naming the column or the dataset and the rows.
+    """
+    both = [c for c in keep if c in synthesize]
+    if both:
+        raise InputError(f"column(s) {', '.join(map(repr, both))} are given as both kept and synthesized")
+    if keep:
+        where = _differs(original, synthetic, keep)
+        if where:
+            raise InputError(
+                f"keep= {', '.join(keep)}: {where}. A kept column is released unchanged, row i the original's "
+                "record i (or rows removed, the rest in order). Leave the column out of keep= (give no keep= to "
+                "judge the files as fully synthetic), or give the files the tool wrote in the original's order"
+            )
+        kept = list(keep)
+    else:
+        candidates = [c for c in released if c not in synthesize]
+        kept = [c for c in candidates if not _differs(original, synthetic, [c])]
+        if len(kept) == len(released) or (kept and _differs(original, synthetic, kept)):
+            kept = []
+    synthesized = [*synthesize, *(c for c in released if c not in kept and c not in synthesize)]
+    return kept, synthesized
+
+
+def check_attack_settings(attacks: Any, released: list[str]) -> Any:
+    """The attack settings of ``attacks`` (settings, a preset's name or ``None``), their columns checked against
+    the ``released`` ones.
+
+    Raises
+    ------
+    bayessdc.InputError
+        An unknown preset, or a secret, auxiliary or linkability column that is not released.
+    """
+    from bayessdc.measures.attacks import AttackSettings
+
+    try:
+        settings = AttackSettings.preset(attacks) if attacks is None or isinstance(attacks, str) else attacks
+    except ValueError as error:
+        raise InputError(f"attacks=: {error}") from None
+    if not isinstance(settings, AttackSettings):
+        raise InputError(f"attacks= must be AttackSettings or a preset's name, got {type(attacks).__name__}")
+    for field, columns in (("secrets", settings.secrets), ("auxiliary", settings.auxiliary),
+                           ("split", [c for source in settings.split or () for c in source])):  # fmt: skip
+        absent = [c for c in columns if c not in released]
+        if absent:
+            raise InputError(f"attacks= {field} column(s) {', '.join(map(repr, absent))} are not released columns "
+                             f"(the files hold {', '.join(released)})")  # fmt: skip
+    return settings
 
 
 def evaluate(
@@ -127,6 +242,7 @@ def evaluate(
     out: str | os.PathLike[str] | None = None,
     seed: int = 0,
     progress: bool = True,
+    attacks: Any = None,
 ) -> Any:
     """Judge synthetic data made elsewhere by bayessdc's measures, a disclosure policy and its report.
 
@@ -138,10 +254,13 @@ def evaluate(
         The synthetic datasets: one frame or file (a ``synthetic`` column numbering the m datasets, or one
         dataset without it) or a sequence of frames or files, one per dataset.
     synthesize, keep
-        The columns the other tool synthesized and those it released unchanged (default: every released column
-        synthesized). When every dataset is the original record by record with the kept columns unchanged, the
-        data are judged as partially synthetic (identification risk and attribute disclosures of the categorical
-        synthesized columns beside their inherent bounds); otherwise as fully synthetic.
+        The columns the other tool synthesized and those it released unchanged. Partially or fully synthetic is
+        decided from the data (:func:`decide_roles`): a kept column is the original's record by record in every
+        dataset; ``keep`` is checked against it and refused where it does not hold; without ``keep``, the
+        released columns outside ``synthesize`` that are the original's record by record are the kept ones. Every
+        other released column is synthesized. Partially synthetic data get the identification risk and
+        attribute disclosures of the synthesized columns beside their inherent bounds (a numeric column matched
+        to its decile band), and every synthesized column, numeric ones included, is a secret of the attacks.
     holdout
         A control set (real records of the same population the other tool never saw): the attack measures and
         the records-copied reference use it. Refused when it repeats training records.
@@ -164,6 +283,11 @@ def evaluate(
         Seed of the measures' random steps (inherent scenarios, bootstrap replicates).
     progress
         Stage messages of the ``bayessdc`` logger.
+    attacks
+        What the attacks against the control set use: a :class:`bayessdc.AttackSettings`, a preset's name
+        (``"bayessdc"``, the defaults; ``"anonymeter"``, anonymeter 1.1's settings and form,
+        :meth:`bayessdc.AttackSettings.preset`) or ``None`` (the defaults). Its columns are checked against the
+        released ones before anything is measured.
 
     Returns
     -------
@@ -174,7 +298,9 @@ def evaluate(
     ------
     bayessdc.InputError
         A synthetic column the original lacks, a level the original lacks, a column of ``synthesize``/``keep``
-        absent, or a control set that is too small or repeats training records; before anything is measured.
+        absent, a kept column that is not the original's record by record, an attack setting naming a column
+        not released, or a control set that is too small or repeats training records; before anything is
+        measured.
 
     Examples
     --------
@@ -192,6 +318,7 @@ def evaluate(
     from bayessdc.measures import MeasureInput
     from bayessdc.pipeline import column_list
     from bayessdc.pipeline.cart_measures import table_specs
+    from bayessdc.pipeline.cart_reference import identification_input
     from bayessdc.pipeline.categorical_input import check_known_sets
     from bayessdc.pipeline.releasing import measure_and_judge
     from bayessdc.policy import load_policy
@@ -216,32 +343,39 @@ def evaluate(
     unknown = sorted({c for group in groups for c in column_list(group) or []} - set(released))
     if unknown:
         raise InputError(f"known= column(s) {', '.join(map(repr, unknown))} are not columns of the synthetic data")
-    synthesize_columns = synthesize_columns or [c for c in released if c not in keep_columns]
     disclosure_policy.check_columns(released, name)
+    settings = check_attack_settings(attacks, released)
     original = original[released]
     stacked = stacked.astype({c: original[c].dtype for c in released if stacked[c].dtype != original[c].dtype},
                              errors="ignore")  # fmt: skip
-    partially = _aligned(original, stacked, keep_columns)
+    keep_columns, synthesize_columns = decide_roles(original, stacked, released, keep_columns,
+                                                    synthesize_columns or [])  # fmt: skip
+    partially = bool(keep_columns)
+    removed = len(original) * stacked["synthetic"].nunique() - len(stacked)  # rows the other tool left out
     control = check_control(original, _frame(holdout, "holdout"), released) if holdout is not None else None
-    categorical = [c for c in synthesize_columns if not pd.api.types.is_float_dtype(original[c])]
     data = MeasureInput(
-        stacked, original, released=released, synthesized=categorical if partially else synthesize_columns,
-        kept=keep_columns, partially_synthetic=partially, holdout=control, seed=seed, bootstrap=bootstrap,
-        tables=table_specs(tables, original, original, synthesize_columns, keep_columns),
+        stacked, original, released=released, synthesized=synthesize_columns, kept=keep_columns,
+        partially_synthetic=partially and not removed, holdout=control, seed=seed, bootstrap=bootstrap,
+        attacks=settings, tables=table_specs(tables, original, original, synthesize_columns, keep_columns),
     )  # fmt: skip
-    if partially and categorical:
-        data.known_sets = check_known_sets(known, categorical, keep_columns)
+    if partially and not removed:
+        identification_input(data, keep_columns, synthesize_columns)
+        if known is not None:
+            data.known_sets = check_known_sets(known, synthesize_columns, keep_columns)
     m = data.m
     kind = "partially synthetic" if partially else "fully synthetic"
     description = {
         "synthesizer": name, "source": "synthetic data made elsewhere, evaluated by bayessdc (no model fitted here)",
         "kind": kind, "synthesized": synthesize_columns, "kept": keep_columns, "m": m, "seed": seed,
         "control_set": None if control is None else {"records": len(control)},
+        "attacks": settings.to_dict(),
     }  # fmt: skip
+    if partially and removed:
+        description["rows_removed"] = {"rows": int(removed), "not computed": ROW_ALIGNED}
     summary = {"passed": True, "gate": "none: no posterior was fitted here, so there is nothing to gate",
                "evaluation": True}  # fmt: skip
     identity = {"evaluate": name, "input": fingerprint_frame(original), "synthetic": fingerprint_frame(stacked),
-                "m": m, "seed": seed}  # fmt: skip
+                "m": m, "seed": seed, "attacks": settings.to_dict()}  # fmt: skip
     if not disclosure_policy.builtin:
         identity["policy"] = {"name": disclosure_policy.name, "digest": disclosure_policy.digest}
     release = Release(
@@ -250,9 +384,11 @@ def evaluate(
         measure_input=data,
     )  # fmt: skip
     with _progress.call_logging(progress):
-        if not partially and keep_columns:
-            _log.warning("%s: the kept columns do not equal the original's record by record: judged as fully "
-                         "synthetic data", name)  # fmt: skip
+        _log.info("%s: judged as %s data (%s)", name, kind,
+                  f"{', '.join(keep_columns)} the original's records in every dataset" if partially
+                  else "no column is the original's record by record in every dataset")  # fmt: skip
+        if partially and removed:
+            _log.warning("%s: %d row(s) removed from the datasets: %s", name, removed, ROW_ALIGNED)
         verdict = measure_and_judge(release, disclosure_policy, name, {}, progress)
     verdict.evaluation = True
     release.policy_tried = [verdict]

@@ -166,5 +166,10 @@ def load(folder: str | os.PathLike[str]) -> Release:
         )  # fmt: skip
         release.policy = judge(policy, release.measured, synthesizer, stated.get("released_under"))
         release.policy.evaluation = evaluation
+        if (private / "policy.json").is_file():  # what the levers cost, as the run recorded it (not recomputable)
+            from .levers import LeverCost
+
+            recorded = _read_json(private / "policy.json").get("lever_costs", [])
+            release.policy.lever_costs = [LeverCost.from_dict(cost) for cost in recorded]
         release.policy_tried = [release.policy]
     return release

@@ -30,6 +30,14 @@ of a reference of the measure (``inherent_max``, ``held_out``, ``chance`` ...). 
 to some synthesizers (``applies_to = ["cart"]``); a criterion whose measure a release has not got is
 listed as not applicable, never as passed.
 
+A criterion may name a utility measure as well: a **utility floor**, such as ``measure = "pmse_ratio"`` with
+``at_most = 10``, ``measure = "table_deviation"`` with ``subset = "two-way"`` and ``at_most = 500``, or
+``measure = "table_tau"`` with ``at_least = 0.9``. The levers the pipeline applies without a refit (the removal of
+replicated uniques, a synthesizer's settings drawn from the same posterior) lower risk at a cost in utility,
+which each verdict records (:attr:`Verdict.lever_costs`, :mod:`bayessdc.levers`); a release whose utility
+figure crosses the floor fails the policy as one whose risk is too high does, and the pipeline tries the next
+setting, or refuses.
+
 :func:`default_policy` is bayessdc's own (``bayessdc policy`` prints it): each criterion taken from a paper
 or a published practice, which it names. :func:`judge` applies a policy to a release's measures; the
 pipeline does so for every synthesizer after the precision gates and refuses a release that fails
@@ -52,6 +60,8 @@ from .errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .levers import LeverCost
 
 __all__ = [
     "POLICY_TABLE_CAPTION",
@@ -253,6 +263,8 @@ class DisclosureRefused(Exception):
         if len(self.tried) > 1:
             settings = ", ".join(v.setting_text() for v in self.tried)
             lines.append(f"  settings tried from the same posterior: {settings}; none meets the policy")
+        costs = [cost for v in self.tried for cost in v.lever_costs if cost.setting]
+        lines += [f"  utility under {cost.sentence()}" for cost in costs]
         if self.levers:
             lines.append("  what lowers these risks: " + "; ".join(self.levers))
         lines.append("  nothing was released; a policy of your own (policy=...) is the only way past, and is recorded")
@@ -449,15 +461,32 @@ class Judgement:
 
 @dataclass
 class Verdict:
-    """A policy applied to one release: every criterion's judgement, and the setting it was released under."""
+    """A policy applied to one release: every criterion's judgement, and the setting it was released under.
+
+    Attributes
+    ----------
+    policy, judgements
+        The policy and one judgement per (criterion, subset).
+    setting
+        The no-refit setting the release was drawn under (empty: the run's settings).
+    reported, not_applicable
+        The measures reported without a criterion; the criteria whose measure the release has not got.
+    evaluation
+        True for :func:`bayessdc.evaluate`'s verdict on files made elsewhere: it judges, it releases nothing.
+    lever_costs
+        What each lever the pipeline applied to this release cost in utility (:class:`bayessdc.levers.LeverCost`:
+        the removal of replicated uniques, the setting, differential smoothing), each utility figure before and
+        after; empty when no lever was applied. Shown in the report and the HTML display, written to
+        ``private/policy.json`` (``lever_costs``).
+    """
 
     policy: Policy
     judgements: list[Judgement]
     setting: dict[str, Any] = field(default_factory=dict)
     reported: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)
-    #: True for :func:`bayessdc.evaluate`'s verdict on files made elsewhere: it judges, it releases nothing.
     evaluation: bool = False
+    lever_costs: list[LeverCost] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -531,6 +560,7 @@ class Verdict:
             "reported_not_judged": self.reported,
             "not_applicable": self.not_applicable,
             "evaluation": self.evaluation,
+            "lever_costs": [cost.to_dict() for cost in self.lever_costs],
         }
 
 

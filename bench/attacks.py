@@ -237,8 +237,9 @@ def shared_draws(data: MeasureInput) -> tuple[dict, dict, pd.DataFrame]:
     s = plan.settings
     predicates, compatible = {}, []
     for mode in ("univariate", "multivariate"):
-        table = singling_out(data.original, data.synthetic, data.holdout, plan.singling_out, mode=mode,
-                             n_attacks=s.n_attacks, n_cols=s.n_cols, seed=data.seed, compatibility="anonymeter")
+        table = singling_out(data.original, data.synthetic, data.holdout, plan.auxiliary, within=plan.singling_out,
+                             mode=mode, n_attacks=s.n_attacks, n_cols=s.n_cols, seed=data.seed,
+                             compatibility="anonymeter")  # fmt: skip
         predicates[mode] = {str(k): v for k, v in table.attrs["predicates"].items()}
         compatible.append(table.assign(subset=mode))
     link = linkability(data.original, data.synthetic, data.holdout, plan.split, n_attacks=s.n_attacks,
@@ -358,7 +359,7 @@ def main() -> None:
     predicates, targets, compatible = shared_draws(data)
     numeric = [c for c in COLUMNS if pd.api.types.is_numeric_dtype(training[c])]
     plan = attack_plan(data)
-    job = {"m": args.m, "n_attacks": 500, "n_cols": 3, "n_neighbors": 1, "columns": COLUMNS,
+    job = {"m": args.m, "n_attacks": 500, "n_cols": 3, "n_neighbors": plan.settings.n_neighbors, "columns": COLUMNS,
            "secrets": plan.secrets, "numeric": numeric, "split": [list(s) for s in plan.split],
            "shared": not args.anonymeter_draws, "predicates": predicates, "targets": targets}  # fmt: skip
     draws = "its own predicates and targets" if args.anonymeter_draws else "our predicates and targets"

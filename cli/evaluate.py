@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "attack_settings", "run"]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -39,7 +39,37 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--table", action="append", default=None, help="a table A,B of the utility check (repeatable)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates of the original (default 200)")
     p.add_argument("--seed", type=int, default=0, help="seed of the measures' random steps (default 0)")
+    a = p.add_argument_group("attacks against the control set (--holdout); unset: the preset's value")
+    a.add_argument("--attacks", dest="preset", choices=("bayessdc", "anonymeter"), default=None,
+                   help="the attack settings' preset (default bayessdc; anonymeter: anonymeter 1.1's form)")
+    a.add_argument("--secret", action="append", default=None, help="a secret the inference attack guesses (repeatable;"
+                   " default: every synthesized column)")
+    a.add_argument("--auxiliary", default=None, help="the columns the attacker knows, A,B (default: all released)")
+    a.add_argument("--link", default=None, help="linkability's two sources, 'A,B|C,D' (default: kept | synthesized)")
+    a.add_argument("--n-attacks", type=int, default=None, help="attacks per dataset (targets, predicates)")
+    a.add_argument("--neighbours", type=int, default=None, help="nearest synthetic records that may link a target")
+    a.add_argument("--predicate-columns", type=int, default=None, help="conditions of a multivariate predicate")
+    a.add_argument("--tolerance", type=float, default=None, help="relative tolerance of a numeric secret's guess")
     p.set_defaults(func=run)
+
+
+def attack_settings(args: argparse.Namespace) -> Any:
+    """The attack settings of the flags given: the preset's, with each flag given replacing its field."""
+    from dataclasses import replace
+
+    import bayessdc as bsd
+
+    given = {
+        "secrets": args.secret, "n_attacks": args.n_attacks, "n_neighbors": args.neighbours,
+        "n_cols": args.predicate_columns, "tolerance": args.tolerance,
+        "auxiliary": None if args.auxiliary is None else [c.strip() for c in args.auxiliary.split(",") if c.strip()],
+        "split": None if args.link is None else [[c.strip() for c in half.split(",") if c.strip()]
+                                                 for half in args.link.split("|")],
+    }  # fmt: skip
+    try:
+        return replace(bsd.AttackSettings.preset(args.preset), **{k: v for k, v in given.items() if v is not None})
+    except ValueError as error:
+        raise bsd.InputError(f"attack flags: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     release = bsd.evaluate(
         args.original, synthetic, synthesize=args.synthesize, keep=args.keep, holdout=args.holdout,
         known=args.known, tables=args.table, bootstrap=args.bootstrap, name=args.name, policy=args.policy,
-        out=args.out, seed=args.seed, progress=not args.quiet,
+        out=args.out, seed=args.seed, progress=not args.quiet, attacks=attack_settings(args),
     )  # fmt: skip
     print(f"{args.name}: {release.m} {release.description['kind']} dataset(s) of {release.facts['records']} records")
     print(f"  {release.policy.sentence()}")

@@ -21,7 +21,8 @@ What the attacks use (:class:`AttackSettings`, ``MeasureInput.attacks``; every f
 
 * the attacker's *auxiliary* columns: the released columns;
 * **singling out** (:class:`SinglingOut`), subsets ``univariate`` and ``multivariate``: predicates on the
-  synthesized columns when some columns are kept, on all auxiliary columns otherwise. In a partially synthetic
+  synthesized columns when some columns are kept, on all auxiliary columns otherwise, matching exactly one
+  record distinct on all auxiliary columns. In a partially synthetic
   release the kept columns are the original values: a condition on one picks the same training records in the
   release as in the original, so predicates using them single out training records more often than control
   records whatever the synthesizer did (on kept columns alone, by construction: the agency's choice to keep
@@ -36,10 +37,11 @@ What the attacks use (:class:`AttackSettings`, ``MeasureInput.attacks``; every f
 * **inference** (:class:`Inference`), one subset per secret: each synthesized column (every auxiliary column
   when none is), guessed from the other auxiliary columns. Kept columns are never secrets by default: the
   release publishes them;
-* **distance to the closest record** (:class:`DistanceToClosestRecord`, :class:`DistanceRatio`): over the
-  synthesized columns when some columns are kept (over all auxiliary columns otherwise). Over the released
-  columns a partially synthetic record sits at its own original's kept values, and its distance would mostly
-  measure how identifying the kept columns are.
+* **distance to the closest record** (:class:`DistanceToClosestRecord`, :class:`DistanceRatio`): over all
+  auxiliary columns (Gower's mixed-type distance), and for a partially synthetic release also over its
+  synthesized columns alone: over the released columns a partially synthetic record sits at its own original's
+  kept values, so where the kept columns identify people its distance can measure them as much as the
+  synthesizer.
 
 References
 ----------
@@ -54,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .base import Z95, Measure, MeasureInput, MeasureResult, register
@@ -90,7 +93,10 @@ class AttackSettings:
     n_attacks
         Attacks per synthetic dataset: targets of each set (training and control), singling-out predicates.
     n_neighbors
-        Nearest synthetic records of each source that may link a target.
+        Nearest synthetic records of each source that may link a target (10, as anonymeter's documentation links;
+        with 1, a link needs both halves' single nearest record to be the target's, and ties among the
+        synthesized columns' few levels make that a matter of chance: on the Adult bench 0.006 where 10 gave
+        0.134).
     n_cols
         Conditions of a multivariate singling-out predicate.
     tolerance
@@ -111,7 +117,7 @@ class AttackSettings:
     auxiliary: tuple[str, ...] = ()
     split: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     n_attacks: int = 500
-    n_neighbors: int = 1
+    n_neighbors: int = 10
     n_cols: int = 3
     tolerance: float = 0.05
     max_rows: int | None = 5000
@@ -135,6 +141,33 @@ class AttackSettings:
             raise ValueError("tolerance must be non-negative")
         if self.compatibility not in ("bayessdc", "anonymeter"):
             raise ValueError(f"compatibility must be 'bayessdc' or 'anonymeter', not {self.compatibility!r}")
+
+    @classmethod
+    def preset(cls, name: str | None = None) -> AttackSettings:
+        """Named settings: ``"bayessdc"`` (or ``None``), the defaults; ``"anonymeter"``, anonymeter 1.1's settings
+        and form as its documentation runs them: 500 attacks, multivariate predicates of 3 columns, links through
+        10 neighbours, a numeric secret right within 5%, and its singling-out figure
+        (``compatibility="anonymeter"``), so that its figures can be set beside anonymeter's on the same files.
+
+        Raises
+        ------
+        ValueError
+            An unknown name (the message lists the presets).
+        """
+        if name in (None, "bayessdc"):
+            return cls()
+        if name == "anonymeter":
+            return cls(n_attacks=500, n_neighbors=10, n_cols=3, tolerance=0.05, compatibility="anonymeter")
+        raise ValueError(f"unknown attack preset {name!r}; the presets are 'bayessdc' and 'anonymeter'")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the run's description and identity)."""
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["secrets"], out["auxiliary"] = list(self.secrets), list(self.auxiliary)
+        out["split"] = None if self.split is None else [list(s) for s in self.split]
+        return out
 
 
 @dataclass(frozen=True)
@@ -182,7 +215,7 @@ def attack_plan(data: MeasureInput) -> AttackPlan:
     partial = bool(kept and synthesized)
     return AttackPlan(
         auxiliary=auxiliary, synthesized=synthesized, kept=kept, secrets=secrets, split=split,
-        singling_out=synthesized if partial else auxiliary, distance=synthesized if partial else auxiliary,
+        singling_out=synthesized if partial else auxiliary, distance=auxiliary,
         settings=settings,
     )  # fmt: skip
 
@@ -211,12 +244,16 @@ class _Attack(Measure):
     better = "lower"
     unit = "risk, 0 to 1"
     references = ATTACK_REFERENCES
+    bounds = (0.0, 1.0)
 
     def applies(self, data: MeasureInput) -> bool:
         return data.original is not None and data.holdout is not None and bool(data.released or data.attacks)
 
-    def _from_tables(self, tables: dict[str, pd.DataFrame]) -> MeasureResult:
-        values, references, details = [], [], []
+    def _from_tables(self, tables: dict[str, pd.DataFrame], why: Any = None) -> MeasureResult:
+        """The result of each subset's attack table: per-dataset risks, the pooled figures as references, the
+        pooled risk's interval (Wilson's, propagated) as the figure's own interval, and ``why(subset, table)``'s
+        note where a figure is missing or rests on few attacks."""
+        values, references, details, intervals, notes = [], [], [], {}, {}
         for subset, table in tables.items():
             per = table[table["dataset"] != 0]
             values += [{"subset": subset, "dataset": int(d), "value": float(v)}
@@ -227,9 +264,16 @@ class _Attack(Measure):
                 references.append({"subset": subset, "reference": name, "value": float(pooled[column]),
                                    "lower": float(pooled[f"{column}_lower"]),
                                    "upper": float(pooled[f"{column}_upper"])})  # fmt: skip
+            intervals[subset] = (float(pooled["risk_lower"]), float(pooled["risk_upper"]))  # the attacks' own
+            note = why(subset, per) if why is not None else ""
+            if not note and not per["attacks"].gt(0).all():
+                note = "no attack could be made on some dataset(s)"
+            if note:
+                notes[subset] = note
             details.append(table.drop(columns=[c for c in ("secret",) if c in table]).assign(subset=subset))
         result = self.result(values, references)
         result.details = pd.concat(details, ignore_index=True) if details else None
+        result.intervals, result.notes = intervals, notes
         return result
 
 
@@ -257,12 +301,21 @@ class SinglingOut(_Attack):
         s = plan.settings
         tables = {
             mode: _cached(data, f"singling_out:{mode}:{s.compatibility}", lambda mode=mode: singling_out(
-                data.original, data.synthetic, data.holdout, plan.singling_out, mode=mode, n_attacks=s.n_attacks,
-                n_cols=s.n_cols, seed=data.seed, compatibility=s.compatibility,
+                data.original, data.synthetic, data.holdout, plan.auxiliary, within=plan.singling_out, mode=mode,
+                n_attacks=s.n_attacks, n_cols=s.n_cols, seed=data.seed, compatibility=s.compatibility,
             ))  # fmt: skip
             for mode in ("univariate", "multivariate")
         }
-        return self._from_tables(tables)
+        columns = ", ".join(plan.singling_out)
+
+        def why(mode: str, per: pd.DataFrame) -> str:
+            made, asked = int(per["predicates"].min()), s.n_attacks
+            if made == 0:
+                return (f"not computed: no {mode} predicate on {columns} matches exactly one synthetic record in "
+                        "some dataset (every value is shared by several records), so there is nothing to attack with")
+            return f"rests on as few as {made} predicates of the {asked} asked for" if made < min(asked, 30) else ""
+
+        return self._from_tables(tables, why)
 
 
 @register
@@ -332,18 +385,33 @@ class Inference(_Attack):
         return self._from_tables({secret: t.reset_index(drop=True) for secret, t in by_secret})
 
 
-def _distances(data: MeasureInput) -> pd.DataFrame:
+#: The subset suffix of the distance over a partially synthetic release's synthesized columns alone.
+SYNTHESIZED_ONLY = ", synthesized columns"
+
+
+def _column_sets(data: MeasureInput) -> dict[str, list[str]]:
+    """The distance measures' column sets by subset suffix: every auxiliary column, and for a partially
+    synthetic release also its synthesized columns alone."""
+    plan = attack_plan(data)
+    sets = {"": plan.distance}
+    if plan.kept and plan.synthesized and plan.synthesized != plan.distance:
+        sets[SYNTHESIZED_ONLY] = plan.synthesized
+    return sets
+
+
+def _distances(data: MeasureInput, columns: list[str]) -> pd.DataFrame:
     from bayessdc.risk.attacks import distance_to_closest_record
 
     plan = attack_plan(data)
-    return _cached(data, "dcr", lambda: distance_to_closest_record(
-        data.original, data.synthetic, data.holdout, plan.distance, quantiles=tuple(DCR_QUANTILES.values()),
+    return _cached(data, "dcr:" + "+".join(columns), lambda: distance_to_closest_record(
+        data.original, data.synthetic, data.holdout, columns, quantiles=tuple(DCR_QUANTILES.values()),
         max_rows=plan.settings.max_rows, seed=data.seed,
     ))  # fmt: skip
 
 
 class _Distance(Measure):
     kind = "risk"
+    bounds = (0.0, 1.0)
 
     def applies(self, data: MeasureInput) -> bool:
         return data.original is not None and data.holdout is not None and bool(data.released or data.attacks)
@@ -353,40 +421,58 @@ class _Distance(Measure):
 class DistanceToClosestRecord(_Distance):
     """Share of synthetic records at most as far from their closest training record as the holdout's 5th
     percentile (median) of the same distance, against the holdout's own share (subsets
-    ``holdout 5th percentile`` and ``holdout median``).
+    ``holdout 5th percentile`` and ``holdout median``; for a partially synthetic release also each
+    ``..., synthesized columns``).
 
     Fresh real records would show the holdout's share; a synthesizer that reproduces training records, more. The
-    distance is taken over the synthesized columns of a partially synthetic release (its kept columns equal the
-    original's), over all auxiliary columns otherwise."""
+    distance is the mixed-type one of :mod:`bayessdc.risk.neighbours` (Gower's: a numeric column's absolute
+    difference over its range, a categorical column's 0 or 1 as equal or not, summed and divided by the number of
+    columns) over every released column (the attacker's auxiliary columns). On a partially synthetic release a
+    synthetic record sits at its own original's kept values, so its distance over every column is at most its
+    synthesized values' distance from its own original: where the kept patterns are common (Adult: age, sex and
+    race: a draw that learned nothing of the record shows about the holdout's share, and a copy 1; measured by
+    ``bench/evaluate_adult.py``) and where the synthesized values vary widely, but where the kept columns identify
+    people and the synthesized ones vary little, a release can show more than the holdout whatever the
+    synthesizer did. The subsets ``..., synthesized columns`` take the distance over the synthesized columns
+    alone, which that does not touch (and which say little where those columns are a few categorical ones: most
+    records, synthetic and held out, then sit at distance 0)."""
 
     name = "distance_to_closest_record"
     better = "lower"
     title = "distance to the closest record (against a holdout)"
     unit = "share of synthetic records"
     description = (
-        "share of synthetic records whose distance to the closest training record is at most the holdout's 5th "
-        "percentile (median) of the same distance"
+        "share of synthetic records whose distance to the closest training record (Gower's mixed-type distance over "
+        "the released columns, or the synthesized ones) is at most the holdout's 5th percentile (median) of the "
+        "same distance"
     )
-    subsets = "'holdout 5th percentile' or 'holdout median': the threshold distance"
-    subset_names = tuple(DCR_QUANTILES)
+    subsets = ("'holdout 5th percentile' or 'holdout median': the threshold distance (', synthesized columns': "
+               "over those alone)")  # fmt: skip
+    subset_names = (*DCR_QUANTILES, *(f"{name}{SYNTHESIZED_ONLY}" for name in DCR_QUANTILES))
     references = {"holdout": "the holdout's own share at most that distance (real records the synthesizer never "
                              "saw), with its 95% Wilson interval"}  # fmt: skip
 
     def compute(self, data: MeasureInput) -> MeasureResult:
         from bayessdc.risk.attacks import wilson
 
-        table = _distances(data)
-        values, references = [], []
-        for subset, q in DCR_QUANTILES.items():
-            label = f"p{100 * q:g}"
-            values += [{"subset": subset, "dataset": int(d), "value": float(v)}
-                       for d, v in zip(table["dataset"], table[f"share_{label}"], strict=True)]  # fmt: skip
-            share, rows = float(table[f"holdout_share_{label}"].iloc[0]), int(table["holdout_rows"].iloc[0])
-            centre, half = wilson(share * rows, rows)
-            references.append({"subset": subset, "reference": "holdout", "value": share,
-                               "lower": max(centre - half, 0.0), "upper": min(centre + half, 1.0)})  # fmt: skip
+        values, references, intervals, details = [], [], {}, []
+        for suffix, columns in _column_sets(data).items():
+            table = _distances(data, columns)
+            details.append(table.assign(columns="+".join(columns)))
+            for name, q in DCR_QUANTILES.items():
+                subset, label = f"{name}{suffix}", f"p{100 * q:g}"
+                values += [{"subset": subset, "dataset": int(d), "value": float(v)}
+                           for d, v in zip(table["dataset"], table[f"share_{label}"], strict=True)]  # fmt: skip
+                share, rows = float(table[f"holdout_share_{label}"].iloc[0]), int(table["holdout_rows"].iloc[0])
+                centre, half = wilson(share * rows, rows)
+                references.append({"subset": subset, "reference": "holdout", "value": share,
+                                   "lower": max(centre - half, 0.0), "upper": min(centre + half, 1.0)})  # fmt: skip
+                if len(table) == 1:  # one dataset: the Wilson interval of its share over the records measured
+                    measured = int(table["rows"].iloc[0])
+                    centre, half = wilson(float(table[f"share_{label}"].iloc[0]) * measured, measured)
+                    intervals[subset] = (max(centre - half, 0.0), min(centre + half, 1.0))
         result = self.result(values, references)
-        result.details = table
+        result.details, result.intervals = pd.concat(details, ignore_index=True), intervals
         return result
 
 
@@ -394,7 +480,7 @@ class DistanceToClosestRecord(_Distance):
 class DistanceRatio(_Distance):
     """Mean nearest-neighbour distance ratio of the synthetic records (distance to the closest training record
     over the distance to the second closest), against the holdout's (columns as
-    :class:`DistanceToClosestRecord`).
+    :class:`DistanceToClosestRecord`: subset ``all``, and ``synthesized columns`` of a partially synthetic release).
 
     Near 0, a record sits close to one training record in particular; a lower mean than the holdout's says the
     synthetic records lie nearer individual training records than fresh real records do."""
@@ -407,16 +493,25 @@ class DistanceRatio(_Distance):
         "mean over synthetic records of the distance to the closest training record over the distance to the "
         "second closest (near 0: close to one training record in particular)"
     )
+    subsets = "'all' (the released columns) or 'synthesized columns'"
+    subset_names = ("all", SYNTHESIZED_ONLY.removeprefix(", "))
     references = {"holdout": "the holdout's mean ratio (real records the synthesizer never saw), with its 95% interval"}
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        table = _distances(data)
-        values = [{"subset": "all", "dataset": int(d), "value": float(v)}
-                  for d, v in zip(table["dataset"], table["nndr_mean"], strict=True)]  # fmt: skip
-        mean, se = float(table["holdout_nndr_mean"].iloc[0]), float(table["holdout_nndr_se"].iloc[0])
-        rows = int(table["holdout_rows"].iloc[0])
-        result = self.result(values, [{"subset": "all", "reference": "holdout", "value": mean,
-                                       "lower": mean - Z95 * se, "upper": mean + Z95 * se, "mc_se": se,
-                                       "repetitions": rows}])  # fmt: skip
-        result.details = table
+        values, references, intervals, details = [], [], {}, []
+        for suffix, columns in _column_sets(data).items():
+            subset = suffix.removeprefix(", ") or "all"
+            table = _distances(data, columns)
+            details.append(table.assign(columns="+".join(columns)))
+            values += [{"subset": subset, "dataset": int(d), "value": float(v)}
+                       for d, v in zip(table["dataset"], table["nndr_mean"], strict=True)]  # fmt: skip
+            mean, se = float(table["holdout_nndr_mean"].iloc[0]), float(table["holdout_nndr_se"].iloc[0])
+            references.append({"subset": subset, "reference": "holdout", "value": mean, "lower": mean - Z95 * se,
+                               "upper": mean + Z95 * se, "mc_se": se,
+                               "repetitions": int(table["holdout_rows"].iloc[0])})  # fmt: skip
+            if len(table) == 1 and np.isfinite(table["nndr_se"].iloc[0]):  # one dataset: its records' own spread
+                value, se = float(table["nndr_mean"].iloc[0]), float(table["nndr_se"].iloc[0])
+                intervals[subset] = (value - Z95 * se, value + Z95 * se)
+        result = self.result(values, references)
+        result.details, result.intervals = pd.concat(details, ignore_index=True), intervals
         return result

@@ -16,7 +16,11 @@ result, a :class:`MeasureResult`, holds
 * :meth:`MeasureResult.summary`: per subset the pooled value (the mean over the datasets), its Monte Carlo
   standard error ``sd / sqrt(m)`` (the datasets are independent draws of the release), the 95% interval
   ``pooled +- t(0.975, m - 1) se`` (Student's t: with m = 3 the normal quantile's interval covers about 82%,
-  not 95%) and the worst dataset (the largest for a figure where lower is better);
+  not 95%) and the worst dataset (the largest for a figure where lower is better). With one dataset there is no
+  Monte Carlo spread: the interval is the figure's own sampling interval where the measure states one
+  (:attr:`MeasureResult.intervals`: an attack's Wilson interval over its targets), else the value itself; with
+  several, the Monte Carlo interval widened to the own one where that is wider; the column ``interval`` says
+  which; a figure that could not be computed is NaN with the reason in ``note``;
 * :meth:`MeasureResult.plot`: every dataset's value beside the references, one panel per subset.
 
 The disclosure policy (:mod:`bayessdc.policy`) judges these summaries, the report lays them out, and
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REFERENCE_COLUMNS",
+    "INTERVAL_SOURCES",
     "SUMMARY_COLUMNS",
     "VALUE_COLUMNS",
     "Measure",
@@ -56,7 +61,21 @@ VALUE_COLUMNS = ("measure", "subset", "dataset", "value")
 #: Columns of :attr:`MeasureResult.references`.
 REFERENCE_COLUMNS = ("measure", "subset", "reference", "value", "lower", "upper", "mc_se", "repetitions")
 #: Columns of :meth:`MeasureResult.summary` (followed by one column per reference).
-SUMMARY_COLUMNS = ("measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower", "upper", "worst")
+SUMMARY_COLUMNS = (
+    "measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower", "upper", "worst", "interval", "note",
+)  # fmt: skip
+
+#: What the summary's 95% interval is, by its source (the column ``interval``).
+INTERVAL_SOURCES = {
+    "monte carlo": "Monte Carlo: pooled +- t(0.975, m - 1) sd / sqrt(m) over the m datasets, which carries every "
+    "source of variation of one dataset's figure (the synthesis, and the measure's own sampling)",
+    "own": "the measure's own sampling interval (one dataset: no Monte Carlo spread to estimate)",
+    "monte carlo and own": "the union of the Monte Carlo interval and the measure's own sampling interval of the m "
+    "datasets pooled, where the datasets' spread is narrower than their sampling allows (an attack's risk bounded "
+    "at 0 in every dataset has no spread, yet its interval is not 0 to 0)",
+    "joint": "none: a figure of the m datasets jointly, computed once",
+    "none": "none: one dataset and no sampling interval of its own (the value itself)",
+}
 
 #: Two-sided 95% normal quantile (the limit of :func:`t95` for many datasets).
 Z95 = 1.959963984540054
@@ -277,6 +296,14 @@ class MeasureResult:
     details
         A table behind the figure where it has one (the analyst's coefficients and intervals), shown folded in
         the report.
+    notes
+        Why a subset's figure is missing (NaN), by subset: the summary's ``note``.
+    intervals
+        The figure's own 95% sampling interval per subset, ``(lower, upper)``, where the measure has one (an
+        attack's Wilson interval over its targets, the m datasets pooled): the summary's interval when a single
+        dataset gives no Monte Carlo spread, and its lower bound where several give less spread than it.
+    bounds
+        The range the figure cannot leave (:attr:`Measure.bounds`): the summary's interval is clipped to it.
     """
 
     measure: str
@@ -290,6 +317,9 @@ class MeasureResult:
     reference_notes: dict[str, str] = field(default_factory=dict)
     details: pd.DataFrame | None = None
     headline: bool | str = False
+    notes: dict[str, str] = field(default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    bounds: tuple[float, float] | None = None
 
     def subsets(self) -> list[str]:
         """The subsets, in the order computed."""
@@ -300,7 +330,9 @@ class MeasureResult:
         the worst dataset, and one column per reference (its mean value).
 
         A figure of the m datasets jointly (dataset 0) is its own pooled value, with no Monte Carlo error
-        between datasets (``mc_se`` NaN, the interval the value itself).
+        between datasets (``mc_se`` NaN, the interval the value itself). With one dataset the interval is the
+        measure's own (:attr:`intervals`) where it states one. ``interval`` names the interval's source
+        (:data:`INTERVAL_SOURCES`); ``note`` says why a figure is NaN.
         """
         rows = []
         for subset in self.subsets():
@@ -311,10 +343,22 @@ class MeasureResult:
             pooled = float(finite.mean()) if finite.size else float("nan")
             se = float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 and not joint else float("nan")
             half = t95(finite.size - 1) * se if np.isfinite(se) else 0.0
+            lower, upper = pooled - half, pooled + half
+            source = "joint" if joint else "monte carlo" if np.isfinite(se) else "none"
+            own = self.intervals.get(subset)
+            if own is not None and np.isfinite(pooled) and all(np.isfinite(own)) and source != "joint":
+                if source == "none":
+                    (lower, upper), source = (float(min(own[0], pooled)), float(max(own[1], pooled))), "own"
+                elif own[0] < lower or own[1] > upper:  # the datasets agree more than their own sampling allows
+                    lower, upper, source = float(min(lower, own[0])), float(max(upper, own[1])), "monte carlo and own"
+            if self.bounds is not None and np.isfinite(pooled):
+                lower, upper = max(lower, self.bounds[0]), min(upper, self.bounds[1])
             worst = (finite.max() if self.better == "lower" else finite.min()) if finite.size else float("nan")
+            note = self.notes.get(subset, "" if finite.size else "not computed")
             row = {
                 "measure": self.measure, "kind": self.kind, "subset": subset, "datasets": int(values.size),
-                "pooled": pooled, "mc_se": se, "lower": pooled - half, "upper": pooled + half, "worst": float(worst),
+                "pooled": pooled, "mc_se": se, "lower": lower, "upper": upper, "worst": float(worst),
+                "interval": source if finite.size else "", "note": note,
             }  # fmt: skip
             refs = self.references.loc[self.references["subset"].astype(str) == subset]
             for _, ref in refs.iterrows():
@@ -366,7 +410,9 @@ class MeasureResult:
         return cls(
             payload["measure"], payload["kind"], payload["better"], values, references, payload.get("title", ""),
             payload.get("unit", ""), payload.get("description", ""), dict(payload.get("reference_notes", {})),
-            headline=payload.get("headline", False),
+            headline=payload.get("headline", False), notes=dict(payload.get("notes", {})),
+            intervals={k: (float(a), float(b)) for k, (a, b) in payload.get("intervals", {}).items()},
+            bounds=tuple(payload["bounds"]) if payload.get("bounds") else None,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -380,6 +426,9 @@ class MeasureResult:
             "description": self.description,
             "reference_notes": self.reference_notes,
             "headline": self.headline,
+            "notes": self.notes,
+            "intervals": {k: [float(a), float(b)] for k, (a, b) in self.intervals.items()},
+            "bounds": list(self.bounds) if self.bounds is not None else None,
             "summary": _records(self.summary()),
             "values": _records(self.values),
             "references": _records(self.references),
@@ -424,6 +473,9 @@ class Measure:
     headline
         Whether the report sets this measure against the others of the other kind (risk against utility):
         ``True`` for every subset, a subset's name for that one only, ``False`` not at all.
+    bounds
+        The range the figure cannot leave (``(0, 1)`` for a risk or a share; ``None``: unbounded): the summary's
+        interval is clipped to it, so that no interval shows a share below 0.
     from_release_figures
         Whether the measure reads only the per-dataset release figures
         (:func:`bayessdc.measures.identification.per_dataset_figures`), never the synthetic frame itself: the
@@ -442,6 +494,7 @@ class Measure:
     subset_columns: ClassVar[bool] = False
     headline: ClassVar[bool | str] = False
     from_release_figures: ClassVar[bool] = False
+    bounds: ClassVar[tuple[float, float] | None] = None
 
     def applies(self, data: MeasureInput) -> bool:
         """Whether this release has what the measure needs (a measure that does not apply is not computed)."""
@@ -466,6 +519,7 @@ class Measure:
         return MeasureResult(
             self.name, self.kind, self.better, v, ref, self.title or self.name, self.unit, self.description,
             {k: v for k, v in self.references.items() if k in set(ref["reference"])}, headline=self.headline,
+            bounds=self.bounds,
         )  # fmt: skip
 
 

@@ -85,7 +85,9 @@ def render_run_report(release: Any) -> str:
 def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> None:
     """The disclosure policy's verdict (:class:`bayessdc.policy.Verdict`), first in every report: every criterion
     with its figure and the figure's own interval, the reference and its interval, the test of their difference and
-    the verdict (:meth:`bayessdc.policy.Verdict.table`), then what does not apply and what is reported only."""
+    the verdict (:meth:`bayessdc.policy.Verdict.table`), then what each lever applied to the release cost in utility
+    (:attr:`bayessdc.policy.Verdict.lever_costs`: every utility figure before and after it), then what does not
+    apply and what is reported only."""
     if verdict is None:
         return
     doc.heading("Disclosure policy")
@@ -100,6 +102,10 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
         doc.table(verdict.table(), caption=(
             f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
         ))  # fmt: skip
+    if getattr(verdict, "lever_costs", None):
+        from bayessdc.levers import LEVER_TABLE_CAPTION, costs_table
+
+        doc.table(costs_table(verdict.lever_costs), caption=LEVER_TABLE_CAPTION)
     if verdict.not_applicable:
         doc.paragraph("Criteria of the policy that do not apply to this release: " + "; ".join(verdict.not_applicable)
                       + ".")  # fmt: skip
@@ -148,16 +154,20 @@ def _measure_section(doc: Document, release: Any, kind: str, title: str) -> None
 
 
 def _summary_for_reading(table: pd.DataFrame) -> pd.DataFrame:
-    """A measure summary narrow enough to read: the kind left out (the section says it), the Monte Carlo
-    interval as one column ("n/a" for a figure without Monte Carlo error between datasets)."""
+    """A measure summary narrow enough to read: the kind left out (the section says it), the 95% interval as one
+    column (Monte Carlo over the datasets, or the measure's own with one dataset, marked; "n/a" for a figure
+    without either), and why a figure is missing, where one is."""
     from .html import format_value
 
-    shown = table.drop(columns=["kind", "lower", "upper", "mc_se"])
+    shown = table.drop(columns=["kind", "lower", "upper", "mc_se", "interval"])
     interval = [
-        f"{format_value(lo)} to {format_value(hi)}" if np.isfinite(se) else "n/a"
-        for lo, hi, se in zip(table["lower"], table["upper"], table["mc_se"], strict=True)
-    ]
-    shown.insert(shown.columns.get_loc("pooled") + 1, "95% MC interval", interval)
+        f"{format_value(lo)} to {format_value(hi)}" + (" (its own)" if source == "own" else "")
+        if source in ("monte carlo", "own", "monte carlo and own") else "n/a"
+        for lo, hi, source in zip(table["lower"], table["upper"], table["interval"], strict=True)
+    ]  # fmt: skip
+    shown.insert(shown.columns.get_loc("pooled") + 1, "95% interval", interval)
+    if not shown["note"].astype(str).str.len().any():
+        shown = shown.drop(columns=["note"])
     return shown.rename(columns={c: c.replace("_", " ") for c in shown.columns})
 
 

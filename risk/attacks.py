@@ -664,6 +664,7 @@ def singling_out(
     n_attacks: int = 500,
     n_cols: int = 3,
     required: Sequence[str] = (),
+    within: Sequence[str] | None = None,
     max_attempts: int = 1_000_000,
     seed: int = 0,
     by: str = "synthetic",
@@ -690,7 +691,8 @@ def singling_out(
     control
         Real records of the same population that the synthesizer never saw.
     columns
-        The columns a predicate may use.
+        The records' columns: the records of each set are distinct on them (anonymeter drops duplicate records
+        of the frames it is given), and a predicate must match exactly one of them.
     mode
         ``"univariate"`` (one condition) or ``"multivariate"`` (``n_cols`` conditions).
     n_attacks
@@ -700,6 +702,11 @@ def singling_out(
     required
         Columns of which every predicate must use at least one (the synthesized columns of a partially
         synthetic release, whose other columns are the original values; empty: no such rule).
+    within
+        The columns a predicate may use (default: all ``columns``). A partially synthetic release's predicates
+        use its synthesized columns only, on records distinct on all of them: on the synthesized columns alone,
+        the few distinct records of a categorical column (two, for a column of two levels) would each be
+        "singled out" by its value.
     max_attempts
         Candidate predicates drawn at most per dataset (multivariate); anonymeter draws up to 10^7.
     seed
@@ -753,8 +760,11 @@ def singling_out(
     missing = [c for c in required if c not in columns]
     if missing:
         raise KeyError(f"the required columns {missing} are not among the columns {columns}")
+    outside = [c for c in within or () if c not in columns]
+    if outside:
+        raise KeyError(f"the predicate columns {outside} are not among the columns {columns}")
     coded = _Ordinal([original, control, *datasets], columns)
-    allowed = np.ones(len(columns), dtype=bool)
+    allowed = np.isin(columns, list(within)) if within is not None else np.ones(len(columns), dtype=bool)
     required_mask = np.isin(columns, list(required))
     training, control_records = coded.distinct(0), coded.distinct(1)
     attempts = int(max_attempts)
@@ -1031,6 +1041,12 @@ def _label(q: float) -> str:
     return f"p{100 * q:g}"
 
 
+def _mean_se(values: np.ndarray) -> float:
+    """The standard error of the mean of the finite ``values`` (NaN for fewer than two)."""
+    finite = values[np.isfinite(values)]
+    return float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 else float("nan")
+
+
 def distance_to_closest_record(
     original: pd.DataFrame,
     synthetic: pd.DataFrame,
@@ -1076,9 +1092,10 @@ def distance_to_closest_record(
     -------
     pandas.DataFrame
         One row per dataset: ``dataset``, ``rows`` (measured), ``dcr_median``, ``share_<p>`` (the share at most
-        the holdout's quantile ``p``, e.g. ``share_p5``), ``nndr_mean``; and the holdout's figures, the same in
-        every row: ``holdout_rows``, ``holdout_dcr_median``, ``threshold_<p>``, ``holdout_share_<p>``,
-        ``holdout_nndr_mean`` and ``holdout_nndr_se`` (its standard error).
+        the holdout's quantile ``p``, e.g. ``share_p5``), ``nndr_mean`` and ``nndr_se`` (its standard error);
+        and the holdout's figures, the same in every row: ``holdout_rows``, ``holdout_dcr_median``,
+        ``threshold_<p>``, ``holdout_share_<p>``, ``holdout_nndr_mean`` and ``holdout_nndr_se`` (its standard
+        error).
 
     Examples
     --------
@@ -1114,8 +1131,7 @@ def distance_to_closest_record(
         **{f"threshold_{_label(q)}": float(t) for q, t in zip(quantiles, thresholds, strict=True)},
         **{f"holdout_share_{_label(q)}": float(np.mean(held <= t)) for q, t in zip(quantiles, thresholds, strict=True)},
         "holdout_nndr_mean": float(np.nanmean(held_ratio)),
-        "holdout_nndr_se": float(np.nanstd(held_ratio, ddof=1) / np.sqrt(np.sum(np.isfinite(held_ratio))))
-        if np.sum(np.isfinite(held_ratio)) > 1 else float("nan"),
+        "holdout_nndr_se": _mean_se(held_ratio),
     }  # fmt: skip
     rows = []
     for i, rng in enumerate(generators[1:]):
@@ -1123,6 +1139,6 @@ def distance_to_closest_record(
         rows.append({
             "dataset": labels[i], "rows": len(dcr), "dcr_median": float(np.median(dcr)),
             **{f"share_{_label(q)}": float(np.mean(dcr <= t)) for q, t in zip(quantiles, thresholds, strict=True)},
-            "nndr_mean": float(np.nanmean(ratio)), **reference,
+            "nndr_mean": float(np.nanmean(ratio)), "nndr_se": _mean_se(ratio), **reference,
         })  # fmt: skip
     return pd.DataFrame(rows)

@@ -257,7 +257,8 @@ def weighted_pmse(
     c = float(np.sum(weight * label) / total)
     value = float(np.sum(weight * (p - c) ** 2) / total)
     null = (k - 1) * (1 - c) ** 2 * c / total
-    return {"pmse": value, "ratio": value / null, "null_expectation": float(null), "parameters": int(k)}
+    ratio = value / null if null > 0 else float("nan")  # no null expectation: one model term, or one class
+    return {"pmse": value, "ratio": ratio, "null_expectation": float(null), "parameters": int(k)}
 
 
 @dataclass(frozen=True)

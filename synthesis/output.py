@@ -278,8 +278,8 @@ class OutputFolder:
         self._lock = fd
 
     def close(self) -> None:
-        """Release the folder's lock (the outputs stay)."""
-        if self._lock is not None:
+        """Release the folder's lock (the outputs stay); nothing to release when the folder was refused."""
+        if getattr(self, "_lock", None) is not None:
             os.close(self._lock)  # closing the descriptor releases the lock
             self._lock = None
 

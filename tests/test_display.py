@@ -140,7 +140,7 @@ def test_the_measures_show_their_summary(release):
     assert len(_rows(body)) == len(summary)
     for name in measured:
         assert f">{name}<" in markup
-    assert "95% MC interval" in markup
+    assert "95% interval" in markup
     assert MeasureSet([])._repr_html_().count("No measures") == 1
 
 

@@ -56,11 +56,135 @@ def test_partially_synthetic_data_get_the_identification_risk_and_an_exact_copy_
     assert {j.criterion.measure for j in copy.policy.failed()} >= {"expected_match_risk", "attribute_disclosures"}
 
 
-def test_kept_columns_that_do_not_match_record_by_record_make_the_data_fully_synthetic(persons):
+def test_kept_columns_are_decided_from_the_data_and_a_keep_that_does_not_hold_is_refused(persons):
     shuffled = persons.sample(frac=1, random_state=1).reset_index(drop=True)
-    release = bsd.evaluate(persons, shuffled, synthesize="education", keep="age,sex", progress=False)
-    assert release.description["kind"] == "fully synthetic"
+    # issue 49: keep= was warned about and then obeyed by the attacks; now refused, naming the rows
+    with pytest.raises(bsd.InputError, match=r"keep= age, sex: 'age' of dataset 1 differs from the original at data "
+                       r"rows 1, 2, 3"):  # fmt: skip
+        bsd.evaluate(persons, shuffled, synthesize="education", keep="age,sex", progress=False)
+    with pytest.raises(bsd.InputError, match=r"dataset 2 has 1 rows fewer than the original, and from data row \d+ on"):
+        bsd.evaluate(persons, [persons, shuffled.iloc[1:]], keep="age", progress=False)
+    with pytest.raises(bsd.InputError, match="dataset 1 has 601 rows, more than the original's 600"):
+        bsd.evaluate(persons, pd.concat([persons, persons.iloc[:1]]), keep="age", progress=False)
+    release = bsd.evaluate(persons, shuffled, progress=False)  # no keep: fully synthetic
+    assert release.description["kind"] == "fully synthetic" and release.description["kept"] == []
     assert "expected_match_risk" not in set(release.risk()["measure"])  # defined on partially synthetic data only
+    # without keep=, the columns that are the original's record by record in every dataset are the kept ones
+    redrawn = persons.assign(education=persons["education"].sample(frac=1, random_state=2).to_numpy())
+    found = bsd.evaluate(persons, [redrawn, redrawn], progress=False)
+    assert found.description["kind"] == "partially synthetic"
+    assert (found.description["kept"], found.description["synthesized"]) == (["age", "sex"], ["education"])
+    named = bsd.evaluate(persons, redrawn, synthesize="sex", progress=False)  # a column named is synthesized
+    assert (named.description["kept"], named.description["synthesized"]) == (["age"], ["sex", "education"])
+    # rows removed (synthpop's sdc, bayessdc's replicated uniques), the rest in order: still partially synthetic,
+    # without the figures that compare record i with row i
+    removed = bsd.evaluate(persons, [redrawn.drop(index=[3, 10]), redrawn], keep="age,sex", progress=False)
+    assert removed.description["kind"] == "partially synthetic" and removed.description["rows_removed"]["rows"] == 2
+    assert not {"expected_match_risk", "attribute_disclosures"} & set(removed.risk()["measure"])
+    with pytest.raises(bsd.InputError, match="'age' are given as both kept and synthesized"):
+        bsd.evaluate(persons, redrawn, synthesize="age", keep="age", progress=False)
+
+
+def partially_synthetic(n: int, seed: int) -> pd.DataFrame:
+    """Records with two kept columns that tell people apart (a continuous x and a group) and two synthesized
+    ones, a numeric income and a colour, each drawn given x and the group."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    group = np.where(x + rng.normal(scale=0.5, size=n) > 0, "high", "low")
+    return pd.DataFrame({"x": x, "group": group, **redrawn_secrets(x, group, rng)})
+
+
+def redrawn_secrets(x: np.ndarray, group: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    income = np.exp(10 + 0.5 * x + rng.normal(scale=0.6, size=len(x)))
+    colour = np.where(rng.random(len(x)) < np.where(group == "high", 0.6, 0.2), "red", "blue")
+    return {"income": income, "colour": colour}
+
+
+@pytest.fixture(scope="module")
+def secrets():
+    training, control = partially_synthetic(600, 1), partially_synthetic(600, 2)
+    rng = np.random.default_rng(3)
+    independent = [training.assign(**redrawn_secrets(training["x"].to_numpy(), training["group"].to_numpy(), rng))
+                   for _ in range(2)]  # fmt: skip
+    return training, control, independent
+
+
+SMALL = bsd.AttackSettings(n_attacks=200, max_rows=400)
+
+
+def test_a_copied_numeric_secret_scores_near_the_maximum_and_its_independent_draw_near_zero(secrets):
+    """Issue 49: the attacks read only the categorical synthesized columns, so a numeric secret was never
+    attacked and the distance was taken over the categorical columns alone."""
+    training, control, independent = secrets
+    copied = bsd.evaluate(training, [training, training], keep="x,group", holdout=control, attacks=SMALL,
+                          progress=False)  # fmt: skip
+    drawn = bsd.evaluate(training, independent, keep="x,group", holdout=control, attacks=SMALL, progress=False)
+    for release in (copied, drawn):
+        assert release.description["synthesized"] == ["income", "colour"]
+        assert release.measured["inference"].subsets() == ["income", "colour"]
+    risk = {name: r.measured["inference"].references.set_index(["subset", "reference"])
+            for name, r in (("copied", copied), ("drawn", drawn))}  # fmt: skip
+    # the copy: the nearest synthetic record on x, group and colour is the target's own row, income right
+    assert risk["copied"].loc[("income", "pooled_risk"), "value"] > 0.9
+    assert risk["copied"].loc[("income", "training"), "value"] > 0.95
+    # the independent draw reveals no more of a training record's income than of a control record's
+    drawn_income = risk["drawn"].loc[("income", "pooled_risk")]
+    assert drawn_income["lower"] == 0.0 and drawn_income["value"] < 0.1
+    # the interval carries the attacks' own sampling: never narrower than the pooled attacks' interval (two
+    # datasets whose risks are both bounded at 0 have no spread, yet the figure is not known to be 0 exactly)
+    shown = drawn.measured.summary().set_index(["measure", "subset"]).loc[("inference", "income")]
+    assert shown["lower"] <= drawn_income["lower"] and shown["upper"] >= drawn_income["upper"] > 0
+    assert shown["interval"] in ("monte carlo", "monte carlo and own")
+    # the distance over the synthesized columns, the numeric income with them, separates the two
+    share = {name: r.measured["distance_to_closest_record"] for name, r in (("copied", copied), ("drawn", drawn))}
+    assert share["copied"].statistic("holdout 5th percentile", "worst") == 1.0
+    holdout = share["drawn"].references.set_index(["subset", "reference"]).loc[("holdout 5th percentile", "holdout")]
+    assert share["drawn"].statistic("holdout 5th percentile", "pooled") < holdout["upper"] + 0.06
+    assert copied.measured["distance_ratio"].statistic("all", "worst") == 0.0
+    assert drawn.measured["distance_ratio"].statistic("all", "pooled") > 0.5
+
+
+def test_one_dataset_carries_its_attacks_own_interval_and_a_missing_figure_says_why(secrets):
+    training, control, independent = secrets
+    release = bsd.evaluate(training, independent[0], keep="x,group", holdout=control, attacks=SMALL, progress=False)
+    summary = release.measured.summary().set_index(["measure", "subset"])
+    inference = summary.loc[("inference", "income")]
+    pooled = release.measured["inference"].references.set_index(["subset", "reference"]).loc[("income", "pooled_risk")]
+    # one dataset: no Monte Carlo spread; the interval is the attack's own Wilson interval, not lower = upper
+    assert inference["interval"] == "own" and inference["datasets"] == 1
+    assert (inference["lower"], inference["upper"]) == (min(pooled["lower"], inference["pooled"]), pooled["upper"])
+    assert inference["upper"] > inference["pooled"]
+    share = summary.loc[("distance_to_closest_record", "holdout median")]
+    assert share["interval"] == "own" and share["lower"] < share["pooled"] < share["upper"]
+    # colour alone has two levels, each shared by hundreds of records: no univariate predicate singles one out
+    columns = ["x", "group", "colour"]
+    alone = bsd.evaluate(training[columns], independent[0][columns], keep="x,group", holdout=control[columns],
+                         attacks=SMALL, progress=False)  # fmt: skip
+    univariate = alone.measured.summary().set_index(["measure", "subset"]).loc[("singling_out", "univariate")]
+    assert np.isnan(univariate["pooled"]) and univariate["note"].startswith("not computed: no univariate predicate")
+    assert univariate["interval"] == "" and "note" in alone.risk().columns
+
+
+def test_attack_settings_are_checked_and_the_cli_builds_them_from_its_flags(secrets, tmp_path, capsys):
+    training, control, independent = secrets
+    with pytest.raises(bsd.InputError, match="attacks= secrets column\\(s\\) 'wage' are not released columns"):
+        bsd.evaluate(training, independent, holdout=control, attacks=bsd.AttackSettings(secrets=("wage",)),
+                     progress=False)  # fmt: skip
+    with pytest.raises(bsd.InputError, match="unknown attack preset 'sdv'"):
+        bsd.evaluate(training, independent, holdout=control, attacks="sdv", progress=False)
+    assert bsd.AttackSettings.preset("anonymeter") == bsd.AttackSettings(n_neighbors=10, compatibility="anonymeter")
+    for name, frame in (("original", training), ("control", control), ("synthetic", independent[0])):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    files = ["--original", str(tmp_path / "original.csv"), "--synthetic", str(tmp_path / "synthetic.csv"),
+             "--holdout", str(tmp_path / "control.csv")]  # fmt: skip
+    assert main(["evaluate", *files, "--out", str(tmp_path / "run"), "--attacks", "anonymeter", "--neighbours", "3",
+                 "--n-attacks", "120", "--secret", "income", "--link", "x|income,colour", "-q"]) in (0, 3)  # fmt: skip
+    described = json.loads((tmp_path / "run" / "private" / "evaluated" / "model.json").read_text())["attacks"]
+    assert described["compatibility"] == "anonymeter" and (described["n_neighbors"], described["n_attacks"]) == (3, 120)
+    assert described["secrets"] == ["income"] and described["split"] == [["x"], ["income", "colour"]]
+    assert main(["evaluate", *files, "--out", str(tmp_path / "bad"), "--secret", "wage", "-q"]) == 2
+    assert "'wage' are not released columns" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
 
 
 def test_a_synthetic_file_with_other_columns_or_levels_is_refused_naming_them(persons):

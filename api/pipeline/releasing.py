@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..control import align_control
+from ..levers import removal_cost, setting_cost, smoothing_cost
 from ..policy import Policy, Verdict, judge
 from ..release import Release
 from .recipe import Drawn, Fitted, Prepared, Recipe
 from .weighting import attach_replicates, weights_description
 
-__all__ = ["build_release", "decide", "measure_and_judge"]
+if TYPE_CHECKING:
+    from bayessdc.measures import MeasureInput, MeasureSet
+
+__all__ = ["build_release", "decide", "measure_and_judge", "remove_uniques", "utility_as_drawn"]
 
 _log = logging.getLogger("bayessdc.pipeline")
 
@@ -76,36 +80,81 @@ def decide(
     order. The first release that meets the policy is
     returned; when none does, the last one tried, with its verdict (the caller refuses it).
 
+    What every lever applied cost in utility is logged and kept in each verdict's ``lever_costs``
+    (:class:`bayessdc.levers.LeverCost`): the removal (the utility measures of the datasets as drawn, computed before
+    it, against those of the rows released), each setting (the release under the run's settings against the
+    release under the setting, both as judged) and differential smoothing (a utility measure's ``unsmoothed``
+    reference against its figure). Only utility measures are computed beyond the judging; nothing is refitted. A
+    policy's criterion on a utility measure (a utility floor) is judged like any other: a setting whose release
+    crosses it fails, and the next one is tried.
+
     Returns
     -------
     release, tried
         The release with ``measured`` and ``policy`` set, and the verdicts of every setting tried, in order.
     """
-    removing = _removes_uniques(policy, synthesizer.name, release)
-    if removing:
-        remove_uniques(release, synthesizer.name)
-    verdict = measure_and_judge(release, policy, synthesizer.name, {}, progress)
+    name = synthesizer.name
+    removing = _removes_uniques(policy, name, release)
+    verdict = _judge_with_removal(release, policy, name, {}, removing, progress)
+    first = release.measured
     tried = [verdict]
     if verdict.passed:
         return release, tried
     for setting in synthesizer.no_refit_settings():
         _log.warning(
             "%s: the release fails the disclosure policy under %s; drawing it under %s from the same posterior",
-            synthesizer.name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
+            name, tried[-1].setting_text(), ", ".join(f"{k} = {v}" for k, v in setting.items()),
         )  # fmt: skip
         recipe, under = synthesizer.under(setting, fitted)
         control = release.measure_input.holdout if release.measure_input is not None else None
         candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress, control)
-        if removing:
-            remove_uniques(candidate, synthesizer.name)
-        verdict = measure_and_judge(candidate, policy, synthesizer.name, setting, progress)
+        verdict = _judge_with_removal(candidate, policy, name, setting, removing, progress)
+        cost = setting_cost(first, candidate.measured, setting)
+        verdict.lever_costs.insert(0, cost)  # drawn under the setting first, then anything removed
         tried.append(verdict)
         release = candidate
         if verdict.passed:
-            _log.warning("%s: released under %s, which meets the disclosure policy %r", synthesizer.name,
-                         verdict.setting_text(), policy.name)
+            _log.warning("%s: released under %s, which meets the disclosure policy %r; its utility: %s", name,
+                         verdict.setting_text(), policy.name, cost.sentence())  # fmt: skip
             return release, tried
+        _log.info("%s: under %s the release still fails the disclosure policy; its utility: %s", name,
+                  verdict.setting_text(), cost.sentence())  # fmt: skip
     return release, tried
+
+
+def _judge_with_removal(
+    release: Release, policy: Policy, name: str, setting: dict[str, Any], removing: bool, progress: bool
+) -> Verdict:
+    """:func:`measure_and_judge` of ``release``, its replicated uniques removed first when ``removing``; the
+    verdict's ``lever_costs`` hold what the removal and any differential smoothing cost in utility (logged)."""
+    drawn = release.measure_input
+    if removing:
+        remove_uniques(release, name)
+    verdict = measure_and_judge(release, policy, name, setting, progress)
+    if removing:
+        removed = int(release.facts.get("replicated_uniques_removed", 0))
+        before = utility_as_drawn(drawn, release.measure_input) if removed else release.measured  # nothing removed
+        verdict.lever_costs.append(removal_cost(before, release.measured, removed))
+    smoothing = smoothing_cost(release.measured)
+    if smoothing is not None:
+        verdict.lever_costs.append(smoothing)
+    for cost in verdict.lever_costs:
+        _log.info("%s: %s", name, cost.sentence())
+    return verdict
+
+
+def utility_as_drawn(drawn: MeasureInput, released: MeasureInput | None = None) -> MeasureSet:
+    """The utility measures of the datasets as drawn (``drawn``, the measure input before any removal): what a
+    lever applied after the draw is set against. Only utility measures (no attack, no inherent scenario), and a
+    table's bootstrap reference is not recomputed (its pooled figure does not need it). ``released``: the input
+    after the removal, whose figures of the datasets as drawn (the identification measures', computed on integer
+    keys, :data:`_DRAWN_CACHE`) are taken instead of computed again."""
+    from bayessdc.measures import compute_measures
+
+    cache = dict(drawn.cache)
+    if released is not None:
+        cache.update({k: v for k, v in released.cache.items() if k in _DRAWN_CACHE})
+    return compute_measures(replace(drawn, bootstrap=0, cache=cache), kind="utility")
 
 
 def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
@@ -158,6 +207,12 @@ def remove_uniques(release: Release, name: str) -> None:
         figures = release.measures.replace_synthetic(release.synthetic)
         if figures is not None:
             release.utility_figures = figures
+
+
+#: Cache entries of a measure input that depend on the original and the datasets as drawn only (the identification
+#: figures on integer keys): the input after a removal computes them from ``drawn``, and :func:`utility_as_drawn`
+#: takes them from it.
+_DRAWN_CACHE = ("identification_frames", "categorical_figures", "release_figures")
 
 
 def measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:

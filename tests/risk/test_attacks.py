@@ -427,3 +427,17 @@ def test_every_random_step_follows_the_seed(samples):
     runs = [singling_out(training, fresh, control, COLUMNS, n_attacks=50, seed=s) for s in (7, 7, 8)]
     pd.testing.assert_frame_equal(runs[0], runs[1])
     assert not runs[0].equals(runs[2])
+
+
+def test_predicates_within_some_columns_single_out_records_distinct_on_all():
+    """Issue 49: a partially synthetic release's predicates use its synthesized column, town; on town alone the
+    copy has three distinct records (a, b, c), each "singled out" by its value, and town == a would count as an
+    attack that singles out a training record. On the records distinct on every column, town == c alone matches
+    one record (the fifth), as the SIX module docstring counts: town == a matches three, town == b two."""
+    alone = singling_out(SIX, SIX.assign(synthetic=1), SIX, ["town"], mode="univariate", n_attacks=10).iloc[0]
+    assert alone["predicates"] == 3 and alone["successes"] == 3  # the few distinct values of town: all "unique"
+    within = singling_out(SIX, SIX.assign(synthetic=1), SIX, ["sex", "age", "town"], within=["town"],
+                          mode="univariate", n_attacks=10).iloc[0]  # fmt: skip
+    assert (within["predicates"], within["successes"]) == (1, 1)  # town == c
+    with pytest.raises(KeyError, match="predicate columns \\['income'\\]"):
+        singling_out(SIX, SIX.assign(synthetic=1), SIX, ["town"], within=["income"])
