@@ -63,6 +63,7 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
     (800, 200, False)
     """
     from bayessdc.synthesis import streams
+    from bayessdc.synthesis.streams import Stream
 
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction < 1:
         raise InputError(
@@ -84,7 +85,7 @@ def split_holdout(frame: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.D
             + (f"holdout={most} or less)" if most * len(frame) >= MIN_CONTROL_RECORDS else
                f"too few records for {MIN_CONTROL_RECORDS} control and {MIN_TRAINING_RECORDS} training records)")
         )  # fmt: skip
-    rng = streams.rng(seed, "holdout")
+    rng = streams.rng(seed, Stream.HOLDOUT)
     held = np.zeros(len(frame), bool)
     held[rng.choice(len(frame), size=n_control, replace=False)] = True
     return frame[~held], frame[held]

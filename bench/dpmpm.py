@@ -238,6 +238,66 @@ n = 1,000,000 (same invocation): NPBayesImputeCat 5.4 s for 40 iterations after 
 machine: the reference runs at 121-134 s per 1,000 here (not 280), and this sampler at 3.5-3.7 s per 1,000
 (a separate check: 3.64 s for 2,000 iterations, 3.52 s per 1,000 over 6,000; the reference 121 s per 1,000 over
 40 and over 160 iterations).
+
+Profiles of the sampler's kernel, dated (kept here from the docstring of ``bayessdc.models.dpmpm.gibbs``, which
+states the method; the dated figures are this bench's):
+
+Cost per iteration. The multinomial is drawn by conditional binomials, largest component first, until a few
+records are left, then one categorical draw for each of those (:func:`bayessdc.models.exact_draws.multinomial`);
+the binomials are exact and O(1) in ``n`` (:func:`bayessdc.models.exact_draws.binomial`: inversion or BTPE;
+numba's own ``np.random.binomial`` is an inversion costing O(n p), which made the allocation step grow with the
+records). Nothing in an iteration grows with ``n`` then, only with the number of occupied cells and how many
+components share each cell's records: on the CE-like simulator 1,993 cells at n = 6,208 (mostly 1-3 records,
+one draw each) against 4,919 at n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and
+all 40 components occupied at n = 1,000,000.
+
+Where the time goes at n = 1,000,000 (per iteration, each step timed apart in a scratch copy
+of this kernel): the allocation step 3.2 ms of 3.65 (theta 0.33, level exchanges 0.09, label swaps 0.025, alpha and
+sticks 0.02); at n = 6,208 0.22 ms of 0.46. Within the allocation at 1,000,000 (4,373 cells above
+``SMALL_CELL``, 2.5 binomials and 5 single trials each): about 0.85 ms in the binomials themselves (75 ns each,
+a third of it in the exp/log1p of the inversion), 0.4-0.6 ms in the scans for the next largest component and
+the dense bookkeeping over K, about 1 ms in the single trials (30-40 ns each) and 0.5 ms in the rest (products,
+counts). Now the pass that computes the probabilities also keeps their cumulative sums and the three largest,
+and the cell's draw is :func:`bayessdc.models.exact_draws.multinomial_cdf` (sparse: only the components that get
+records are touched; no scan for the first three binomials; the single trials located in the cumulative sums
+without a pass over K). Same process, before / after, 2,000 iterations at 1,000,000 and 4,000 at 6,208, load
+average 4.4-4.7 on 2 cores (another session running; ``/tmp`` scratch script timing ``run_gibbs``): 3.69-3.73
+/ 3.31-3.40 s per 1,000 iterations at 1,000,000; 0.44-0.45 / 0.41-0.42 at 6,208. ``bench/dpmpm.py
+--reference --reference-iterations 4000 --collapsed-sweeps 0`` (load 4.9): NPBayesImputeCat 121 s per 1,000,
+this sampler 3.25 s, ratio 37 (target 50, about 2.4 s per 1,000, not met). The random stream of the allocation
+of cells above ``SMALL_CELL`` records changed with this (same seed, same chain; a different chain than before).
+
+Profile of 2026-11-27 at n = 1,000,000 (one chain, cores=1; the kernel's steps timed with the CPU's cycle counter
+in a scratch copy, 1,000 iterations, about 2.4 ms each, load 4-5 on 2 cores): the allocation step 88%, theta 5%,
+level exchanges 2.5%, label swaps, alpha and sticks about 1%. Within the allocation, per iteration: the binomials
+0.92 ms (9,900 by inversion at about 80 ns, 2,000 by BTPE at about 115 ns; 2.7 per cell above ``SMALL_CELL``),
+the single trials 0.36 ms (22,300, about 16 ns each), the cumulative sums and three largest 0.36 ms (80 ns a
+cell; a branch-free version was 11% faster in isolation, not taken), the cumulative sums less the drawn
+components 0.2 ms, the products and counts 0.2 ms. Before it, numba's reference counting of the draws' array
+arguments took 14% of the time (now off: :mod:`bayessdc.models.exact_draws`). The rest of the levers measured
+and not taken are listed above.
+
+Speed-ups of 2026-12-01 (issue 35, item 2; all draws exact, each kernel tested against its distribution): the
+inversion binomial's start by repeated squaring; each larger cell's binomials first for the components its draw
+gave records in the previous iteration (``guess``, relabelled through the label swaps), sorted by their
+probability now, instead of finding the three largest in the pass of the cumulative sums (that search was 57 of
+the pass's 79 ns a cell; without following the label swaps the stale guesses made the chain slower); the single
+trials of large cells stepped over the drawn components' intervals, those of small cells located by a branch-free
+count; ziggurat exponentials for theta's shape-1 gammas and the sticks' ``log U``; the counts of all variables but
+the last summed per pattern; the tracked allocations int32; the last variable's product fused with the cumulative
+sums. At n = 1,000,000: 2.44-2.49 s of CPU per 1,000 iterations before, about 2.0 after (alternating runs, load
+2-4); the side-by-side figures and the levers not taken are above.
+
+Random numbers: each chain draws from its own ``numpy.random.Generator`` (``bayessdc.synthesis.streams.rng(seed,
+"chain", c)``), passed into the compiled sweep and every move, instead of numba's hidden per-thread state seeded
+by ``np.random.seed``. Measured first (2026-11-27; ``/tmp`` scratch script timing ``run_gibbs``, one chain, cores=1,
+``simulate_ce_like(n, seed=1)``, county synthesized, K = 40; the old and the new code run alternately, same
+invocation; load 5-6 on 2 cores, another session's tests running): at n = 100,000, 5 x 2,000 iterations per run,
+hidden state 1.19-1.26 s per 1,000 iterations, generator 1.05-1.09 (12% faster: numpy's gamma draws of theta
+beat numba's legacy ones); at n = 1,000,000, 3 x 1,000, 2.64-2.80 against 2.53-2.61 in two pairs of runs at
+load 3 (4% faster), within the noise in two pairs at load 5. Bounded integers come from
+:func:`bayessdc.models.exact_draws.uniform_index` (numba's ``Generator.integers`` allocates an array per draw: 28%
+slower in the predictive kernel).
 """
 
 from __future__ import annotations

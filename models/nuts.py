@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 __all__ = ["ChainDraws", "run_chain", "sample_chains"]
 
@@ -473,7 +474,7 @@ def sample_chains(
             raise ValueError("resume's inverse metrics must be finite and positive")
     starts = []
     for c in range(chains):
-        generator = streams.rng(seed, "chain", c)  # the chain's one stream: its initial values, then its kernel
+        generator = streams.rng(seed, Stream.CHAIN, c)  # the chain's one stream: its initial values, then its kernel
         if resume is None:
             init = generator.uniform(-init_radius, init_radius, dim)
             adapted = (0.0, np.ones(dim))

@@ -33,8 +33,9 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+import bayessdc.models.progress as progress
 import bayessdc.synthesis.streams as streams
-from bayessdc import progress
+from bayessdc.synthesis.streams import Stream
 
 from .diagnostics import split_rhat_and_bulk_ess
 
@@ -354,7 +355,7 @@ def sample_model(
         "NUTS (%s): %d chains x (%d warm-up + %d draws), target_accept %s, seed %d",
         backend, settings.chains, settings.tune, settings.draws, settings.target_accept, seed,
     )  # fmt: skip
-    sampler_seed = streams.integer_seed(seed, "nuts")  # the sampler's own stream of the fit's seed
+    sampler_seed = streams.integer_seed(seed, Stream.NUTS)  # the sampler's own stream of the fit's seed
     start = time.perf_counter()
     if backend == "nutpie":
         import nutpie

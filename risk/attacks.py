@@ -92,6 +92,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.synthesis import streams
+from bayessdc.synthesis.streams import Stream
 
 from .neighbours import Coded, MixedFrames, column_term, concat, distance_blocks, is_numeric, nearest, pick_nearest
 from .neighbours import two_nearest_distances as _two_nearest
@@ -254,7 +255,7 @@ def attack_rates(counts: pd.DataFrame, confidence: float = 0.95, by: Sequence[st
 
 def _generators(seed: int, attack: str, count: int) -> list[np.random.Generator]:
     """One generator per dataset (and more), from the attack's own stream of ``seed`` (``("attack", name, k)``)."""
-    return [streams.rng(seed, "attack", attack, k) for k in range(count)]
+    return [streams.rng(seed, Stream.ATTACK, attack, k) for k in range(count)]
 
 
 def _datasets(synthetic: pd.DataFrame, by: str) -> tuple[list, list[pd.DataFrame]]:

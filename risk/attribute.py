@@ -47,9 +47,10 @@ import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
 
-from bayessdc import progress
+import bayessdc.models.progress as progress
 from bayessdc.models.base import stack_draws
 from bayessdc.synthesis import streams
+from bayessdc.synthesis.streams import Stream
 
 from .psis import pareto_smoothed_log_weights
 
@@ -489,7 +490,7 @@ def refit_attribute_risk(
 
     def refit(t: int, c: Any) -> xr.DataArray:
         replaced = synthesizer.replace_value(data, t, c)
-        fit_seed = streams.integer_seed(seed, "attribute-refit", int(t), int(np.searchsorted(candidates, c)))
+        fit_seed = streams.integer_seed(seed, Stream.ATTRIBUTE_REFIT, int(t), int(np.searchsorted(candidates, c)))
         posterior = stack_draws(synthesizer.fit(replaced, seed=fit_seed).posterior)
         return synthesizer.candidate_log_prob(posterior, replaced).isel(item=t)
 

@@ -414,11 +414,12 @@ def inherent_removed(
         repetition, 1..S), ``rows``, ``removed`` and ``kept``.
     """
     from bayessdc.synthesis import streams
+    from bayessdc.synthesis.streams import Stream
 
     from .identification import inherent_sources
 
     synthesized, columns = list(synthesized), list(columns)
-    rng = streams.rng(seed, "inherent", "removal")
+    rng = streams.rng(seed, Stream.INHERENT, Stream.REMOVAL)
     tables = []
     for s, source in enumerate(inherent_sources(original, synthesized, list(pattern), "max", repetitions, rng)):
         frame = original[columns].copy()

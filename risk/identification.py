@@ -74,8 +74,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayessdc import progress
+import bayessdc.models.progress as progress
 from bayessdc.synthesis import streams
+from bayessdc.synthesis.streams import Stream
 
 __all__ = [
     "IDENTIFICATION_MEASURES",
@@ -383,8 +384,8 @@ def inherent_risk(
             dense["+".join(known)] = (np.ravel_multi_index([codes[c] for c in known], shape), base, varying)
     out = {}
     with progress.bar(2 * repetitions, "inherent risk scenarios") as bar:
-        for scenario, name in (("min", "minimum"), ("max", "maximum")):
-            rng = streams.rng(seed, "inherent", name)
+        for scenario, name in (("min", Stream.MINIMUM), ("max", Stream.MAXIMUM)):
+            rng = streams.rng(seed, Stream.INHERENT, name)
             rows = []
             # the maximum's patterns are the kept values as released; the minimum is uniform over what is matched
             source_frame = matched if scenario == "min" else original

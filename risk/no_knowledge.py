@@ -21,6 +21,7 @@ import xarray as xr
 
 from bayessdc.models.base import stack_draws
 from bayessdc.synthesis import streams
+from bayessdc.synthesis.streams import Stream
 
 from .attribute import _positions, attribute_risk, guessed_correctly, thinned
 
@@ -64,7 +65,7 @@ def no_knowledge_attribute_risk(
     rho = np.zeros((released.sizes["item"], len(candidates)))
     for l in range(released.sizes["synthetic"]):
         replaced = synthesizer.replace_values(data, released.isel(synthetic=l).to_numpy())
-        fit = synthesizer.fit(replaced, seed=streams.integer_seed(seed, "no-knowledge", l))
+        fit = synthesizer.fit(replaced, seed=streams.integer_seed(seed, Stream.NO_KNOWLEDGE, l))
         posterior = thinned(stack_draws(fit.posterior), n_draws)
         risk = attribute_risk(
             synthesizer.candidate_log_prob(posterior, replaced), synthesizer.observed(replaced), released, prior

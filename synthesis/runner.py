@@ -33,13 +33,14 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import pandas as pd
 
-from bayessdc import progress as _progress
+import bayessdc.models.progress as _progress
 from bayessdc.models.base import SupportsContinuation, SupportsSamplerSettings
 from bayessdc.models.sampling import ConvergenceCriteria, check_convergence
 
 from . import streams
 from .datasets import draw_synthetic
 from .output import atomic_path, write_inference_data, write_json
+from .streams import Stream
 
 __all__ = [
     "GroupResult",
@@ -182,7 +183,7 @@ class GroupTask:
     def __call__(self, name: str, data: Any) -> GroupResult:
         """Process one group and store its result; returns the result."""
         # the group's streams (children of stream(seed, name)): one fit seed per attempt, the datasets, the assessment
-        fit_seeds = [streams.integer_seed(self.seed, name, "fit", a) for a in range(self.max_extensions + 1)]
+        fit_seeds = [streams.integer_seed(self.seed, name, Stream.FIT, a) for a in range(self.max_extensions + 1)]
         start = time.perf_counter()
         synthesizer = self.synthesizer
         attempts = []
@@ -222,7 +223,7 @@ class GroupTask:
         write_start = time.perf_counter()
         write_inference_data(idata, self.folder / f"{name}.posterior.nc")
         synth_start = time.perf_counter()
-        synthetic = draw_synthetic(synthesizer, idata, data, self.m, streams.rng(self.seed, name, "datasets"))
+        synthetic = draw_synthetic(synthesizer, idata, data, self.m, streams.rng(self.seed, name, Stream.DATASETS))
         items = pd.DataFrame(
             {f"synthetic_{k}": synthetic.sel(synthetic=k).to_numpy() for k in synthetic["synthetic"].to_numpy()}
         )
@@ -241,7 +242,7 @@ class GroupTask:
         }
         if self.assess is not None:
             start = time.perf_counter()
-            assessment = streams.rng(self.seed, name, "assess")
+            assessment = streams.rng(self.seed, name, Stream.ASSESS)
             table, figures = self.assess(synthesizer, idata, data, synthetic, assessment)
             items = pd.concat([items, table.reset_index(drop=True)], axis=1)
             summary.update(figures)

@@ -18,6 +18,11 @@ entropy pool, so a trailing ``0`` still counts (``stream(seed, "chain", 0)`` is 
 Everything that draws takes a :class:`numpy.random.Generator` (:func:`rng`), numba kernels included; APIs that
 want an integer (scikit-learn's ``random_state``, the NUTS samplers' seeds) take :func:`integer_seed`.
 
+Every name of a stream is listed once, in :class:`Stream`, and the code names streams by its members
+(``rng(seed, Stream.CHAIN, c)``); ``tests/synthesis/test_streams.py`` checks that no other name is used. The
+names that are not listed are the ones that vary: indices, a group's name (the runner's groups) and an attack's
+name (the attacks' repetitions).
+
 This module imports nothing from bayessdc: it is the one module of synthesis/ that models/ may import
 (``tests/test_layout.py``).
 """
@@ -25,10 +30,68 @@ This module imports nothing from bayessdc: it is the one module of synthesis/ th
 from __future__ import annotations
 
 import zlib
+from enum import StrEnum
 
 import numpy as np
 
-__all__ = ["integer_seed", "name_word", "rng", "stream"]
+__all__ = ["Stream", "integer_seed", "name_word", "rng", "stream"]
+
+
+class Stream(StrEnum):
+    """Every stream name of the library, spelled once (a ``str``: ``Stream.CHAIN == "chain"``, hashed alike).
+
+    A stream's numbers depend on its names' spelling, so a spelling is never changed: the same seed gives the same
+    release. Where two spellings are close, they name two streams: ``"chain"`` is one chain's generator,
+    ``"chains"`` the seed of a fit of several chains at once.
+    """
+
+    #: One chain's generator, ``(seed, CHAIN, c)``: the Gibbs samplers' chains, the compiled NUTS's chains.
+    CHAIN = "chain"
+    #: The integer seed of a NUTS fit of chains ``a .. b - 1`` fitted apart, ``(seed, CHAINS, a)`` (the DP-areal's
+    #: NUTS seeds its chains together from one seed).
+    CHAINS = "chains"
+    #: The NUTS samplers' own integer seed of a fit.
+    NUTS = "nuts"
+    #: The m synthetic datasets of a release (and, below a group's name, of a group).
+    DATASETS = "datasets"
+    #: The release gate's datasets, ``(seed, GATE, chain)``.
+    GATE = "gate"
+    #: The records whose risk is assessed when not all are (the DPMPM's ``risk_records``).
+    RISK_RECORDS = "risk-records"
+    #: The control (holdout) records set apart before a fit (:mod:`bayessdc.control`).
+    HOLDOUT = "holdout"
+    #: The bootstrap of the table figures.
+    TABLES_BOOTSTRAP = "tables-bootstrap"
+    #: Below a group's name: the seed of each fit attempt, ``(seed, group, FIT, attempt)``.
+    FIT = "fit"
+    #: Below a group's name: the assessment of a group's release.
+    ASSESS = "assess"
+    #: The inherent-risk scenarios, ``(seed, INHERENT, MINIMUM | MAXIMUM | REMOVAL)``.
+    INHERENT = "inherent"
+    MINIMUM = "minimum"
+    MAXIMUM = "maximum"
+    REMOVAL = "removal"
+    #: The refits with one record's value replaced (exact attribute risk), ``(seed, ATTRIBUTE_REFIT, record,
+    #: candidate)``.
+    ATTRIBUTE_REFIT = "attribute-refit"
+    #: The refits on a synthetic dataset's values (the no-knowledge reference), ``(seed, NO_KNOWLEDGE, l)``.
+    NO_KNOWLEDGE = "no-knowledge"
+    #: The attacks' repetitions, ``(seed, ATTACK, attack's name, k)``.
+    ATTACK = "attack"
+    #: CART: the trees' seed, each dataset's draws and its smoothing, the unlearned releases and their folds.
+    TREE = "tree"
+    CART_DATASET = "cart-dataset"
+    CART_SMOOTHING = "cart-smoothing"
+    CART_UNLEARNED = "cart-unlearned"
+    FOLDS = "folds"
+    #: Flows: the precisions' draws.
+    PRECISIONS = "precisions"
+    #: Spatial: the jitter of tied coordinates, the coefficients given the NNGP draws, the NNGP draws, the fit
+    #: restricted to the synthesized area.
+    JITTER = "jitter"
+    BETA_PHI = "beta-phi"
+    NNGP_DRAWS = "nngp-draws"
+    RESTRICTED_FIT = "restricted-fit"
 
 
 def name_word(name: str | int) -> int:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import streams
+from .streams import Stream
 from .utility import proportion_of_total_variation
 
 __all__ = [
@@ -217,7 +218,7 @@ def tau_distributions(
     pandas.DataFrame
         Columns ``table``, ``source`` (``"synthetic"`` or ``"bootstrap"``), ``replicate`` (1-based) and ``tau``.
     """
-    rng = streams.rng(seed, "tables-bootstrap")
+    rng = streams.rng(seed, Stream.TABLES_BOOTSTRAP)
     frames = []
     for spec in tables:
         synthetic_tau = tau_synthetic(original, synthetic, spec, weights)

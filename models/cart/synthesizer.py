@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from .bootstrap import draw_column
 from .data import CartDataError, check_rules_hold, decode_categorical, encode_columns, encode_like, validate_columns
@@ -242,7 +243,7 @@ class CartSynthesizer:
             "min_samples_leaf": self.min_samples_leaf,
             "ccp_alpha": self.ccp_alpha,
             "max_depth": self.max_depth,
-            "seed": streams.integer_seed(seed, "tree"),
+            "seed": streams.integer_seed(seed, Stream.TREE),
             "tree_builder": self.tree_builder,
         }
         jobs: list[tuple[str, _TreeJob]] = []
@@ -582,6 +583,6 @@ class _DrawDataset:
 
     def __call__(self, name: str, k: int) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
         fallbacks: dict[str, dict[str, int]] = {}
-        rng = streams.rng(self.seed, "cart-dataset", k)
-        values = self.synthesizer._draw(rng, streams.rng(self.seed, "cart-smoothing", k), fallbacks, self.rows)
+        rng = streams.rng(self.seed, Stream.CART_DATASET, k)
+        values = self.synthesizer._draw(rng, streams.rng(self.seed, Stream.CART_SMOOTHING, k), fallbacks, self.rows)
         return self.synthesizer._decode_dataset(values, k, self.rows), fallbacks

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from .synthesizer import CartSynthesizer
 
@@ -72,14 +73,14 @@ def cross_fitted_datasets(
     folds = int(min(folds, n))
     if folds < 2:
         raise ValueError(f"cross-fitting needs at least 2 records, got {n}")
-    order = streams.rng(seed, "cart-unlearned", "folds").permutation(n)
+    order = streams.rng(seed, Stream.CART_UNLEARNED, Stream.FOLDS).permutation(n)
     parts = []
     for k, held in enumerate(np.array_split(order, folds)):
         held = np.sort(held)
         learn = np.setdiff1d(np.arange(n), held)
         fold = dataclasses.replace(synthesizer)
         fold.fit(data, seed, fan_out, learn=learn)
-        drawn = fold.synthesize_datasets(m, seed=streams.integer_seed(seed, "cart-unlearned", k), fan_out=fan_out,
+        drawn = fold.synthesize_datasets(m, seed=streams.integer_seed(seed, Stream.CART_UNLEARNED, k), fan_out=fan_out,
                                          rows=held)  # fmt: skip
         parts.append(drawn.assign(_row=np.tile(held, m)))
     frame = pd.concat(parts, ignore_index=True).sort_values(["synthetic", "_row"], kind="stable")

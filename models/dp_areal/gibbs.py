@@ -26,6 +26,11 @@ an exact draw from a conditional of the joint posterior:
 Steps 5 and 6 are a partially collapsed pair (van Dyk & Park 2008): step 5 draws from a conditional with the
 empty components integrated out, and step 6 draws them afresh before anything conditions on them.
 
+The kernels take their inputs as records (:mod:`bayessdc.models.dp_areal.records`), built by ``_Problem.records``
+and ``GibbsState.record`` only; chain ``c`` draws from the stream ``(seed, Stream.CHAIN, c)``. Measured against
+NUTS on the same posterior (agreement, ESS per second, wall time) by ``bench/dp_areal_gibbs.py``, whose docstring
+holds the dated figures.
+
 References
 ----------
 .. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
@@ -48,6 +53,7 @@ import numpy as np
 from scipy import special
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from ..dpmpm.moves import log_allocation_prob, slice_log_alpha, swap_log_ratio
 from ..exact_draws import binomial, multinomial, uniform_index
@@ -56,6 +62,7 @@ from .lkj import cpc_beta_parameters
 from .marginal import identified_basis
 from .model import DEFAULT_K, DPArealPriors
 from .quadrature import HALF_WIDTH, _cell_integral, _cell_posterior_kernel
+from .records import ChainState, CoefficientPrior, Design, Moves, PairData, PriorValues, SplitProposal
 
 __all__ = ["DPArealGibbsSettings", "GibbsState", "covariance_matrix", "run_chain", "slice_covariance"]
 
@@ -138,6 +145,11 @@ class GibbsState:
         """``log rho_k`` of the truncated stick breaking (eq. 9)."""
         return _log_rho(self.stick)
 
+    def record(self) -> ChainState:
+        """The state as the kernels take it (the same arrays, updated in place)."""
+        return ChainState(self.allocation, self.stick, self.beta, self.mean, self.sigma, self.cpc, self.scalars,
+                          self.counters)  # fmt: skip
+
 
 #: Names of ``GibbsState.scalars``, in order.
 SCALARS = ("alpha", "tau_lambda", "tau_theta", "tau_phi", "tau_mu")
@@ -179,12 +191,17 @@ class _Problem:
                    cpc_beta_parameters(R, p.lkj_eta) if R > 1 else np.zeros(0), K, nodes, swaps,
                    split_merges)  # fmt: skip
 
+    def records(self) -> tuple[PairData, Design, PriorValues, Moves]:
+        """The kernels' read-only records (:mod:`bayessdc.models.dp_areal.records`), built here only."""
+        pairs = PairData(count=self.count, pattern=self.pattern, weight=self.weight, log_fact=self.log_fact,
+                         nodes=int(self.nodes))  # fmt: skip
+        design = Design(full_t=self.full_t, V=self.V, V_t=self.V_t, basis=self.basis, basis_t=self.basis_t)
+        priors = PriorValues(*(float(value) for value in self.priors), cpc_b=self.cpc_b)
+        return pairs, design, priors, Moves(swaps=int(self.swaps), split_merges=int(self.split_merges))
+
     def sweep(self, rng: np.random.Generator, state: GibbsState) -> None:
         """One sweep of the sampler on ``state``, in place."""
-        _sweep(rng, state.allocation, state.stick, state.beta, state.mean, state.sigma, state.cpc, state.scalars,
-               state.counters, self.count, self.pattern, self.weight, self.log_fact, self.full_t, self.V,
-               self.V_t, self.basis, self.basis_t, self.priors, self.cpc_b, self.nodes, self.swaps,
-               self.split_merges)  # fmt: skip
+        _sweep(rng, state.record(), *self.records())
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -192,12 +209,14 @@ class _Problem:
 
 
 @numba.njit(cache=True)
-def _component_terms(w, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes, half_width):  # pragma: no cover
+def _component_terms(w, n_dk, tau, pairs, design, half_width):  # pragma: no cover
     """``sum_d n_dk log p(c_d | basis_{b_d} w, tau)`` with its gradient and Hessian in ``w``.
 
     ``d/dm log p = tau E[x - m | c]`` and ``d^2/dm^2 log p = tau^2 Var[x | c] - tau`` (the moments of the
     quadrature).
     """
+    count, pattern, log_fact, nodes = pairs.count, pairs.pattern, pairs.log_fact, pairs.nodes
+    basis, basis_t = design.basis, design.basis_t
     B, r = basis.shape
     h = 2.0 * half_width / (nodes - 1)
     centre = 0.5 * (nodes - 1)
@@ -222,8 +241,9 @@ def _component_terms(w, basis, basis_t, count, pattern, n_dk, tau, log_fact, nod
 
 
 @numba.njit(cache=True)
-def _allocated_log_likelihood(tau, location, count, pattern, allocation, log_fact, nodes, half_width):  # noqa: E501 pragma: no cover
+def _allocated_log_likelihood(tau, location, allocation, pairs, half_width):  # pragma: no cover
     """``sum_{d,k} N_kd log p(c_d | m_{k b_d}, tau)``: the likelihood given the allocations."""
+    count, pattern, log_fact, nodes = pairs.count, pairs.pattern, pairs.log_fact, pairs.nodes
     K, D = allocation.shape
     h = 2.0 * half_width / (nodes - 1)
     centre = 0.5 * (nodes - 1)
@@ -371,17 +391,14 @@ def _covariance(sigma, cpc):  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def _slice_log_tau(rng, tau, location, count, pattern, allocation, log_fact, nodes, a, b):  # pragma: no cover
+def _slice_log_tau(rng, tau, location, allocation, pairs, a, b):  # pragma: no cover
     """One slice-sampling update of ``log tau_lambda`` (stepping out, shrinkage; Jacobian included) given the
-    allocations and the locations: prior Gamma(``a``, ``b``) times :func:`_allocated_log_likelihood`.
-
-    Measured and not taken (2026-12-04, the demo's table, K = 10, 4 chains x (500 + 2,000 sweeps)): a second
-    update of ``tau_lambda`` per sweep with the labels summed out (the mixture likelihood, the allocations drawn
-    right after) cost 1.4 ms of a 2.35 ms sweep and moved tau_lambda's bulk ESS from 37 to 55: less per second.
+    allocations and the locations: prior Gamma(``a``, ``b``) times :func:`_allocated_log_likelihood`. A second
+    update with the labels summed out was measured and not taken (``bench/dp_areal_gibbs.py``: less ESS per second).
     """
     u0 = math.log(tau)
     width = 0.5
-    args = (location, count, pattern, allocation, log_fact, nodes, HALF_WIDTH)
+    args = (location, allocation, pairs, HALF_WIDTH)
     level = a * u0 - b * tau + _allocated_log_likelihood(tau, *args) + math.log(rng.random())
     left = u0 - width * rng.random()
     right = left + width
@@ -406,23 +423,22 @@ def _slice_log_tau(rng, tau, location, count, pattern, allocation, log_fact, nod
 
 
 @numba.njit(cache=True)
-def _component_target(w, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes):  # noqa: E501
+def _component_target(w, mean_w, precision, n_dk, tau, pairs, design):  # pragma: no cover
     """Log density of ``w_k`` given everything else (up to a constant), its gradient and Hessian."""
-    value, grad, hess = _component_terms(w, basis, basis_t, count, pattern, n_dk, tau, log_fact, nodes, HALF_WIDTH)
+    value, grad, hess = _component_terms(w, n_dk, tau, pairs, design, HALF_WIDTH)
     dev = w - mean_w
     pdev = precision @ dev
     return value - 0.5 * (dev @ pdev), grad - pdev, hess - precision
 
 
 @numba.njit(cache=True)
-def _conditional_mode(n_dk, start, mean_w, precision, basis, basis_t, count, pattern, tau, log_fact, nodes):
+def _conditional_mode(n_dk, start, mean_w, precision, tau, pairs, design):  # pragma: no cover
     """The mode of ``w``'s conditional given the cells ``n_dk`` and the Cholesky factor of the inverse curvature
     there: Newton's method with backtracking. The target is strictly log-concave (a Gaussian prior times
     Poisson-lognormal terms, each log-concave in the location), so the mode found to the tolerance does not depend
     on ``start``, and a proposal built on it is an independence proposal."""
     w = start.copy()
-    value, grad, hess = _component_target(w, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau, log_fact,
-                                          nodes)  # fmt: skip
+    value, grad, hess = _component_target(w, mean_w, precision, n_dk, tau, pairs, design)
     for _ in range(100):
         step = np.linalg.solve(-hess, grad)
         t = 1.0
@@ -430,8 +446,7 @@ def _conditional_mode(n_dk, start, mean_w, precision, basis, basis_t, count, pat
         trial_value, trial_grad, trial_hess = value, grad, hess
         for _ in range(40):
             trial = w + t * step
-            trial_value, trial_grad, trial_hess = _component_target(trial, mean_w, precision, basis, basis_t, count,
-                                                                    pattern, n_dk, tau, log_fact, nodes)  # fmt: skip
+            trial_value, trial_grad, trial_hess = _component_target(trial, mean_w, precision, n_dk, tau, pairs, design)
             if trial_value >= value - 1e-12:
                 break
             t *= 0.5
@@ -491,22 +506,21 @@ def _matheron(rng, w, mean, S0, chol_S0, V, V_t, C):  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def _update_component(rng, k, allocation, beta, mean, S0, chol_S0, V, V_t, basis, basis_t, count, pattern, log_fact,
-                      tau, nodes, counters):  # pragma: no cover
+def _update_component(rng, k, state, prior, tau, pairs, design):  # pragma: no cover
     """Step 3 for component ``k``: ``w_k`` by independence MH with a t proposal at the mode of its conditional
-    (:func:`_conditional_mode`), then ``beta_k | w_k`` (:func:`_matheron`)."""
+    (:func:`_conditional_mode`), then ``beta_k | w_k`` (:func:`_matheron`); ``state`` (a :class:`ChainState`) is
+    updated in place, ``prior`` is the :class:`CoefficientPrior` around ``state.mean``."""
+    allocation, beta, mean, counters = state.allocation, state.beta, state.mean, state.counters
+    S0, chol_S0, V, V_t = prior.S0, prior.chol_S0, design.V, design.V_t
     mean_w = V_t @ mean
     C = V_t @ (S0 @ V)
     precision = np.linalg.inv(C)
     n_dk = allocation[k]
     current = V_t @ beta[k]
-    mode, chol = _conditional_mode(n_dk, current, mean_w, precision, basis, basis_t, count, pattern, tau, log_fact,
-                                   nodes)  # fmt: skip
+    mode, chol = _conditional_mode(n_dk, current, mean_w, precision, tau, pairs, design)
     proposal = _draw_t(rng, mode, chol)
-    proposed_value = _component_target(proposal, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau,
-                                       log_fact, nodes)[0]  # fmt: skip
-    current_value = _component_target(current, mean_w, precision, basis, basis_t, count, pattern, n_dk, tau,
-                                      log_fact, nodes)[0]  # fmt: skip
+    proposed_value = _component_target(proposal, mean_w, precision, n_dk, tau, pairs, design)[0]
+    current_value = _component_target(current, mean_w, precision, n_dk, tau, pairs, design)[0]
     log_ratio = proposed_value - current_value
     log_ratio += _log_t_density(current, mode, chol) - _log_t_density(proposal, mode, chol)
     counters[1] += 1
@@ -518,8 +532,10 @@ def _update_component(rng, k, allocation, beta, mean, S0, chol_S0, V, V_t, basis
 
 
 @numba.njit(cache=True)
-def _pair_log_terms(w, basis, count, pattern, tau, log_fact, nodes):  # pragma: no cover
+def _pair_log_terms(w, tau, pairs, design):  # pragma: no cover
     """``log p(c_d | basis_{b_d} w, tau)`` of every distinct pair ``d``."""
+    count, pattern, log_fact, nodes = pairs.count, pairs.pattern, pairs.log_fact, pairs.nodes
+    basis = design.basis
     h = 2.0 * HALF_WIDTH / (nodes - 1)
     centre = 0.5 * (nodes - 1)
     const = 0.5 * math.log(tau / (2.0 * math.pi)) + math.log(h)
@@ -533,13 +549,17 @@ def _pair_log_terms(w, basis, count, pattern, tau, log_fact, nodes):  # pragma: 
 
 
 @numba.njit(cache=True)
-def _split_log_ratio(n_j, n_l, w_j, w_l, w_m, counts_split, counts_merged, alpha, mean_w, chol_C, mode, chol_t,
-                     L_j, L_l, L_m, log_pi_l, log_pi_j):  # pragma: no cover
+def _split_log_ratio(proposal, alpha, mean_w, chol_C):  # pragma: no cover
     """``log`` of the acceptance ratio of the split of a merged component (cells ``n_j + n_l``, coefficients
     ``w_m``) into ``(n_j, w_j)`` and ``(n_l, w_l)``; the merge's is its negative. Target: allocations with the
     sticks integrated out (:func:`bayessdc.models.dpmpm.moves.log_allocation_prob`), ``w``'s prior, the
     likelihood; proposals: the split's ``w_j, w_l ~ N(w_m, C)`` and binomial allocations, the merge's t at the
-    merged conditional's mode (the binomial coefficients cancel the multinomial ones of the state)."""
+    merged conditional's mode (the binomial coefficients cancel the multinomial ones of the state). ``proposal`` is
+    a :class:`SplitProposal`."""
+    n_j, n_l, w_j, w_l, w_m = proposal.n_j, proposal.n_l, proposal.w_j, proposal.w_l, proposal.w_m
+    counts_split, counts_merged = proposal.counts_split, proposal.counts_merged
+    mode, chol_t, L_j, L_l, L_m = proposal.mode, proposal.chol_t, proposal.L_j, proposal.L_l, proposal.L_m
+    log_pi_l, log_pi_j = proposal.log_pi_l, proposal.log_pi_j
     value = log_allocation_prob(counts_split, alpha, 1.0) - log_allocation_prob(counts_merged, alpha, 1.0)
     value += (_log_normal_density(w_j, mean_w, chol_C) + _log_normal_density(w_l, mean_w, chol_C)
               - _log_normal_density(w_m, mean_w, chol_C))  # fmt: skip
@@ -566,8 +586,7 @@ def _split_shares(L_j, L_l):  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t, basis, basis_t, count, pattern,
-                log_fact, tau, nodes, counters):  # pragma: no cover
+def split_merge(rng, state, counts, alpha, tau, prior, pairs, design):  # pragma: no cover
     """One split-merge Metropolis-Hastings move (after Jain & Neal 2004), in place; returns whether accepted.
 
     An ordered pair ``(j, l)`` of components is drawn uniformly. Both occupied: propose merging ``l``'s cells into
@@ -575,8 +594,12 @@ def split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t,
     ``j`` occupied and ``l`` empty: propose ``w_j, w_l ~ N(w_j, C)`` (``C`` the prior covariance of ``w``), and
     every pair's cells of ``j`` sent to ``l`` by a binomial draw with ``p_l / (p_j + p_l)``; a split that leaves
     either empty is rejected. The two are each other's reverse under the same pair. ``counts`` (the components'
-    cell totals) is updated with the allocations.
+    cell totals) is updated with the allocations, ``state`` (a :class:`ChainState`) in place; ``prior`` is the
+    :class:`CoefficientPrior` around ``state.mean``, ``alpha`` and ``tau`` (``tau_lambda``) the sweep's current
+    values.
     """
+    allocation, beta, mean, counters = state.allocation, state.beta, state.mean, state.counters
+    S0, chol_S0, V, V_t = prior.S0, prior.chol_S0, design.V, design.V_t
     K, D = allocation.shape
     j = uniform_index(rng, K)
     l = uniform_index(rng, K - 1)
@@ -599,15 +622,15 @@ def split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t,
         merged_counts[l] = 0.0
         w_j = V_t @ beta[j]
         w_l = V_t @ beta[l]
-        mode, chol_t = _conditional_mode(n_m, w_j, mean_w, precision, basis, basis_t, count, pattern, tau, log_fact,
-                                         nodes)  # fmt: skip
+        mode, chol_t = _conditional_mode(n_m, w_j, mean_w, precision, tau, pairs, design)
         w_m = _draw_t(rng, mode, chol_t)
-        L_j = _pair_log_terms(w_j, basis, count, pattern, tau, log_fact, nodes)
-        L_l = _pair_log_terms(w_l, basis, count, pattern, tau, log_fact, nodes)
-        L_m = _pair_log_terms(w_m, basis, count, pattern, tau, log_fact, nodes)
+        L_j = _pair_log_terms(w_j, tau, pairs, design)
+        L_l = _pair_log_terms(w_l, tau, pairs, design)
+        L_m = _pair_log_terms(w_m, tau, pairs, design)
         log_pi_l, log_pi_j = _split_shares(L_j, L_l)
-        log_ratio = -_split_log_ratio(n_j, n_l, w_j, w_l, w_m, split_counts, merged_counts, alpha, mean_w, chol_C,
-                                      mode, chol_t, L_j, L_l, L_m, log_pi_l, log_pi_j)  # fmt: skip
+        proposal = SplitProposal(n_j, n_l, w_j, w_l, w_m, split_counts, merged_counts, mode, chol_t, L_j, L_l, L_m,
+                                 log_pi_l, log_pi_j)  # fmt: skip
+        log_ratio = -_split_log_ratio(proposal, alpha, mean_w, chol_C)
         if not math.log(rng.random()) < log_ratio:
             return False
         allocation[j] = n_m
@@ -630,8 +653,8 @@ def split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t,
     for i in range(r):
         z[i] = rng.standard_normal()
     w_l = w_m + chol_C @ z
-    L_j = _pair_log_terms(w_j, basis, count, pattern, tau, log_fact, nodes)
-    L_l = _pair_log_terms(w_l, basis, count, pattern, tau, log_fact, nodes)
+    L_j = _pair_log_terms(w_j, tau, pairs, design)
+    L_l = _pair_log_terms(w_l, tau, pairs, design)
     log_pi_l, log_pi_j = _split_shares(L_j, L_l)
     n_j = n_m.copy()
     n_l = np.zeros_like(n_m)
@@ -644,11 +667,11 @@ def split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t,
         return False
     split_counts[j] = counts[j] - total_l
     split_counts[l] = float(total_l)
-    mode, chol_t = _conditional_mode(n_m, w_m, mean_w, precision, basis, basis_t, count, pattern, tau, log_fact,
-                                     nodes)  # fmt: skip
-    L_m = _pair_log_terms(w_m, basis, count, pattern, tau, log_fact, nodes)
-    log_ratio = _split_log_ratio(n_j, n_l, w_j, w_l, w_m, split_counts, merged_counts, alpha, mean_w, chol_C, mode,
-                                 chol_t, L_j, L_l, L_m, log_pi_l, log_pi_j)  # fmt: skip
+    mode, chol_t = _conditional_mode(n_m, w_m, mean_w, precision, tau, pairs, design)
+    L_m = _pair_log_terms(w_m, tau, pairs, design)
+    proposal = SplitProposal(n_j, n_l, w_j, w_l, w_m, split_counts, merged_counts, mode, chol_t, L_j, L_l, L_m,
+                             log_pi_l, log_pi_j)  # fmt: skip
+    log_ratio = _split_log_ratio(proposal, alpha, mean_w, chol_C)
     if not math.log(rng.random()) < log_ratio:
         return False
     allocation[j] = n_j
@@ -683,14 +706,15 @@ def _log_rho(stick):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, count, pattern, weight, log_fact,
-           full_t, V, V_t, basis, basis_t, priors, cpc_b, nodes, swaps, split_merges):  # pragma: no cover
-    """One sweep of steps 1-6 (the module's docstring), in place.
-
-    ``scalars`` = (alpha, tau_lambda, tau_theta, tau_phi, tau_mu); ``priors`` = (a_alpha, b_alpha, tau_theta,
-    tau_phi, tau_mu, tau_lambda as shape and rate pairs, sigma_nu, sigma_scale); ``counters`` = (coefficient moves
-    accepted, proposed, label swaps accepted, split-merge moves accepted).
-    """
+def _sweep(rng, state, pairs, design, priors, moves):  # pragma: no cover
+    """One sweep of steps 1-6 (the module's docstring) on ``state`` (a :class:`ChainState`), in place; the data
+    (:class:`PairData`), the design (:class:`Design`), the priors (:class:`PriorValues`) and the moves
+    (:class:`Moves`) are read only."""
+    allocation, stick, beta, mean = state.allocation, state.stick, state.beta, state.mean
+    sigma, cpc, scalars, counters = state.sigma, state.cpc, state.scalars, state.counters
+    count, pattern, weight, log_fact, nodes = pairs.count, pairs.pattern, pairs.weight, pairs.log_fact, pairs.nodes
+    full_t = design.full_t
+    swaps, split_merges = moves.swaps, moves.split_merges
     K, D = allocation.shape
     R1 = mean.shape[0]
     R = R1 - 1
@@ -731,11 +755,11 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
     # the prior of the coefficients, for the split-merge moves and step 3 (its hyperparameters change in step 5)
     S0 = _prior_blocks(tau_theta, sigma, cpc)
     chol_S0 = np.linalg.cholesky(S0)
+    prior = CoefficientPrior(S0, chol_S0)
     if split_merges:
         for _ in range(K * split_merges):
-            split_merge(rng, allocation, beta, counts, alpha, mean, S0, chol_S0, V, V_t, basis, basis_t, count,
-                        pattern, log_fact, tau_lambda, nodes, counters)  # fmt: skip
-    alpha = slice_log_alpha(rng, alpha, counts, priors[0], priors[1], 1.0)
+            split_merge(rng, state, counts, alpha, tau_lambda, prior, pairs, design)
+    alpha = slice_log_alpha(rng, alpha, counts, priors.a_alpha, priors.b_alpha, 1.0)
     tail = 0.0
     for k in range(K - 1, -1, -1):
         if k < K - 1:
@@ -747,12 +771,11 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
     for k in range(K):
         if counts[k] > 0:
             occupied += 1
-            _update_component(rng, k, allocation, beta, mean, S0, chol_S0, V, V_t, basis, basis_t, count, pattern,
-                              log_fact, tau_lambda, nodes, counters)  # fmt: skip
+            _update_component(rng, k, state, prior, tau_lambda, pairs, design)
     # 4. tau_lambda
     location = beta @ full_t
-    tau_lambda = _slice_log_tau(rng, tau_lambda, location, count, pattern, allocation, log_fact, nodes, priors[8],
-                                priors[9])  # fmt: skip
+    tau_lambda = _slice_log_tau(rng, tau_lambda, location, allocation, pairs, priors.tau_lambda_shape,
+                                priors.tau_lambda_rate)  # fmt: skip
     # 5. tau_theta and Sigma_phi given the occupied components (the empty ones integrated out)
     theta_ss = 0.0
     scatter = np.zeros((R, R))
@@ -765,8 +788,8 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
                 for j in range(R):
                     scatter[i, j] += own[1 + i] * own[1 + j]
             total += beta[k]
-    tau_theta = rng.gamma(priors[2] + 0.5 * occupied, 1.0 / (priors[3] + 0.5 * theta_ss))
-    slice_covariance(rng, sigma, cpc, scatter, occupied, priors[10], priors[11], cpc_b)
+    tau_theta = rng.gamma(priors.tau_theta_shape + 0.5 * occupied, 1.0 / (priors.tau_theta_rate + 0.5 * theta_ss))
+    slice_covariance(rng, sigma, cpc, scatter, occupied, priors.sigma_nu, priors.sigma_scale, priors.cpc_b)
     # 6. (mu, mu_phi) given the occupied components, the empty ones from their prior given them, tau_mu, tau_phi
     mu_precision = tau_mu + occupied * tau_theta
     mean[0] = tau_theta * total[0] / mu_precision + rng.standard_normal() / math.sqrt(mu_precision)
@@ -788,12 +811,24 @@ def _sweep(rng, allocation, stick, beta, mean, sigma, cpc, scalars, counters, co
             for i in range(R1):
                 e[i] = rng.standard_normal()
             beta[k] = mean + chol_S0 @ e
-    tau_mu = rng.gamma(priors[6] + 0.5, 1.0 / (priors[7] + 0.5 * mean[0] * mean[0]))
+    tau_mu = rng.gamma(priors.tau_mu_shape + 0.5, 1.0 / (priors.tau_mu_rate + 0.5 * mean[0] * mean[0]))
     phi_ss = 0.0
     for i in range(R):
         phi_ss += mean[1 + i] * mean[1 + i]
-    tau_phi = rng.gamma(priors[4] + 0.5 * R, 1.0 / (priors[5] + 0.5 * phi_ss))
+    tau_phi = rng.gamma(priors.tau_phi_shape + 0.5 * R, 1.0 / (priors.tau_phi_rate + 0.5 * phi_ss))
     scalars[0], scalars[1], scalars[2], scalars[3], scalars[4] = alpha, tau_lambda, tau_theta, tau_phi, tau_mu
+
+
+@numba.njit(cache=True, nogil=True)
+def _sweeps(rng, state, pairs, design, priors, moves, n):  # pragma: no cover
+    """``n`` sweeps (:func:`_sweep`) in one call: the records' dispatch from Python (about as long as a tenth of a
+    sweep) paid once for them."""
+    for _ in range(n):
+        _sweep(rng, state, pairs, design, priors, moves)
+
+
+#: Most sweeps of the burn-in run in one call of :func:`_sweeps` (the progress bar moves between calls).
+BURN_CHUNK = 8
 
 
 def initial_state(rng: np.random.Generator, data: ArealData, problem: _Problem) -> GibbsState:
@@ -834,7 +869,7 @@ def run_chain(
     priors = DPArealPriors() if priors is None else priors
     settings = DPArealGibbsSettings() if settings is None else settings
     problem = _Problem.of(data, K, priors, nodes, settings.label_swaps, settings.split_merges)
-    rng = streams.rng(seed, "chain", chain)
+    rng = streams.rng(seed, Stream.CHAIN, chain)
     state = initial_state(rng, data, problem)
     draws = settings.draws
     out: dict[str, Any] = {name: np.empty(draws) for name in SCALARS}
@@ -843,11 +878,20 @@ def run_chain(
     out["location"] = np.empty((draws, K, data.n_patterns))
     kept = 0
     sweeps = settings.burn + draws * settings.thin
-    for step in range(sweeps):
-        problem.sweep(rng, state)
+    records, chain_state = problem.records(), state.record()  # the state's arrays are updated in place
+    step = 0  # sweeps done
+    while step < sweeps:
+        # the sweeps up to the next kept one (in the burn-in, up to BURN_CHUNK of them)
+        if step < settings.burn:
+            n = min(settings.burn - step, BURN_CHUNK)
+        else:
+            n = settings.thin - (step - settings.burn) % settings.thin
+        _sweeps(rng, chain_state, *records, n)
+        step += n
         if advance is not None:
-            advance()
-        if step >= settings.burn and (step - settings.burn + 1) % settings.thin == 0:
+            for _ in range(n):
+                advance()
+        if step > settings.burn and (step - settings.burn) % settings.thin == 0:
             for i, name in enumerate(SCALARS):
                 out[name][kept] = state.scalars[i]
             out["stick"][kept] = state.stick

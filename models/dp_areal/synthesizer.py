@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+import bayessdc.models.progress as progress
 import bayessdc.synthesis.streams as streams
-from bayessdc import progress
+from bayessdc.synthesis.streams import Stream
 
 from ..cart.rules import Rule
 from ..categorical import long_frame
@@ -161,7 +162,7 @@ class DPArealSynthesizer:
             return self._fit_gibbs(data, seed, chains)
         if chains is not None and chains != range(self.settings.chains):
             part = replace(self, settings=replace(self.settings, chains=len(chains)))
-            idata = part.fit(data, streams.integer_seed(seed, "chains", chains.start))
+            idata = part.fit(data, streams.integer_seed(seed, Stream.CHAINS, chains.start))
             labels = np.arange(chains.start, chains.stop)
             for group in idata.groups():
                 if "chain" in idata[group].dims:

@@ -15,8 +15,9 @@ One file per part:
     The equivalent form the sampler uses: classes summed out, records aggregated into cells
     (:func:`cell_log_likelihood`, :func:`log_prior`, and :func:`build_model` in PyMC, from which the sampler
     reads its priors: :func:`model_hyperparameters`); tested equal to the declaration at random points.
-``gibbs.py``, ``moves.py``
-    The blocked Gibbs sampler on the cell counts and its exact moves, compiled with numba (:func:`run_gibbs`).
+``gibbs.py``, ``moves.py``, ``records.py``
+    The blocked Gibbs sampler on the cell counts and its exact moves, compiled with numba (:func:`run_gibbs`),
+    and the records (numba ``NamedTuple`` arguments) its kernels take.
 ``predictive.py``
     Synthetic values of every record from one posterior draw, compiled.
 ``simulate.py``

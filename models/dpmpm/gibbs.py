@@ -2,88 +2,58 @@
 
 It samples the posterior of eq. (1)-(6) in the form of :mod:`bayessdc.models.dpmpm.marginal` (records
 aggregated into cells), with the priors read back from the declared model
-(:func:`bayessdc.models.dpmpm.marginal.model_hyperparameters`). The blocked Gibbs sampler of Ishwaran & James
-(2001) allocates the ``n_cell`` records of a cell to components with one multinomial draw: records of one
-cell are exchangeable, so the multinomial draw of the allocation counts is the same conditional as drawing
-each record's ``z_i`` separately. The theta and stick updates need only the counts per (component, variable,
-level), sums over cells of those allocation counts. The alternative, NUTS on the marginalised PyMC model,
-was measured on the CE-like data (``bench/dpmpm.py --nuts``) and was two to three orders of magnitude
-slower in ESS per second (:data:`SAMPLER_DECISION`).
+(:func:`bayessdc.models.dpmpm.marginal.model_hyperparameters`). One iteration, each step an exact draw from a
+conditional of the joint posterior (truncated stick breaking, Ishwaran & James 2001):
 
-Cost per iteration. The multinomial is drawn by conditional binomials, largest component first, until a few
-records are left, then one categorical draw for each of those (:func:`bayessdc.models.exact_draws.multinomial`);
-the binomials are exact and O(1) in ``n`` (:func:`bayessdc.models.exact_draws.binomial`: inversion or BTPE;
-numba's own ``np.random.binomial`` is an inversion costing O(n p), which made the allocation step grow with the
-records). Nothing in an iteration grows with ``n`` then, only with the number of occupied cells and how many
-components share each cell's records: on the CE-like simulator 1,993 cells at n = 6,208 (mostly 1-3 records,
-one draw each) against 4,919 at n = 1,000,000 (about 200 records, 2.6 binomials and 5 single draws each), and
-all 40 components occupied at n = 1,000,000. Figures in ``bench/dpmpm.py``.
+1. ``z | pi, theta, X`` (eq. 1-2): the ``n_c`` records of cell ``c`` are exchangeable, so their allocation
+   counts are one ``Multinomial(n_c; r_c.)`` draw, ``r_ck ∝ pi_k prod_j theta_k^(j)[x_cj]``, the same conditional
+   as drawing each record's ``z_i``; only the counts per (component, variable, level) are kept;
+2. the exact moves of :mod:`bayessdc.models.dpmpm.moves` on the allocations (sticks and theta integrated out):
+   level exchanges, pattern exchanges and split-merge moves (Jain & Neal 2004; Dahl 2003), then label swaps
+   (Papaspiliopoulos & Roberts 2008);
+3. ``(alpha, beta) | z``: ``alpha`` given the allocations with the sticks integrated out (slice sampling, Neal
+   2003), then ``beta_k | z, alpha ~ Beta(beta_a + n_k, alpha + sum_{l>k} n_l)`` (eq. 4), drawn in logs as ``X /
+   (X + Y)`` with Gamma ``X, Y``: clipping ``1 - beta`` away from 0 biased ``alpha`` upwards; or, selectable, the
+   textbook ``alpha | beta ~ Gamma(a_alpha + K - 1, b_alpha - sum_{k<K} log(1 - beta_k))`` (eq. 5);
+4. ``pi`` by eq. (3), in logs;
+5. ``theta_k^(j) | z, X ~ Dirichlet(a + counts_kj)`` (eq. 6).
 
-Where the time goes at n = 1,000,000 (``bench/dpmpm.py``; per iteration, each step timed apart in a scratch copy
-of this kernel): the allocation step 3.2 ms of 3.65 (theta 0.33, level exchanges 0.09, label swaps 0.025, alpha and
-sticks 0.02); at n = 6,208 0.22 ms of 0.46. Within the allocation at 1,000,000 (4,373 cells above
-``SMALL_CELL``, 2.5 binomials and 5 single trials each): about 0.85 ms in the binomials themselves (75 ns each,
-a third of it in the exp/log1p of the inversion), 0.4-0.6 ms in the scans for the next largest component and
-the dense bookkeeping over K, about 1 ms in the single trials (30-40 ns each) and 0.5 ms in the rest (products,
-counts). Now the pass that computes the probabilities also keeps their cumulative sums and the three largest,
-and the cell's draw is :func:`bayessdc.models.exact_draws.multinomial_cdf` (sparse: only the components that get
-records are touched; no scan for the first three binomials; the single trials located in the cumulative sums
-without a pass over K). Same process, before / after, 2,000 iterations at 1,000,000 and 4,000 at 6,208, load
-average 4.4-4.7 on 2 cores (another session running; ``/tmp`` scratch script timing ``run_gibbs``): 3.69-3.73
-/ 3.31-3.40 s per 1,000 iterations at 1,000,000; 0.44-0.45 / 0.41-0.42 at 6,208. ``bench/dpmpm.py
---reference --reference-iterations 4000 --collapsed-sweeps 0`` (load 4.9): NPBayesImputeCat 121 s per 1,000,
-this sampler 3.25 s, ratio 37 (target 50, about 2.4 s per 1,000, not met). The random stream of the allocation
-of cells above ``SMALL_CELL`` records changed with this (same seed, same chain; a different chain than before).
+The multinomial of step 1 is drawn by conditional binomials, largest component first, until a few records are
+left, then one categorical draw for each of those (:func:`bayessdc.models.exact_draws.multinomial_cdf`); the
+binomials are exact and O(1) in ``n`` (:func:`bayessdc.models.exact_draws.binomial`: inversion or BTPE). Nothing
+in an iteration grows with ``n`` then, only with the number of occupied cells and how many components share each
+cell's records. Cells of at most :data:`SMALL_CELL` records get one categorical draw per record.
 
-Profile of 2026-11-27 at n = 1,000,000 (one chain, cores=1; the kernel's steps timed with the CPU's cycle counter
-in a scratch copy, 1,000 iterations, about 2.4 ms each, load 4-5 on 2 cores): the allocation step 88%, theta 5%,
-level exchanges 2.5%, label swaps, alpha and sticks about 1%. Within the allocation, per iteration: the binomials
-0.92 ms (9,900 by inversion at about 80 ns, 2,000 by BTPE at about 115 ns; 2.7 per cell above ``SMALL_CELL``),
-the single trials 0.36 ms (22,300, about 16 ns each), the cumulative sums and three largest 0.36 ms (80 ns a
-cell; a branch-free version was 11% faster in isolation, not taken), the cumulative sums less the drawn
-components 0.2 ms, the products and counts 0.2 ms. Before it, numba's reference counting of the draws' array
-arguments took 14% of the time (now off: :mod:`bayessdc.models.exact_draws`). The rest of the levers measured
-and not taken are listed in ``bench/dpmpm.py``.
+Why the additions to the textbook sweep: without the label swaps ``alpha`` and the number of occupied
+components mix very slowly (a chain started with every component occupied stays far above the posterior's
+number for thousands of iterations); the collapsed ``alpha`` update gives about twice the ESS of ``alpha`` of
+the textbook one; the allocation step moves records one cell at a time, so a large level whose records can sit in
+a component of their own or share one switches between the two only rarely, which a level exchange does in one
+step. Pattern exchanges and split-merge moves are selectable and off by default: they did not help on the
+CE-like data. All moves are validated against the exact posterior of small problems by enumeration
+(``tests/models/dpmpm/test_gibbs.py``).
 
-Speed-ups of 2026-12-01 (issue 35, item 2; all draws exact, each kernel tested against its distribution): the
-inversion binomial's start by repeated squaring; each larger cell's binomials first for the components its draw
-gave records in the previous iteration (``guess``, relabelled through the label swaps), sorted by their
-probability now, instead of finding the three largest in the pass of the cumulative sums (that search was 57 of
-the pass's 79 ns a cell; without following the label swaps the stale guesses made the chain slower); the single
-trials of large cells stepped over the drawn components' intervals, those of small cells located by a branch-free
-count; ziggurat exponentials for theta's shape-1 gammas and the sticks' ``log U``; the counts of all variables but
-the last summed per pattern; the tracked allocations int32; the last variable's product fused with the cumulative
-sums. At n = 1,000,000: 2.44-2.49 s of CPU per 1,000 iterations before, about 2.0 after (alternating runs, load
-2-4); ``bench/dpmpm.py`` has the side-by-side figures and the levers not taken.
+Random numbers: chain ``c`` draws from its own ``numpy.random.Generator``, ``bayessdc.synthesis.streams.rng(seed,
+Stream.CHAIN, c)``, passed into the compiled chain and every move (never numba's hidden per-thread state), so a
+chain's draws do not depend on the threads or on the other chains. The kernels take their inputs as records
+(:mod:`bayessdc.models.dpmpm.records`), built in :func:`run_gibbs` only.
 
-Random numbers: each chain draws from its own ``numpy.random.Generator`` (``bayessdc.synthesis.streams.rng(seed,
-"chain", c)``), passed into the compiled sweep and every move, instead of numba's hidden per-thread state seeded
-by ``np.random.seed``. Measured first (2026-11-27; ``/tmp`` scratch script timing ``run_gibbs``, one chain, cores=1,
-``simulate_ce_like(n, seed=1)``, county synthesized, K = 40; the old and the new code run alternately, same
-invocation; load 5-6 on 2 cores, another session's tests running): at n = 100,000, 5 x 2,000 iterations per run,
-hidden state 1.19-1.26 s per 1,000 iterations, generator 1.05-1.09 (12% faster: numpy's gamma draws of theta
-beat numba's legacy ones); at n = 1,000,000, 3 x 1,000, 2.64-2.80 against 2.53-2.61 in two pairs of runs at
-load 3 (4% faster), within the noise in two pairs at load 5. Bounded integers come from
-:func:`bayessdc.models.exact_draws.uniform_index` (numba's ``Generator.integers`` allocates an array per draw: 28%
-slower in the predictive kernel).
+Measured by ``bench/dpmpm.py`` (ESS per second, seconds per 1,000 iterations, the levers taken and not taken,
+the profiles of the allocation step, the regimes of the CE-like posterior; the choice against NUTS:
+:data:`SAMPLER_DECISION`); the figures, dated, are in its docstring and output and in the README's DPMPM section.
 
-Three additions to the textbook sweep, all exact (:mod:`bayessdc.models.dpmpm.moves`): (i) ``alpha`` is drawn
-given the allocations with the sticks integrated out (slice sampling), then the sticks given ``alpha``, a joint
-draw of ``(alpha, beta) | z`` (about twice the ESS of alpha of the textbook ``Gamma(a + K - 1, b - sum log(1 -
-beta_k))`` given the sticks, which stays selectable: ``GibbsSettings(alpha_update="conditional")``);
-(ii) label-swap Metropolis moves (Papaspiliopoulos & Roberts 2008) let large components move to the front of
-the stick order. Without them ``alpha`` and the number of occupied components mix very slowly, and a chain
-started with every component occupied stays near 30-40 occupied components on the CE-like data for thousands
-of iterations where the posterior puts 13-22; (iii) level-exchange Metropolis moves: all records with one level
-of a synthesized variable swap two components, sticks and theta integrated out. The allocation step moves
-records one cell at a time, so a large level whose records can sit in a component of their own or share one
-(for example one of the largest counties) switched between the two configurations only rarely: its marginal
-probability mixed at 2-12 ESS/s in two of six chains on the CE-like data. The exchange moves it in one step
-(no chain stuck in six). Two further exact moves are selectable, off by default because they did not help on
-the CE-like data: pattern exchanges (the same exchange for all records of one pattern of the kept variables)
-and split-merge moves (Jain & Neal 2004 with a sequentially allocated launch). All moves are validated against
-the exact posterior of small problems by enumeration in the tests. The sticks are drawn in logs: clipping
-``1 - beta`` away from 0 biased ``alpha`` upwards (caught by the flat-likelihood prior check in the tests).
+References
+----------
+.. [1] Hu, J., & Savitsky, T. D. *Bayesian data synthesis and disclosure risk quantification: an application to
+    the Consumer Expenditure Surveys*, Section 2.1.
+.. [2] Ishwaran, H., & James, L. F. (2001). Gibbs sampling methods for stick-breaking priors. *JASA*, 96, 161-173.
+.. [3] Papaspiliopoulos, O., & Roberts, G. O. (2008). Retrospective Markov chain Monte Carlo methods for Dirichlet
+    process hierarchical models. *Biometrika*, 95(1), 169-186.
+.. [4] Jain, S., & Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure for the Dirichlet process
+    mixture model. *JCGS*, 13(1), 158-182.
+.. [5] Dahl, D. B. (2003). An improved merge-split sampler for conjugate Dirichlet process mixture models.
+    Technical report 1086, University of Wisconsin.
+.. [6] Neal, R. M. (2003). Slice sampling. *Annals of Statistics*, 31(3), 705-767.
 """
 
 from __future__ import annotations
@@ -97,12 +67,14 @@ from typing import Any
 import numba
 import numpy as np
 
+import bayessdc.models.progress as progress
 import bayessdc.synthesis.streams as streams
-from bayessdc import progress
+from bayessdc.synthesis.streams import Stream
 
 from ..categorical import CategoricalData
 from ..exact_draws import multinomial_cdf, uniform_index
 from .moves import level_exchange, slice_log_alpha, split_merge, swap_log_ratio
+from .records import Allocations, CellData, Moves, MoveWork, Priors, Proposals, Schedule
 
 __all__ = ["ALPHA_UPDATES", "SAMPLER_DECISION", "SMALL_CELL", "GibbsSettings", "run_gibbs"]
 
@@ -294,34 +266,29 @@ def _cumulate_top3(weights: np.ndarray, prob: np.ndarray, cdf: np.ndarray, large
 
 @numba.njit(cache=True, nogil=True)
 def _gibbs_chain(
-    cell_index: np.ndarray,  # (C, p) positions in the flat level axis
-    cell_counts: np.ndarray,  # (C,)
-    var_start: np.ndarray,  # (p + 1,) start of every variable's levels on the flat axis
-    concentration: np.ndarray,  # (K, L) Dirichlet parameters, flat level axis
-    a_alpha: float,
-    b_alpha: float,
-    beta_a: float,
-    burn: int,
-    draws: int,
-    thin: int,
-    rng: np.random.Generator,  # the chain's generator (stream (seed, "chain", c))
-    swap_moves: int,
-    small_cell: int,
-    alpha_mode: int,
-    level_cells: np.ndarray,  # cells grouped by their level of the moved variables (flat level axis)
-    level_cell_start: np.ndarray,  # (L + 1,) cells of flat level l: level_cells[start[l]:start[l + 1]]
-    move_levels: np.ndarray,  # flat levels whose records the exchange moves act on
-    move_cdf: np.ndarray,  # cumulative proposal probabilities of those levels
-    pattern_cells: np.ndarray,  # cells grouped by their pattern (values of the kept variables)
-    pattern_start: np.ndarray,  # (patterns + 1,) cells of pattern g: pattern_cells[start[g]:start[g + 1]]
-    pattern_cdf: np.ndarray,  # cumulative proposal probabilities of the patterns (their records)
-    pattern_moves: int,
-    exchange_moves: int,
-    split_merge_moves: int,
-    launch_scans: int,
-    power: float,  # the likelihood's power (1: the posterior)
-    done: np.ndarray,  # (1,) iterations finished, written as the chain runs (read by the progress bar)
-):
+    rng: np.random.Generator,
+    cells: CellData,
+    priors: Priors,
+    schedule: Schedule,
+    moves: Moves,
+    proposals: Proposals,
+    done: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One chain of the blocked Gibbs sampler (the module's docstring), drawing from ``rng`` (the stream ``(seed,
+    "chain", c)``); ``done[0]`` holds the iterations finished, written as the chain runs (read by the progress bar).
+
+    Returns the stored ``alpha`` (draw,), ``pi`` (draw, K), ``theta`` (draw, K, L) and the occupied components
+    (draw,).
+    """
+    cell_index, cell_counts, var_start = cells.index, cells.counts, cells.var_start
+    concentration, a_alpha, b_alpha, beta_a = priors.concentration, priors.a_alpha, priors.b_alpha, priors.beta_a
+    burn, draws, thin = schedule.burn, schedule.draws, schedule.thin
+    swap_moves, alpha_mode, small_cell, power = moves.label_swaps, moves.alpha_mode, moves.small_cell, moves.power
+    exchange_moves, pattern_moves = moves.level_exchanges, moves.pattern_exchanges
+    split_merge_moves, launch_scans = moves.split_merges, moves.launch_scans
+    level_cells, level_cell_start = proposals.level_cells, proposals.level_cell_start
+    move_levels, move_cdf = proposals.move_levels, proposals.move_cdf
+    pattern_cells, pattern_start, pattern_cdf = proposals.pattern_cells, proposals.pattern_start, proposals.pattern_cdf
     n_cells, p = cell_index.shape
     K, L = concentration.shape
     stored = draws // thin
@@ -359,9 +326,6 @@ def _gibbs_chain(
     track = exchange_moves > 0 or split_merge_moves > 0 or pattern_moves > 0
     allocation = np.zeros((n_cells if track else 0, K), dtype=np.int32)  # half the memory traffic of int64
     last_choice = np.zeros((n_cells if track else 0, small_cell), dtype=np.int64)
-    cell_start = np.zeros(n_cells + 1, dtype=np.int64)
-    for c in range(n_cells):
-        cell_start[c + 1] = cell_start[c] + cell_counts[c]
     order = np.empty(n_cells, dtype=np.int64)
     launch = np.empty(n_cells, dtype=np.int64)
     proposed = np.empty(n_cells, dtype=np.int64)
@@ -371,16 +335,13 @@ def _gibbs_chain(
     change = np.zeros(L, dtype=np.int64)
     touched = np.zeros(L, dtype=np.int64)
     seen = np.zeros(L, dtype=np.bool_)
-    total_concentration = np.zeros((K, p))
-    for k in range(K):
-        for j in range(p):
-            for l in range(var_start[j], var_start[j + 1]):
-                total_concentration[k, j] += concentration[k, l]
     prefix = np.empty((p + 1, K))
     previous = np.empty(p, dtype=np.int64)
     n_k = np.zeros(K, dtype=np.int64)
     pattern_counts = np.zeros(K, dtype=np.int64)
     counts = np.zeros((K, L), dtype=np.int64)
+    state = Allocations(allocation, counts, n_k, last_choice)
+    work = MoveWork(change, touched, seen, order, launch, proposed, target, first_counts, second_counts)
     log_beta = np.empty(K)
     log_one_minus = np.empty(K)
     kept = 0
@@ -524,30 +485,20 @@ def _gibbs_chain(
             i, j = _component_pair(rng, K)
             if counts[i, level] == 0 and counts[j, level] == 0:
                 continue
-            cells = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
-            level_exchange(
-                rng, level, i, j, allocation, cells, cell_index, concentration, total_concentration,
-                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
-            )  # fmt: skip
+            group = level_cells[level_cell_start[level] : level_cell_start[level + 1]]
+            level_exchange(rng, group, i, j, cells, priors, state, work, alpha)
         # Pattern-exchange moves: the same exchange for all records of one pattern (one combination of the
         # kept variables), so whole patterns move between components and the grouping of the patterns into
         # components can change without passing through splits and merges of large components.
         for _ in range(pattern_moves if power == 1.0 else 0):
             pattern = _weighted_index(rng, pattern_cdf)
             i, j = _component_pair(rng, K)
-            cells = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
-            level_exchange(
-                rng, -1, i, j, allocation, cells, cell_index, concentration, total_concentration,
-                counts, n_k, alpha, beta_a, change, touched, seen, cell_counts, last_choice,
-            )  # fmt: skip
+            group = pattern_cells[pattern_start[pattern] : pattern_start[pattern + 1]]
+            level_exchange(rng, group, i, j, cells, priors, state, work, alpha)
         # Split-merge moves (sticks and theta integrated out; see split_merge): they open and close whole
         # components in one step, which the allocation step does only one record at a time.
         for _ in range(split_merge_moves if power == 1.0 else 0):
-            split_merge(
-                rng, allocation, cell_index, cell_counts, cell_start, concentration, total_concentration, counts, n_k,
-                alpha, beta_a, last_choice, launch_scans, order, launch, proposed, target, first_counts,
-                second_counts,
-            )  # fmt: skip
+            split_merge(rng, cells, priors, state, work, alpha, launch_scans)
         # Label-swap moves (Papaspiliopoulos & Roberts 2008): relabel components j <-> l (allocations and
         # theta together) with pi integrated out; see moves.log_allocation_prob. Without them the stick order, and
         # with it alpha, mixes only as fast as large components change places, which they almost never do.
@@ -695,36 +646,48 @@ def run_gibbs(
 
     done = np.zeros((settings.chains, 1), dtype=np.int64)  # iterations finished by each chain
 
+    # the kernel's records, built here only
+    cells = CellData(
+        index=cell_index,
+        counts=np.ascontiguousarray(data.cell_counts, dtype=np.int64),
+        start=np.concatenate([[0], np.cumsum(data.cell_counts)]).astype(np.int64),
+        var_start=var_start,
+    )
+    total_concentration = np.zeros((concentration.shape[0], len(n_levels)))
+    for j in range(len(n_levels)):  # summed level by level, in order (as the kernel always has)
+        for level in range(var_start[j], var_start[j + 1]):
+            total_concentration[:, j] += concentration[:, level]
+    priors = Priors(
+        concentration=concentration,
+        total_concentration=total_concentration,
+        a_alpha=float(hyperparameters["a_alpha"]),
+        b_alpha=float(hyperparameters["b_alpha"]),
+        beta_a=float(hyperparameters["beta_a"]),
+    )
+    schedule = Schedule(burn=int(settings.burn), draws=int(settings.draws), thin=int(settings.thin))
+    moves = Moves(
+        label_swaps=int(hyperparameters["K"]) if settings.label_swaps else 0,
+        alpha_mode=ALPHA_UPDATES.index(settings.alpha_update),
+        level_exchanges=int(exchanges),
+        pattern_exchanges=int(pattern_moves),
+        split_merges=int(settings.split_merge_moves),
+        launch_scans=int(settings.launch_scans),
+        small_cell=SMALL_CELL,
+        power=float(settings.likelihood_power),
+    )
+    proposals = Proposals(
+        level_cells=level_cells,
+        level_cell_start=level_cell_start,
+        move_levels=move_levels,
+        move_cdf=np.asarray(move_cdf, dtype=np.float64),
+        pattern_cells=pattern_cells,
+        pattern_start=pattern_start,
+        pattern_cdf=pattern_cdf,
+    )
+
     def one_chain(chain: int) -> tuple[np.ndarray, ...]:
-        return _gibbs_chain(
-            cell_index,
-            data.cell_counts,
-            var_start,
-            concentration,
-            float(hyperparameters["a_alpha"]),
-            float(hyperparameters["b_alpha"]),
-            float(hyperparameters["beta_a"]),
-            settings.burn,
-            settings.draws,
-            settings.thin,
-            streams.rng(seed, "chain", chain),
-            hyperparameters["K"] if settings.label_swaps else 0,
-            SMALL_CELL,
-            ALPHA_UPDATES.index(settings.alpha_update),
-            level_cells,
-            level_cell_start,
-            move_levels,
-            move_cdf,
-            pattern_cells,
-            pattern_start,
-            pattern_cdf,
-            pattern_moves,
-            exchanges,
-            settings.split_merge_moves,
-            settings.launch_scans,
-            float(settings.likelihood_power),
-            done[chain],
-        )
+        rng = streams.rng(seed, Stream.CHAIN, chain)
+        return _gibbs_chain(rng, cells, priors, schedule, moves, proposals, done[chain])
 
     # Chains run in threads (the compiled sweep releases the GIL; each chain draws from its own generator, so the
     # draws do not depend on the number of threads).

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from ..exact_draws import uniform_index
+from .records import Allocations, CellData, MoveWork, Priors
 
 __all__ = ["level_exchange", "log_allocation_prob", "slice_log_alpha", "split_merge", "swap_log_ratio"]
 
@@ -128,25 +129,17 @@ def swap_log_ratio(n_k: np.ndarray, j: int, l: int, alpha: float, beta_a: float)
 @numba.njit(cache=True, nogil=True, _nrt=False)
 def level_exchange(
     rng: np.random.Generator,
-    level: int,
+    cells: np.ndarray,
     i: int,
     j: int,
-    allocation: np.ndarray,  # (C, K) records of every cell in every component
-    cells: np.ndarray,  # the cells holding ``level``
-    cell_index: np.ndarray,
-    concentration: np.ndarray,
-    total_concentration: np.ndarray,  # (K, p) sum of the Dirichlet parameters of every variable
-    counts: np.ndarray,
-    n_k: np.ndarray,
+    data: CellData,
+    priors: Priors,
+    state: Allocations,
+    work: MoveWork,
     alpha: float,
-    beta_a: float,
-    change: np.ndarray,  # (L,) work, zero on entry and on exit
-    touched: np.ndarray,  # (L,) work
-    seen: np.ndarray,  # (L,) work, False on entry and on exit
-    cell_counts: np.ndarray,
-    last_choice: np.ndarray,  # (C, small) the component of every record of the small cells
 ) -> bool:
-    """Metropolis exchange of the records with ``level`` between components ``i`` and ``j`` (all of them).
+    """Metropolis exchange of all records of ``cells`` (those with one level of a synthesized variable, or one
+    pattern of the kept variables) between components ``i`` and ``j``.
 
     The exchange is its own reverse and is proposed with the same probability from either state, so the
     acceptance ratio is the ratio of ``p(allocations | alpha)`` with the sticks and theta integrated out
@@ -154,8 +147,12 @@ def level_exchange(
     variable); the multinomial coefficients of the cells do not change. It moves a level's records from a
     shared component to an empty one (or back) in one step, which the allocation step can only do record by
     record through states of low probability. Returns whether it was accepted (then ``allocation``,
-    ``counts`` and ``n_k`` are updated).
+    ``counts`` and ``n_k`` of ``state`` are updated).
     """
+    cell_index, cell_counts = data.index, data.counts
+    concentration, total_concentration, beta_a = priors.concentration, priors.total_concentration, priors.beta_a
+    allocation, counts, n_k, last_choice = state.allocation, state.counts, state.n_k, state.last_choice
+    change, touched, seen = work.change, work.touched, work.seen
     p = cell_index.shape[1]
     moved = 0  # records that go from j to i, net
     n_touched = 0
@@ -246,24 +243,12 @@ def _move_record(c: int, level_counts: np.ndarray, cell_index: np.ndarray, step:
 @numba.njit(cache=True, nogil=True)
 def split_merge(
     rng: np.random.Generator,
-    allocation: np.ndarray,  # (C, K) records of every cell in every component
-    cell_index: np.ndarray,
-    cell_counts: np.ndarray,
-    cell_start: np.ndarray,  # (C + 1,) first record of every cell on a 0..n-1 record axis
-    concentration: np.ndarray,
-    total_concentration: np.ndarray,
-    counts: np.ndarray,
-    n_k: np.ndarray,
+    data: CellData,
+    priors: Priors,
+    state: Allocations,
+    work: MoveWork,
     alpha: float,
-    beta_a: float,
-    last_choice: np.ndarray,
     launch_scans: int,
-    order: np.ndarray,  # (C,) work
-    launch: np.ndarray,  # (C,) work: records of the ordered cells in the first component (launch state)
-    proposed: np.ndarray,  # (C,) work: the same in the proposed split
-    target: np.ndarray,  # (max cell count,) work: one cell's per-record labels (1: first component)
-    first_counts: np.ndarray,  # (L,) work
-    second_counts: np.ndarray,  # (L,) work
 ) -> int:
     """One split-merge Metropolis-Hastings move with a restricted-Gibbs launch state (Jain & Neal 2004).
 
@@ -281,8 +266,13 @@ def split_merge(
     proposal ratio, with ``1 / E`` for choosing ``k'``. Records are distinguishable in this argument (one label
     per record); the cells' counts follow because every labelling with the same counts is equally probable.
 
-    Returns 1 for an accepted split, -1 for an accepted merge, 0 otherwise.
+    Returns 1 for an accepted split, -1 for an accepted merge, 0 otherwise (``state`` updated in place).
     """
+    cell_index, cell_counts, cell_start = data.index, data.counts, data.start
+    concentration, total_concentration, beta_a = priors.concentration, priors.total_concentration, priors.beta_a
+    allocation, counts, n_k, last_choice = state.allocation, state.counts, state.n_k, state.last_choice
+    order, launch, proposed, target = work.order, work.launch, work.proposed, work.target
+    first_counts, second_counts = work.first_counts, work.second_counts
     n_cells = cell_counts.shape[0]
     K, L = counts.shape
     n = cell_start[n_cells]

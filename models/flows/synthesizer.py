@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from ..base import sample_candidates
 from ..nuts import ChainDraws, sample_chains
@@ -240,7 +241,7 @@ class FlowSynthesizer:
         idata.posterior = idata.posterior.assign_coords(origin=group.origins, destination=group.destinations)
         posterior = idata.posterior
         if self.parameterization == "marginal":
-            rng = streams.rng(seed, "precisions")
+            rng = streams.rng(seed, Stream.PRECISIONS)
             for name, effect in (("phi_beta", "beta_effect"), ("phi_gamma", "gamma_effect")):
                 values = draw_precision(posterior[effect].to_numpy(), self.priors, rng)
                 posterior[name] = (("chain", "draw"), values)

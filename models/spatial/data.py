@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from ..errors import InputError
 from ..validation import name_rows
@@ -154,7 +155,7 @@ def prepare_spatial_data(
                 "and their spatial effects cannot be told apart. Aggregate them, or pass jitter=DIST to move "
                 "each of them by a random offset of at most DIST (in coordinate units; seeded, recorded)"
             )
-        rng = streams.rng(seed, "jitter")
+        rng = streams.rng(seed, Stream.JITTER)
         k = int(duplicated.sum())
         angle = rng.uniform(0, 2 * np.pi, k)
         radius = jitter * np.sqrt(rng.uniform(0, 1, k))

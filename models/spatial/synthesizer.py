@@ -25,6 +25,7 @@ import pandas as pd
 import xarray as xr
 
 import bayessdc.synthesis.streams as streams
+from bayessdc.synthesis.streams import Stream
 
 from ..base import stack_draws
 from ..sampling import CompiledModelCache, SamplerSettings, resolve_backend, sample_model
@@ -161,7 +162,7 @@ class SpatialSynthesizer:
             model = build_model(rotated, self.priors, scales, data.covariate_names, start)
             idata = sample_model(model, self.settings, seed)
         post = idata.posterior
-        rng = streams.rng(seed, "beta-phi")
+        rng = streams.rng(seed, Stream.BETA_PHI)
         shape = (post.sizes["chain"], post.sizes["draw"])
         index, beta = draw_beta_and_phi(
             rotated, post["sigma_sq"].to_numpy().ravel(), post["tau_sq"].to_numpy().ravel(), self.priors.beta_sd, rng
@@ -193,7 +194,7 @@ class SpatialSynthesizer:
             geometry, grid, beta_sd=self.priors.beta_sd, scales=self.priors.scales(data), refine_phi=refine
         )
         chains, n_draws = self.settings.chains, self.settings.draws
-        rng = streams.rng(seed, "nngp-draws")
+        rng = streams.rng(seed, Stream.NNGP_DRAWS)
         draws = draw_nngp_posterior(posterior_grid, chains * n_draws, rng)
         shape = (chains, n_draws)
         coords = {"chain": np.arange(chains), "draw": np.arange(n_draws), "coefficient": data.covariate_names}
@@ -478,7 +479,7 @@ def fit_two_stage(
     idata1 = first.fit(data, seed)
     restriction = make_restriction(data, idata1, kind=risk_weights, correlation=correlation, gamma=gamma, alpha=alpha)
     second = SpatialSynthesizer(priors, settings, restriction, approximation=method, neighbours=neighbours)  # type: ignore[arg-type]
-    idata2 = second.fit(data, streams.integer_seed(seed, "restricted-fit"))
+    idata2 = second.fit(data, streams.integer_seed(seed, Stream.RESTRICTED_FIT))
     return TwoStageFit(data, first, idata1, restriction, second, idata2)
 
 

@@ -190,3 +190,76 @@ def test_the_library_draws_only_from_named_streams():
         f"numba kernels: {offending}"
     )
     assert not set(ALLOWED) - used, f"allowed but no longer needed, remove from ALLOWED: {set(ALLOWED) - used}"
+
+
+# -- every stream name is listed, once ------------------------------------------------------------------------
+
+_STREAM_CALLS = ("stream", "rng", "integer_seed")
+
+
+def stream_names(source: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of every name given to a stream in ``source``: the arguments after the seed of
+    ``streams.stream``, ``streams.rng`` and ``streams.integer_seed`` (under any import of the module or its
+    functions) that are string literals (the literal) or members of ``Stream`` (``"Stream.<member>"``); names held
+    in variables (indices, a group's or an attack's name) are left out."""
+    tree = ast.parse(source)
+    functions, modules = set(), {"streams"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("streams"):
+            functions.update(a.asname or a.name for a in node.names if a.name in _STREAM_CALLS)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("synthesis"):
+            modules.update(a.asname or a.name for a in node.names if a.name == "streams")
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name.endswith(".streams"))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        head, _, last = _dotted(node.func).rpartition(".")
+        if not ((head in modules and last in _STREAM_CALLS) or (not head and last in functions)):
+            continue
+        for arg in node.args[1:]:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.append((node.lineno, arg.value))
+            elif _dotted(arg).startswith("Stream."):
+                found.append((node.lineno, _dotted(arg)))
+    return found
+
+
+def test_the_name_scan_sees_every_form_of_naming_a_stream():
+    source = (
+        "import bayessdc.synthesis.streams as streams\nfrom bayessdc.synthesis.streams import Stream, rng as r\n"
+        "from bayessdc.synthesis import streams as s\n"
+        "a = streams.rng(seed, 'fit', 3)\nb = r(seed, Stream.CHAIN, c)\nc = s.integer_seed(seed, name, 'assess')\n"
+        "d = other.rng(seed, 'not-a-stream')\n"
+    )
+    assert stream_names(source) == [(4, "fit"), (5, "Stream.CHAIN"), (6, "assess")]
+
+
+def test_every_stream_name_used_is_listed_once_in_stream():
+    """Every stream name the library gives is a member of ``Stream`` (or its value, where a module not ours to
+    edit still spells it: api/pipeline), and every member is used (given to a stream, or held in a variable that
+    is: the inherent scenarios' names); no two members share a spelling; "chain" and "chains" are two streams, each
+    spelled once."""
+    from bayessdc.synthesis.streams import Stream
+
+    assert len(Stream.__members__) == len(Stream) == len({m.value for m in Stream})  # no aliases, no repeats
+    assert Stream.CHAIN == "chain" and Stream.CHAINS == "chains"  # the spellings the seeds were derived from
+    values = {m.value for m in Stream}
+    unlisted, used = {}, set()
+    for path in _library_files():
+        source = path.read_text()
+        members = {(n.lineno, _dotted(n)) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
+        named = set(stream_names(source)) | {(line, name) for line, name in members if name.startswith("Stream.")}
+        for line, name in sorted(named):
+            if name.startswith("Stream."):
+                member = name.removeprefix("Stream.")
+                ok = member in Stream.__members__
+                used.add(Stream.__members__[member].value if ok else None)
+            else:
+                ok = name in values
+                used.add(name)
+            if not ok:
+                unlisted.setdefault(str(path.relative_to(ROOT)), []).append((line, name))
+    assert not unlisted, f"name these streams by members of bayessdc.synthesis.streams.Stream: {unlisted}"
+    assert values <= used, f"listed but never used: {sorted(values - used)}"

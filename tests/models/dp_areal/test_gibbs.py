@@ -24,6 +24,7 @@ from bayessdc.models.dp_areal.gibbs import (
 from bayessdc.models.dp_areal.lkj import cpc_beta_parameters
 from bayessdc.models.dp_areal.marginal import identified_basis
 from bayessdc.models.dp_areal.quadrature import log_poisson_lognormal
+from bayessdc.models.dp_areal.records import ChainState, CoefficientPrior, Design, PairData
 
 
 def _z(draws: np.ndarray, expected: float, batches: int = 40) -> float:
@@ -107,11 +108,13 @@ def test_one_components_coefficients_follow_their_conditional_worked_by_quadratu
     counters = np.zeros(3, dtype=np.int64)
     rng = np.random.default_rng(3)
     c = np.ascontiguousarray
+    state = ChainState(allocation, np.ones(0), beta, mean, np.ones(0), np.zeros(0), np.ones(5), counters)
+    prior = CoefficientPrior(S0, np.linalg.cholesky(S0))
+    pairs = PairData(count, np.zeros(3, dtype=np.int64), weight.astype(np.int64), special.gammaln(count + 1), 16)
+    design = Design(c(full.T), c(V), c(V.T), c(basis), c(basis.T))
     draws = []
     for _ in range(6000):
-        _update_component(rng, 0, allocation, beta, mean, S0, np.linalg.cholesky(S0), c(V), c(V.T), c(basis),
-                          c(basis.T), count, np.zeros(3, dtype=np.int64), special.gammaln(count + 1), tau, 16,
-                          counters)  # fmt: skip
+        _update_component(rng, 0, state, prior, tau, pairs, design)
         draws.append(beta[0].copy())
     draws = np.array(draws)
     w = draws @ V[:, 0]
