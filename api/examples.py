@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["acs_persons", "acs_rules", "ce_like", "cox_table", "flow_table", "spatial_homes"]
+__all__ = ["acs_persons", "acs_rules", "areal_counts", "ce_like", "cox_table", "flow_table", "spatial_homes"]
 
 
 def flow_table(n_states: int = 3, counties_per_state: float = 12.0, seed: int = 0) -> pd.DataFrame:
@@ -28,6 +28,15 @@ def ce_like(n: int = 6208, n_counties: int = 133, seed: int = 0) -> pd.DataFrame
     from bayessdc.models.dpmpm import simulate_ce_like
 
     return simulate_ce_like(n=n, n_counties=n_counties, seed=seed)
+
+
+def areal_counts(n_labels: int = 40, seed: int = 0) -> pd.DataFrame:
+    """Records simulated from the DP-areal model (Hu & Savitsky, Section 2.2): ``gender`` (2 levels), ``income``
+    (2), ``age`` (3), whose 12 combinations are the patterns, and a ``county`` label of ``n_labels`` levels."""
+    from bayessdc.models.dp_areal import simulate_areal
+
+    table, _ = simulate_areal(n_labels, (2, 2, 3), seed=seed)
+    return table.rename(columns={"v0": "gender", "v1": "income", "v2": "age", "label": "county"})
 
 
 def spatial_homes(n: int = 120, seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from bayessdc import InputError, __version__
-from bayessdc.progress import cli_logging
+from bayessdc.progress import cli_logging, logger
 
 from .failures import run_handled
+from .flags import flags_in_log_records
+from .options import option
 
 #: Subcommand modules, in the order ``bayessdc --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -89,6 +91,13 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
+def synthesize_options(parser: Any, recipe: str) -> None:
+    """``--m`` and ``--seed``, parameters of ``bsd.synthesize`` (``--m``'s default: the recipe's ``default_m``)."""
+    option(parser, "--m", to="synthesize.m", type=int, default=None, shows=f"{recipe}.default_m",
+           help="synthetic datasets (default {default}: the recipe's default_m)")  # fmt: skip
+    option(parser, "--seed", to="synthesize.seed", type=int, help="seed of the whole run (default {default})")
+
+
 class _KeepBlocksFormatter(argparse.HelpFormatter):
     """Wraps a description as usual, but prints a block of indented lines (the exit statuses) as written."""
 
@@ -152,8 +161,9 @@ def _no_arviz_announcement() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bayessdc`` command; returns the exit status.
 
-    The library's messages name parameters (``chains=17``); here they name the flags (``--chains 17``), through
-    the one table of :mod:`bayessdc.cli.flags`. Configures logging for the run
+    The library's messages name parameters (``chains=17``); its errors (:func:`bayessdc.cli.failures.said`) and
+    its log records (:class:`bayessdc.cli.flags.FlagRecords`, on the command's handler) name the flags
+    (``--chains 17``) instead, through the one table of :mod:`bayessdc.cli.flags`. Configures logging for the run
     (:func:`bayessdc.progress.cli_logging`: INFO messages of the ``bayessdc``
     logger on standard error as ``bayessdc COMMAND: message``, WARNING and above with ``--quiet``, DEBUG with
     ``--verbose``; progress bars on a terminal unless ``--quiet``) and restores the previous configuration when
@@ -162,11 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
-    from .flags import flags_on_stderr
+    before = set(logger.handlers)
+    with cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), _no_arviz_announcement():
+        with flags_in_log_records(*(h for h in logger.handlers if h not in before)):  # the command's handler
+            return run_handled(args)
 
-    with flags_on_stderr(), cli_logging(quiet=quiet, verbose=verbose, prefix=f"bayessdc {args.command}"), \
-            _no_arviz_announcement():  # fmt: skip
-        return run_handled(args)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import DATA_HELP
+from . import DATA_HELP, synthesize_options
+from .options import build, given, option
 
 __all__ = ["add_parser", "column_values", "demo", "run", "summary"]
 
@@ -40,41 +41,43 @@ def add_parser(subparsers: Any) -> None:
         help="the replicate weights kept with --weights, e.g. sdr:PWGTP1,...,PWGTP80 or sdr:PWGTP* (methods: sdr, "
         "jk1, brr, bootstrap, fay=RHO); released beside the weights, the source of the analyst's variances",
     )  # fmt: skip
-    p.add_argument("--rules", type=Path, default=None, help="logical rules, JSON or YAML (bayessdc.models.cart.rules)")
+    option(p, "--rules", to="CART.rules", type=Path, help="logical rules, JSON or YAML (bsd.load_rules)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--min-leaf", type=int, default=50, help="smallest number of records in a leaf (default 50)")
-    p.add_argument("--ccp-alpha", type=float, default=0.0, help="cost-complexity pruning parameter (default 0)")
-    p.add_argument("--max-depth", type=int, default=None, help="largest tree depth (default none)")
-    p.add_argument("--tree-builder", choices=("native", "sklearn"), default="native",
-                   help="native: compiled CART (default); sklearn: scikit-learn's, its reference")  # fmt: skip
-    p.add_argument("--donors", choices=("all", "others"), default="all",
-                   help="all: every observation of a leaf is a donor (the paper's, default); others: a record's own "
-                   "observation is left out of its own draw; tried when all fails the policy")  # fmt: skip
-    p.add_argument("--categorical", default="", help="comma-separated numeric columns to treat as categorical")
-    p.add_argument(
-        "--table", action="append", default=None, metavar="A,B,C",
+    synthesize_options(p, "CART")
+    option(p, "--min-leaf", to="CART.min_leaf", type=int,
+           help="smallest number of records in a leaf (default {default})")  # fmt: skip
+    option(p, "--ccp-alpha", to="CART.ccp_alpha", type=float,
+           help="cost-complexity pruning parameter (default {default})")  # fmt: skip
+    option(p, "--max-depth", to="CART.max_depth", type=int, help="largest tree depth (default {default})")
+    option(p, "--tree-builder", to="CART.tree_builder", choices=("native", "sklearn"),
+           help="native: compiled CART; sklearn: scikit-learn's, its reference (default {default})")  # fmt: skip
+    option(p, "--donors", to="CART.donors", choices=("all", "others"),
+           help="all: every observation of a leaf is a donor (the paper's); others: a record's own observation is "
+           "left out of its own draw; tried when all fails the policy (default {default})")  # fmt: skip
+    option(p, "--categorical", to="CART.categorical", help="comma-separated numeric columns to treat as categorical")
+    option(
+        p, "--table", to="CART.tables", action="append", metavar="A,B,C",
         help="a utility table cross-classifying these columns (repeatable; default: each synthesized column by "
         "each kept column, and all synthesized columns together; numeric columns with more than 20 values are "
         "cut into deciles)",
     )  # fmt: skip
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the original (default 1000)")
-    p.add_argument(
-        "--missing-code", action="append", default=None, metavar="COLUMN=V1,V2",
+    option(p, "--bootstrap", to="CART.bootstrap", type=int,
+           help="bootstrap replicates of the original (default {default})")  # fmt: skip
+    option(
+        p, "--missing-code", to="CART.missing_codes", action="append", metavar="COLUMN=V1,V2",
         help="values of a numeric column that stand for a missing value (repeatable; synthpop's cont.na): "
         "synthesized as states before the value and released as the codes themselves",
     )  # fmt: skip
-    p.add_argument(
-        "--spike", action="append", default=None, metavar="COLUMN=V1,V2",
+    option(
+        p, "--spike", to="CART.spikes", action="append", metavar="COLUMN=V1,V2",
         help="spikes of a numeric column's distribution, e.g. income=0 (repeatable; synthpop's semicont)",
     )  # fmt: skip
-    p.add_argument(
-        "--smoothing", choices=["density"], default=None,
+    option(
+        p, "--smoothing", to="CART.smoothing", choices=["density"],
         help="perturb drawn numeric values by a Gaussian kernel (leaf bw.nrd0 bandwidth, within the observed range)",
     )  # fmt: skip
-    p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local)")
-    p.add_argument("--workers", type=int, default=None, help="trees and datasets run at once locally (default: cores)")
+    option(p, "--scheduler", to="CART.scheduler", help="address of a running dask scheduler (default: local)")
+    option(p, "--workers", to="CART.workers", type=int, help="trees and datasets run at once locally (default: cores)")
     p.set_defaults(func=run)
 
 
@@ -103,30 +106,20 @@ def _columns(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc cart`` from parsed arguments."""
     import bayessdc as bsd
-    from bayessdc.models.cart.rules import load_rules
 
     data = bsd.read_table(args.data)
-    rules = load_rules(args.rules) if args.rules is not None else []
-    recipe = bsd.CART(
-        rules=rules,
-        min_leaf=args.min_leaf,
-        ccp_alpha=args.ccp_alpha,
-        max_depth=args.max_depth,
-        tree_builder=args.tree_builder,
-        donors=args.donors,
-        categorical=_columns(args.categorical),
-        tables=args.table,
-        bootstrap=args.bootstrap,
-        missing_codes=column_values(args.missing_code, "--missing-code"),
-        spikes=column_values(args.spike, "--spike"),
-        smoothing=args.smoothing,
-        scheduler=args.scheduler,
-        workers=args.workers,
-    )
+    options = given(args, "CART")
+    if "rules" in options:
+        options["rules"] = bsd.load_rules(options["rules"])
+    if "categorical" in options:
+        options["categorical"] = _columns(options["categorical"])
+    for name, flag in (("missing_codes", "--missing-code"), ("spikes", "--spike")):
+        if name in options:
+            options[name] = column_values(options[name], flag)
     release = bsd.synthesize(
-        data, recipe, synthesize=_columns(args.synthesize), keep=_columns(args.keep), m=args.m, seed=args.seed,
-        out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet, weights=args.weights,
-        replicate_weights=replicate_design(args.replicate_weights, data),
+        data, build("CART", options), synthesize=_columns(args.synthesize), keep=_columns(args.keep), out=args.out,
+        policy=args.policy, holdout=args.holdout, progress=not args.quiet, weights=args.weights,
+        replicate_weights=replicate_design(args.replicate_weights, data), **given(args, "synthesize"),
     )  # fmt: skip
     if not args.quiet:
         print(summary(release, args.out))
@@ -158,15 +151,14 @@ def summary(release: Any, out: Path) -> str:
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """Run the CART synthesizer on a simulated ACS-like person file; rows of figures for ``bayessdc demo``."""
     import bayessdc as bsd
-    from bayessdc.models.cart import acs_example_rules, simulate_acs_persons
     from bayessdc.synthesis.tables import TableSpec
 
-    data = simulate_acs_persons(n=3000, seed=seed)
+    data = bsd.examples.acs_persons(n=3000, seed=seed)
     tables = [
         TableSpec("T1", ("sex", "age", "education"), "age >= 18", {"age": [18, 25, 35, 45, 55, 65, 200]}),
         TableSpec("T2", ("enrolled", "grade"), "age >= 3"),
     ]
-    recipe = bsd.CART(rules=acs_example_rules(), tables=tables, bootstrap=500)
+    recipe = bsd.CART(rules=bsd.examples.acs_rules(), tables=tables, bootstrap=500)
     release = bsd.synthesize(
         data, recipe, synthesize=["enrolled", "grade", "education", "marital"], keep=["age", "sex", "relationship"],
         m=20, seed=seed, out=Path(out) / "cart", progress=False,

@@ -7,15 +7,16 @@ same risk and utility step, so their options and printed figures are declared on
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from . import UserError
+from .failures import gate_refusal
+from .options import given, option
 
 __all__ = [
     "add_shared_options", "categorical_lines", "gate_lines", "demo_rows", "gate_verdict", "parse_ordered_logit",
-    "refusal", "shared_recipe_options",
+    "recipe_options", "refusal",
 ]  # fmt: skip
 
 
@@ -28,26 +29,27 @@ def parse_ordered_logit(spec: str) -> tuple[str, list[str]]:
     return response.strip(), predictors
 
 
-def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
-    """The options both commands take: knowledge sets, inherent repetitions, missing values, level limits,
-    structural zeros, ordered logits, the release gate's settings and ``--allow-unconverged`` (``--quiet`` and
-    ``--verbose`` are every subcommand's)."""
-    p.add_argument(
-        "--known", action="append", default=None, help="columns an intruder knows, comma-separated; repeat for "
-        "several knowledge sets (default: every kept and synthesized column)",
+def add_shared_options(p: argparse.ArgumentParser, recipe: str) -> None:
+    """The options both commands take, fields of ``bsd.<recipe>`` (``"DPMPM"``, ``"DPAreal"``): knowledge sets,
+    inherent repetitions, missing values, level limits, structural zeros, ordered logits, the release gate's
+    settings and ``--allow-unconverged`` (``--quiet`` and ``--verbose`` are every subcommand's)."""
+    option(
+        p, "--known", to=f"{recipe}.known", action="append", metavar="KNOWN", help="columns an intruder knows, "
+        "comma-separated; repeat for several knowledge sets (default: every kept and synthesized column)",
     )  # fmt: skip
-    p.add_argument("--repetitions", type=int, default=100, help="repetitions S of the inherent scenarios (default 100)")
-    p.add_argument(
-        "--missing", default="refuse", choices=["refuse", "level"], help="missing values: refuse (default) or treat "
-        "as a level",
-    )  # fmt: skip
-    p.add_argument("--max-levels", type=int, default=500, help="most distinct values a column may have (default 500)")
-    p.add_argument("--max-numeric-levels", type=int, default=50, help="most distinct values of a numeric column that "
-                   "is not a run of codes (default 50; beyond: band it first)")  # fmt: skip
-    p.add_argument("--rules", type=Path, default=None, help="structural zeros (combinations that can never occur): "
-                   "JSON or YAML in the format of bayessdc cart --rules (models.structural_zeros)")  # fmt: skip
-    p.add_argument(
-        "--ordered-logit", action="append", default=None, metavar="RESPONSE:PRED1,PRED2",
+    option(p, "--repetitions", to=f"{recipe}.repetitions", type=int,
+           help="repetitions S of the inherent scenarios (default {default})")  # fmt: skip
+    option(p, "--missing", to=f"{recipe}.missing", choices=["refuse", "level"],
+           help="missing values: refuse or treat as a level (default {default})")  # fmt: skip
+    option(p, "--max-levels", to=f"{recipe}.max_levels", type=int,
+           help="most distinct values a column may have (default {default})")  # fmt: skip
+    option(p, "--max-numeric-levels", to=f"{recipe}.max_numeric_levels", type=int, help="most distinct values of a "
+           "numeric column that is not a run of codes (default {default}; beyond: band it first)")  # fmt: skip
+    option(p, "--rules", to=f"{recipe}.structural_zeros", type=Path, metavar="RULES", help="structural zeros "
+           "(combinations that can never occur): JSON or YAML in the format of bayessdc cart --rules "
+           "(models.structural_zeros)")  # fmt: skip
+    option(
+        p, "--ordered-logit", to=f"{recipe}.ordered_logits", action="append", metavar="RESPONSE:PRED1,PRED2",
         help="the analyst's ordered logistic regression of RESPONSE (ordered by its sorted values) on the one-hot "
         "predictors, fitted to the original and to every synthetic dataset and combined with the partially synthetic "
         "rules, written to private/utility.json; repeat for several models (for example income:county,age,gender)",
@@ -56,52 +58,34 @@ def add_shared_options(p: argparse.ArgumentParser, gate_datasets: int) -> None:
         "release gate", "the release figures (risk, utility) of synthetic datasets drawn from every chain must agree "
         "between chains: the between-chain standard error of each pooled figure within its tolerance",
     )  # fmt: skip
-    gate.add_argument(
-        "--gate-datasets", type=int, default=gate_datasets,
-        help=f"synthetic datasets drawn from each chain for the gate (default {gate_datasets}; only --m are released)",
-    )  # fmt: skip
-    gate.add_argument("--max-chains", type=int, default=32, help="chains added while the gate fails on precision "
-                      "alone, up to this many in all (default 32; equal to --chains: judged once)")  # fmt: skip
-    gate.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                      help="seconds the fit may take, added chains included (default: no limit)")  # fmt: skip
-    gate.add_argument(
-        "--risk-tolerance", type=float, default=0.02,
-        help="largest between-chain SE of a risk figure, as a share of its inherent min-max range (default 0.02)",
-    )  # fmt: skip
-    gate.add_argument(
-        "--utility-tolerance", type=float, default=0.1,
-        help="largest between-chain SE of a figure, as a share of its per-dataset sd (default 0.1)",
-    )  # fmt: skip
-    p.add_argument(
-        "--allow-unconverged", action="store_true", help="write release outputs even if the release gate fails "
-        "(recorded in release/model.json)",
+    option(gate, "--gate-datasets", to=f"{recipe}.gate.datasets_per_chain", type=int, help="synthetic datasets "
+           "drawn from each chain for the gate (default {default}; only --m are released)")  # fmt: skip
+    option(gate, "--max-chains", to=f"{recipe}.gate.max_chains", type=int, help="chains added while the gate "
+           "fails on precision alone, up to this many in all (default {default}; equal to --chains: judged once)")
+    option(gate, "--time-budget", to=f"{recipe}.gate.time_budget", type=float, metavar="SECONDS",
+           help="seconds the fit may take, added chains included (default: no limit)")  # fmt: skip
+    option(gate, "--risk-tolerance", to=f"{recipe}.gate.risk_tolerance", type=float, help="largest between-chain "
+           "SE of a risk figure, as a share of its inherent min-max range (default {default})")  # fmt: skip
+    option(gate, "--utility-tolerance", to=f"{recipe}.gate.utility_tolerance", type=float,
+           help="largest between-chain SE of a figure, as a share of its per-dataset sd (default {default})")
+    option(
+        p, "--allow-unconverged", to="synthesize.allow_unconverged", action="store_true",
+        help="write release outputs even if the release gate fails (recorded in release/model.json)",
     )  # fmt: skip
 
 
-def shared_recipe_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of ``bsd.DPMPM`` and ``bsd.DPAreal`` from the shared options (a bad value raises
-    ValueError: exit status 2)."""
-    import bayessdc as bsd
-
-    gate = {"datasets_per_chain": args.gate_datasets, "risk_tolerance": args.risk_tolerance,
-            "max_chains": args.max_chains, "time_budget": args.time_budget}  # fmt: skip
-    return {
-        "known": args.known,
-        "repetitions": args.repetitions,
-        "missing": args.missing,
-        "max_levels": args.max_levels,
-        "max_numeric_levels": args.max_numeric_levels,
-        "structural_zeros": args.rules,
-        "ordered_logits": [parse_ordered_logit(spec) for spec in args.ordered_logit or []],
-        "gate": bsd.ReleaseGatePolicy(**gate, utility_tolerance=args.utility_tolerance),
-    }
+def recipe_options(args: argparse.Namespace, recipe: str) -> dict[str, Any]:
+    """The options given for ``bsd.<recipe>`` as its keyword arguments (``--ordered-logit`` parsed)."""
+    options = given(args, recipe)
+    if "ordered_logits" in options:
+        options["ordered_logits"] = [parse_ordered_logit(spec) for spec in options["ordered_logits"]]
+    return options
 
 
 def refusal(command: str, err: Exception, out: Path) -> int:
-    """Print a refusal of the gate and return exit status 3."""
+    """Print a refusal of the gate (parameters named as flags) and return exit status 3."""
     message = str(err).replace("(draws=, tune=)", "(draws=, burn=)") if command == "dpmpm" else str(err)
-    print(f"bayessdc {command}: {message}\nDiagnostics: {out / 'private' / 'diagnostics.json'}", file=sys.stderr)
-    return 3
+    return gate_refusal(command, message, out)
 
 
 def gate_verdict(diagnostics: Any) -> str:

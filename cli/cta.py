@@ -6,6 +6,9 @@ import argparse
 import pathlib
 import sys
 
+from .failures import said
+from .options import given, option
+
 OBJECTIVE_CHOICES = ("l1", "relative", "weighted", "variance", "compromise")
 
 
@@ -33,54 +36,37 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--value", required=True, help="column of cell values (contributions)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--protection", metavar="COL", help="column of protection levels (long form)")
-    source.add_argument(
-        "--rule", action="append", metavar="RULE", help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)"
-    )
-    parser.add_argument(
-        "--contributor",
-        metavar="COL",
-        help="the input is microdata: this column identifies contributors; cells are sums",
-    )
-    parser.add_argument(
-        "--kind",
-        choices=("magnitude", "count"),
-        default="magnitude",
-        help="count tables get integer adjustments and the threshold rule on counts",
-    )
-    parser.add_argument(
-        "--objective",
-        choices=OBJECTIVE_CHOICES,
-        default="l1",
+    option(source, "--protection", to="adjust.protection", metavar="COL",
+           help="column of protection levels (long form)")  # fmt: skip
+    option(source, "--rule", to="adjust.rule", action="append", metavar="RULE",
+           help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)")  # fmt: skip
+    option(parser, "--contributor", to="adjust.contributor", metavar="COL",
+           help="the input is microdata: this column identifies contributors; cells are sums")  # fmt: skip
+    option(parser, "--kind", to="adjust.kind", choices=("magnitude", "count"),
+           help="count tables get integer adjustments and the threshold rule on counts (default {default})")
+    option(
+        parser, "--objective", to="adjust.objective", choices=OBJECTIVE_CHOICES,
         help="l1: min sum|y|; relative: min sum|y|/value; weighted: min sum cost*|y|; "
-        "variance: keep the variance; compromise: min |L(y)| (slope, correlation)",
-    )
-    parser.add_argument("--preserve-mean", action="store_true", help="net adjustment of the sensitive cells zero")
-    parser.add_argument("--zero-l", action="store_true", help="constrain L(y) = Cov(a, y)/Var(a) to zero")
-    parser.add_argument("--integer", action="store_true", help="integer adjustments")
-    parser.add_argument(
-        "--method",
-        choices=("milp", "heuristic"),
-        default="milp",
-        help="milp: solver picks directions; heuristic: directions first, then an LP",
-    )
-    parser.add_argument(
-        "--capacity",
-        type=float,
-        default=0.2,
-        help="capacity of non-sensitive cells as a fraction of their value (default 0.2)",
-    )
-    parser.add_argument("--capacity-column", metavar="COL", help="column of absolute capacities")
-    parser.add_argument("--cost", metavar="COL", help="column of costs for --objective weighted")
-    parser.add_argument(
-        "--widen",
-        type=float,
-        help="upper bounds q = widen * p (default 1, or 1.5 with mean/L constraints and statistical objectives)",
-    )
-    parser.add_argument("--total-label", default="Total", help="label of a total (default Total)")
-    parser.add_argument("--solver", default="HIGHS", help="cvxpy solver (default HIGHS)")
-    parser.add_argument("--time-limit", type=float, help="solver time limit in seconds")
-    parser.add_argument("--mip-gap", type=float, help="relative MIP gap at which to stop")
+        "variance: keep the variance; compromise: min |L(y)| (slope, correlation); default {default}",
+    )  # fmt: skip
+    option(parser, "--preserve-mean", to="adjust.preserve_mean", action="store_true",
+           help="net adjustment of the sensitive cells zero")  # fmt: skip
+    option(parser, "--zero-l", to="adjust.zero_l", action="store_true",
+           help="constrain L(y) = Cov(a, y)/Var(a) to zero")  # fmt: skip
+    option(parser, "--integer", to="adjust.integer", action="store_true", help="integer adjustments")
+    option(parser, "--method", to="adjust.method", choices=("milp", "heuristic"),
+           help="milp: solver picks directions; heuristic: directions first, then an LP (default {default})")
+    option(parser, "--capacity", to="adjust.capacity", type=float,
+           help="capacity of non-sensitive cells as a fraction of their value (default {default})")  # fmt: skip
+    option(parser, "--capacity-column", to="adjust.capacity_column", metavar="COL",
+           help="column of absolute capacities")  # fmt: skip
+    option(parser, "--cost", to="adjust.cost", metavar="COL", help="column of costs for --objective weighted")
+    option(parser, "--widen", to="adjust.widen", type=float,
+           help="upper bounds q = widen * p (default 1, or 1.5 with mean/L constraints and statistical objectives)")
+    option(parser, "--total-label", to="adjust.total_label", help="label of a total (default {default})")
+    option(parser, "--solver", to="adjust.solver", help="cvxpy solver (default {default})")
+    option(parser, "--time-limit", to="adjust.time_limit", type=float, help="solver time limit in seconds")
+    option(parser, "--mip-gap", to="adjust.mip_gap", type=float, help="relative MIP gap at which to stop")
     parser.add_argument("--out", required=True, type=pathlib.Path, help="output directory")
     parser.set_defaults(func=run)
     return parser
@@ -90,25 +76,18 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc cta``; returns the exit status."""
     import bayessdc as bsd
     from bayessdc.cta import InfeasibleError
-    from bayessdc.pipeline.cta import ProtectionNotMetError
     from bayessdc.synthesis.output import check_output_root
 
     check_output_root(args.out)  # before the table is solved: an InputError, exit status 2
     try:
-        result = bsd.adjust(
-            args.table, args.dims, args.value, rule=args.rule, protection=args.protection,
-            contributor=args.contributor, kind=args.kind, objective=args.objective, preserve_mean=args.preserve_mean,
-            zero_l=args.zero_l, integer=True if args.integer else None, method=args.method, capacity=args.capacity,
-            capacity_column=args.capacity_column, cost=args.cost, widen=args.widen, total_label=args.total_label,
-            solver=args.solver, time_limit=args.time_limit, mip_gap=args.mip_gap, policy=args.policy,
-        )  # fmt: skip
+        result = bsd.adjust(args.table, args.dims, args.value, policy=args.policy, **given(args, "adjust"))
     except InfeasibleError as err:  # no table meets the protection: a refusal, nothing written
-        print(f"bayessdc cta: refused: nothing released: {err}", file=sys.stderr)
+        print(f"bayessdc cta: refused: nothing released: {said(err)}", file=sys.stderr)
         return 3
     try:
         result.save(args.out)
-    except ProtectionNotMetError as err:
-        print(f"bayessdc cta: refused: {err}", file=sys.stderr)
+    except bsd.ProtectionNotMetError as err:
+        print(f"bayessdc cta: refused: {said(err)}", file=sys.stderr)
         return 3
     report, checks = result.quality, result.quality["checks"]
     print(

@@ -11,10 +11,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import DATA_HELP
-from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, refusal, shared_recipe_options
+from . import DATA_HELP, synthesize_options
+from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, recipe_options, refusal
+from .options import build, given, option
 
 __all__ = ["add_parser", "demo", "run"]
+
+#: NUTS's target acceptance for the DP-areal model, its measured setting (``bsd.DPAreal``'s settings); the library
+#: holds no NUTS settings of this model, so ``--sampler nuts`` states it here (``bsd.SamplerSettings``: 0.8).
+NUTS_TARGET_ACCEPT = 0.9
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,31 +37,31 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--synthesize", required=True, nargs="+", help="the label column to synthesize (one)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged; they form the patterns")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--K", type=int, default=50, help="number of mixture components (default 50)")
-    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+    option(p, "--K", to="DPAreal.K", type=int, help="number of mixture components (default {default})")
+    synthesize_options(p, "DPAreal")
     p.add_argument("--sampler", choices=["gibbs", "nuts"], default="gibbs",
-                   help="gibbs (default): the partially collapsed Gibbs sampler; nuts: NUTS with the labels summed "
-                   "out, on the same posterior")  # fmt: skip
-    p.add_argument("--draws", type=int, default=None, help="draws kept per chain (default 500; nuts: 1000)")
-    p.add_argument("--burn", type=int, default=None, help="Gibbs sweeps discarded per chain (default 1000)")
-    p.add_argument("--thin", type=int, default=None, help="Gibbs sweeps per kept draw (default 4)")
-    p.add_argument("--tune", type=int, default=None, help="NUTS warm-up iterations per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=4, help="chains, pooled by the release gate (default 4)")
-    p.add_argument("--target-accept", type=float, default=None, help="NUTS target acceptance (default 0.9)")
-    p.add_argument(
-        "--parameterization",
-        "--parametrization",  # the spelling of earlier releases, still accepted
-        dest="parameterization",
-        default="identified",
-        choices=["identified", "identified_centred", "noncentred", "centred"],
-        help="how the cluster effects are sampled (default identified: the directions the one-hot design cannot "
-        "see are integrated out)",
-    )
-    p.add_argument(
-        "--max-cells", type=int, default=300_000, help="most label x pattern cells (default 300,000; beyond: DPMPM)"
-    )
-    add_shared_options(p, gate_datasets=200)
+                   help="gibbs (default, bsd.DPArealGibbsSettings): the partially collapsed Gibbs sampler; nuts "
+                   "(bsd.SamplerSettings): NUTS with the labels summed out, on the same posterior")  # fmt: skip
+    option(p, "--draws", to="DPAreal.settings.draws", type=int, shows={"default": "DPAreal.settings.draws",
+           "nuts": "SamplerSettings.draws"}, help="draws kept per chain (default {default}; nuts: {nuts})")  # fmt: skip
+    option(p, "--burn", to="DPAreal.settings.burn", type=int,
+           help="Gibbs sweeps discarded per chain (default {default})")  # fmt: skip
+    option(p, "--thin", to="DPAreal.settings.thin", type=int, help="Gibbs sweeps per kept draw (default {default})")
+    option(p, "--tune", to="DPAreal.settings.tune", type=int, shows="SamplerSettings.tune",
+           help="NUTS warm-up iterations per chain (default {default})")  # fmt: skip
+    option(p, "--chains", to="DPAreal.settings.chains", type=int,
+           help="chains, pooled by the release gate (default {default})")  # fmt: skip
+    option(p, "--target-accept", to="DPAreal.settings.target_accept", type=float,
+           help=f"NUTS target acceptance (default {NUTS_TARGET_ACCEPT})")  # fmt: skip
+    option(
+        p, "--parameterization", "--parametrization",  # the spelling of earlier releases, still accepted
+        to="DPAreal.parameterization", choices=["identified", "identified_centred", "noncentred", "centred"],
+        help="how the cluster effects are sampled (default {default}; identified: the directions the one-hot "
+        "design cannot see are integrated out)",
+    )  # fmt: skip
+    option(p, "--max-cells", to="DPAreal.max_cells", type=int,
+           help="most label x pattern cells (default {default}; beyond: DPMPM)")  # fmt: skip
+    add_shared_options(p, "DPAreal")
     p.set_defaults(func=run)
 
 
@@ -66,15 +71,11 @@ def run(args: argparse.Namespace) -> int:
 
     table = bsd.read_table(args.data)
     # A bad setting raises ValueError: bayessdc.cli.main prints it and exits with status 2.
-    settings = _settings(bsd, args)
-    recipe = bsd.DPAreal(
-        K=args.K, settings=settings, parameterization=args.parameterization, max_cells=args.max_cells,
-        **shared_recipe_options(args),
-    )  # fmt: skip
+    recipe = build("DPAreal", _sampler(bsd, args.sampler, recipe_options(args, "DPAreal")))
     try:
         release = bsd.synthesize(
-            table, recipe, synthesize=args.synthesize, keep=args.keep, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
+            table, recipe, synthesize=args.synthesize, keep=args.keep, out=args.out, policy=args.policy,
+            holdout=args.holdout, progress=not args.quiet, **given(args, "synthesize"),
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         return refusal("dp-areal", err, args.out)
@@ -82,17 +83,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(bsd: Any, args: argparse.Namespace) -> Any:
-    """The sampler's settings from the flags; a flag of the other sampler is refused (exit status 2)."""
-    own = {"gibbs": ("draws", "burn", "thin"), "nuts": ("draws", "tune", "target_accept")}[args.sampler]
+def _sampler(bsd: Any, sampler: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's options with the settings of ``--sampler``: Gibbs's (the recipe's default, updated by the
+    flags given) or NUTS's (``bsd.SamplerSettings``); a flag of the other sampler is refused (exit status 2)."""
+    given_settings = options.get("settings", {})
+    own = {"gibbs": ("draws", "burn", "thin", "chains"), "nuts": ("draws", "tune", "target_accept", "chains")}[sampler]
     other = [f"--{n.replace('_', '-')}" for n in ("burn", "thin", "tune", "target_accept")
-             if n not in own and getattr(args, n) is not None]  # fmt: skip
+             if n not in own and n in given_settings]  # fmt: skip
     if other:
-        raise ValueError(f"{', '.join(other)} set a setting of the other sampler, not of --sampler {args.sampler}")
-    given = {n: getattr(args, n) for n in own if getattr(args, n) is not None}
-    if args.sampler == "gibbs":
-        return bsd.DPArealGibbsSettings(chains=args.chains, **given)
-    return bsd.SamplerSettings(**{"draws": 1000, "tune": 1000, "target_accept": 0.9, **given}, chains=args.chains)
+        raise ValueError(f"{', '.join(other)} set a setting of the other sampler, not of --sampler {sampler}")
+    if sampler == "nuts":
+        options["settings"] = bsd.SamplerSettings(**{"target_accept": NUTS_TARGET_ACCEPT, **given_settings})
+    return options
 
 
 def summary(release: Any, out: Path) -> str:
@@ -110,10 +112,8 @@ def summary(release: Any, out: Path) -> str:
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """DP-areal on a small table simulated from the model (12 patterns x 40 labels), small settings."""
     import bayessdc as bsd
-    from bayessdc.models.dp_areal import simulate_areal
 
-    table, _ = simulate_areal(40, (2, 2, 3), seed=seed)
-    table = table.rename(columns={"v0": "gender", "v1": "income", "v2": "age", "label": "county"})
+    table = bsd.examples.areal_counts(seed=seed)
     recipe = bsd.DPAreal(
         K=10, known=[["gender", "county"], ["gender", "age", "county"]],
         settings=bsd.DPArealGibbsSettings(draws=250, burn=500, thin=4, chains=4), repetitions=20,

@@ -9,8 +9,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import DATA_HELP
-from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, refusal, shared_recipe_options
+from . import DATA_HELP, synthesize_options
+from .categorical import add_shared_options, categorical_lines, demo_rows, gate_lines, recipe_options, refusal
+from .options import build, given, option
 
 __all__ = ["add_parser", "demo", "run"]
 
@@ -29,46 +30,44 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--synthesize", required=True, nargs="+", help="columns to synthesize (comma-separated or words)")
     p.add_argument("--keep", required=True, nargs="+", help="columns released unchanged and modelled")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--K", type=int, default=40, help="number of mixture components (default 40)")
-    p.add_argument(
-        "--conditioning", default="full", choices=["full", "pattern", "prior"],
-        help="latent class for synthesis drawn given all of the record's values (full, default), "
-        "the kept values only (pattern) or pi alone (prior)",
+    option(p, "--K", to="DPMPM.K", type=int, help="number of mixture components (default {default})")
+    option(
+        p, "--conditioning", to="DPMPM.conditioning", choices=["full", "pattern", "prior"],
+        help="latent class for synthesis drawn given all of the record's values (full), the kept values only "
+        "(pattern) or pi alone (prior); default {default}",
     )  # fmt: skip
-    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 20: the recipe's default_m)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--draws", type=int, default=4000, help="Gibbs iterations kept per chain (default 4000)")
-    p.add_argument("--burn", type=int, default=1000, help="burn-in iterations per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=8, help="chains, pooled by the release gate (default 8)")
-    p.add_argument("--thin", type=int, default=4, help="store every thin-th iteration (default 4)")
-    p.add_argument("--a-alpha", type=float, default=0.25, help="shape of alpha's gamma prior (default 0.25)")
-    p.add_argument("--b-alpha", type=float, default=0.25, help="rate of alpha's gamma prior (default 0.25)")
-    p.add_argument(
-        "--risk-records", type=int, default=500,
-        help="records whose Bayesian attribute risk is computed by importance sampling (default 500; 0: none)",
+    synthesize_options(p, "DPMPM")
+    option(p, "--draws", to="DPMPM.settings.draws", type=int,
+           help="Gibbs iterations kept per chain (default {default})")  # fmt: skip
+    option(p, "--burn", to="DPMPM.settings.burn", type=int, help="burn-in iterations per chain (default {default})")
+    option(p, "--chains", to="DPMPM.settings.chains", type=int,
+           help="chains, pooled by the release gate (default {default})")  # fmt: skip
+    option(p, "--thin", to="DPMPM.settings.thin", type=int, help="store every thin-th iteration (default {default})")
+    option(p, "--a-alpha", to="DPMPM.priors.a_alpha", type=float,
+           help="shape of alpha's gamma prior (default {default})")  # fmt: skip
+    option(p, "--b-alpha", to="DPMPM.priors.b_alpha", type=float,
+           help="rate of alpha's gamma prior (default {default})")  # fmt: skip
+    option(
+        p, "--risk-records", to="DPMPM.risk_records", type=int,
+        help="records whose Bayesian attribute risk is computed by importance sampling (default {default}; 0: none)",
     )  # fmt: skip
-    p.add_argument("--risk-draws", type=int, default=200, help="posterior draws used as proposals (default 200)")
-    add_shared_options(p, gate_datasets=50)
+    option(p, "--risk-draws", to="DPMPM.risk_draws", type=int,
+           help="posterior draws used as proposals (default {default})")  # fmt: skip
+    add_shared_options(p, "DPMPM")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc dpmpm`` from parsed arguments."""
     import bayessdc as bsd
-    from bayessdc.models.dpmpm import DPMPMPriors, GibbsSettings
 
     table = bsd.read_table(args.data)
     # A bad setting raises ValueError: bayessdc.cli.main prints it and exits with status 2.
-    settings = GibbsSettings(draws=args.draws, burn=args.burn, chains=args.chains, thin=args.thin)
-    priors = DPMPMPriors(a_alpha=args.a_alpha, b_alpha=args.b_alpha)
-    recipe = bsd.DPMPM(
-        K=args.K, conditioning=args.conditioning, priors=priors, settings=settings, risk_records=args.risk_records,
-        risk_draws=args.risk_draws, **shared_recipe_options(args),
-    )  # fmt: skip
+    recipe = build("DPMPM", recipe_options(args, "DPMPM"))
     try:
         release = bsd.synthesize(
-            table, recipe, synthesize=args.synthesize, keep=args.keep, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
+            table, recipe, synthesize=args.synthesize, keep=args.keep, out=args.out, policy=args.policy,
+            holdout=args.holdout, progress=not args.quiet, **given(args, "synthesize"),
         )  # fmt: skip
     except bsd.ConvergenceError as err:
         return refusal("dpmpm", err, args.out)
@@ -92,17 +91,16 @@ def summary(release: Any, out: Path) -> str:
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """The DPMPM on the bundled CE-like simulator (n = 6,208, 40 patterns, 133 counties), small settings."""
     import bayessdc as bsd
-    from bayessdc.models.dpmpm import GibbsSettings, simulate_ce_like
 
     recipe = bsd.DPMPM(
         K=40, known=[["gender", "county"], ["gender", "age", "county"]],
-        settings=GibbsSettings(draws=2000, burn=1000, chains=8, thin=4),
+        settings=bsd.GibbsSettings(draws=2000, burn=1000, chains=8, thin=4),
         repetitions=20, risk_records=200, risk_draws=100,
     )  # fmt: skip
     roles = {"synthesize": ["county"], "keep": ["gender", "income", "age"]}
     try:
         release = bsd.synthesize(
-            simulate_ce_like(seed=seed), recipe, **roles, m=5, seed=seed, out=Path(out) / "dpmpm", progress=False
+            bsd.examples.ce_like(seed=seed), recipe, **roles, m=5, seed=seed, out=Path(out) / "dpmpm", progress=False
         )
     except bsd.ConvergenceError as err:  # said in the table, nothing released
         return [{"synthesizer": "dpmpm", "measure": "release gate", "value": f"FAILED: {err}"}]

@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .options import given, library_default, option
+
 __all__ = ["add_parser", "attack_settings", "run"]
 
 
@@ -31,14 +33,15 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--original", required=True, type=Path, help="the confidential table (CSV, Parquet, ...)")
     p.add_argument("--synthetic", required=True, nargs="+", type=Path, help="the synthetic dataset file(s)")
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--synthesize", default=None, help="columns the other tool synthesized, A,B (default: all)")
-    p.add_argument("--keep", default=None, help="columns it released unchanged, C,D (default: none)")
-    p.add_argument("--holdout", type=Path, default=None, help="a control set: real records the tool never saw")
-    p.add_argument("--name", default="external", help="the method's name on the report and plots")
-    p.add_argument("--known", action="append", default=None, help="an intruder's knowledge set A,B (repeatable)")
-    p.add_argument("--table", action="append", default=None, help="a table A,B of the utility check (repeatable)")
-    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates of the original (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the measures' random steps (default 0)")
+    option(p, "--synthesize", to="evaluate.synthesize", help="columns the other tool synthesized, A,B (default: all)")
+    option(p, "--keep", to="evaluate.keep", help="columns it released unchanged, C,D (default: none)")
+    option(p, "--holdout", to="evaluate.holdout", type=Path, help="a control set: real records the tool never saw")
+    option(p, "--name", to="evaluate.name", help="the method's name on the report and plots (default {default})")
+    option(p, "--known", to="evaluate.known", action="append", help="an intruder's knowledge set A,B (repeatable)")
+    option(p, "--table", to="evaluate.tables", action="append", help="a table A,B of the utility check (repeatable)")
+    option(p, "--bootstrap", to="evaluate.bootstrap", type=int,
+           help="bootstrap replicates of the original (default {default})")  # fmt: skip
+    option(p, "--seed", to="evaluate.seed", type=int, help="seed of the measures' random steps (default {default})")
     a = p.add_argument_group("attacks against the control set (--holdout); unset: the preset's value")
     a.add_argument("--attacks", dest="preset", choices=("bayessdc", "anonymeter"), default=None,
                    help="the attack settings' preset (default bayessdc; anonymeter: anonymeter 1.1's form)")
@@ -78,12 +81,13 @@ def run(args: argparse.Namespace) -> int:
     import bayessdc as bsd
 
     synthetic = args.synthetic[0] if len(args.synthetic) == 1 else list(args.synthetic)
+    options = given(args, "evaluate")
     release = bsd.evaluate(
-        args.original, synthetic, synthesize=args.synthesize, keep=args.keep, holdout=args.holdout,
-        known=args.known, tables=args.table, bootstrap=args.bootstrap, name=args.name, policy=args.policy,
-        out=args.out, seed=args.seed, progress=not args.quiet, attacks=attack_settings(args),
+        args.original, synthetic, policy=args.policy, out=args.out, progress=not args.quiet,
+        attacks=attack_settings(args), **options,
     )  # fmt: skip
-    print(f"{args.name}: {release.m} {release.description['kind']} dataset(s) of {release.facts['records']} records")
+    name = options.get("name", library_default("evaluate.name"))
+    print(f"{name}: {release.m} {release.description['kind']} dataset(s) of {release.facts['records']} records")
     print(f"  {release.policy.sentence()}")
     print(f"  written: {args.out / 'private'} (the report: {args.out / 'private' / 'report.html'}; the files "
           f"evaluated: {args.out / 'private' / 'evaluated'})")  # fmt: skip

@@ -2,7 +2,8 @@
 
 0 released; 2 bad input, options, paths or disks (the message names the column, row, constraint or path); 3
 refused (a gate or the disclosure policy); 130 interrupted (Ctrl-C); 1 only for a fault of bayessdc itself, said
-as one, with its traceback written to a log file whose path the line gives.
+as one, with its traceback written to a log file whose path the line gives. A message of bayessdc's names the
+parameter (``chains=17``); printed here, it names the flag (``--chains 17``): :func:`said`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,27 @@ from pathlib import Path
 from bayessdc import InputError, __version__
 from bayessdc.policy import DisclosureRefused
 
-__all__ = ["run_handled"]
+from .flags import as_flags
+
+__all__ = ["gate_refusal", "run_handled", "said"]
+
+
+def said(err: BaseException) -> str:
+    """The message of ``err`` as the command line says it: a bayessdc error's (its class bayessdc's, or raised in
+    bayessdc's code) with each parameter named as its flag; anyone else's (pandas, the operating system) as is."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    raised_in = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
+    ours = type(err).__module__.startswith("bayessdc") or raised_in.startswith("bayessdc.")
+    return as_flags(str(err)) if ours else str(err)
+
+
+def gate_refusal(command: str, message: str, out: Path) -> int:
+    """Print the refusal of a gate (its parameters named as flags) and where the diagnostics are; exit status 3."""
+    print(f"bayessdc {command}: {as_flags(message)}\nDiagnostics: {out / 'private' / 'diagnostics.json'}",
+          file=sys.stderr)  # fmt: skip
+    return 3
 
 
 def run_handled(args: argparse.Namespace) -> int:
@@ -23,12 +44,12 @@ def run_handled(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except (InputError, ValueError, FileNotFoundError, FileExistsError) as err:
-        print(f"bayessdc {args.command}: error: {err}", file=sys.stderr)
+        print(f"bayessdc {args.command}: error: {said(err)}", file=sys.stderr)
         return 2
     except DisclosureRefused as err:
         out = getattr(args, "out", None)
         where = f"\nThe verdict: {out / 'private' / 'policy.json'}" if out is not None else ""
-        print(f"bayessdc {args.command}: refused: {err}{where}", file=sys.stderr)
+        print(f"bayessdc {args.command}: refused: {said(err)}{where}", file=sys.stderr)
         return 3
     except OSError as err:  # a path that cannot be written or read, a full disk: the machine's, not a bug
         print(f"bayessdc {args.command}: error: {_os_error(err)}", file=sys.stderr)

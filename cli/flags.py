@@ -2,19 +2,21 @@
 
 The library speaks Python: its messages name a parameter as ``name=`` (``chains=17``, ``allow_unconverged=True``,
 ``known=``). A command prints the same message with the flag the user typed instead (``--chains 17``,
-``--allow-unconverged``, ``--known``), through :func:`as_flags`. A test checks that every flag of the table
-is an option of some command, and that no library message names a flag itself.
+``--allow-unconverged``, ``--known``), through :func:`as_flags`, at two places only: the error or refusal line
+of :mod:`bayessdc.cli.failures`, and bayessdc's own log records (:class:`FlagRecords` on the command's log
+handler). Nothing else on standard error (another library's warning, a traceback) is rewritten. A test checks
+that every flag of the table is an option of some command, and that no library message names a flag itself.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
 
-__all__ = ["PARAMETER_FLAGS", "as_flags", "flags_on_stderr"]
+__all__ = ["PARAMETER_FLAGS", "FlagRecords", "as_flags", "flags_in_log_records"]
 
 #: Parameter of the library -> the command line's flag.
 PARAMETER_FLAGS: dict[str, str] = {
@@ -85,27 +87,33 @@ def as_flags(message: str) -> str:
     return _PARAMETER.sub(flag, message)
 
 
-class _FlagStream:
-    """A text stream that writes through :func:`as_flags` to ``stream`` (everything else delegated)."""
+class FlagRecords(logging.Filter):
+    """A filter of the command's log handler: a record of bayessdc's own loggers is shown with its parameters
+    named as flags (:func:`as_flags`); any other record, and a record's traceback, as it is."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        self._stream.write(as_flags(text))
-        return len(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+    def filter(self, record: logging.LogRecord) -> bool | logging.LogRecord:
+        """Rewrite the message of a bayessdc record; never drop a record."""
+        if record.name != "bayessdc" and not record.name.startswith("bayessdc."):
+            return True
+        message = record.getMessage()
+        flagged = as_flags(message)
+        if flagged == message:
+            return True
+        if sys.version_info >= (3, 12):  # a filter may return the record the handler shows, the original untouched
+            record = logging.makeLogRecord(record.__dict__)
+        record.msg, record.args = flagged, None
+        return record if sys.version_info >= (3, 12) else True
 
 
 @contextmanager
-def flags_on_stderr() -> Iterator[None]:
-    """For the block, everything written to standard error (errors, refusals, the library's log records) names
-    flags instead of parameters; restored afterwards."""
-    saved = sys.stderr
-    sys.stderr = _FlagStream(saved)  # type: ignore[assignment]
+def flags_in_log_records(*handlers: logging.Handler) -> Iterator[None]:
+    """For the block, ``handlers`` (the command's handler on the ``bayessdc`` logger) show bayessdc's records with
+    flags instead of parameters (:class:`FlagRecords`)."""
+    flags = FlagRecords()
+    for handler in handlers:
+        handler.addFilter(flags)
     try:
         yield
     finally:
-        sys.stderr = saved
+        for handler in handlers:
+            handler.removeFilter(flags)

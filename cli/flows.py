@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from . import DATA_HELP, UserError
+from . import DATA_HELP, UserError, synthesize_options
+from .failures import gate_refusal
+from .options import build, given, option
 
 __all__ = ["add_parser", "demo", "run"]
 
@@ -23,90 +24,68 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--data", required=True, type=Path, help=DATA_HELP)
     p.add_argument("--out", required=True, type=Path, help="output folder (resumed if it holds the same run)")
-    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=500, help="warm-up iterations per chain (default 500)")
-    p.add_argument("--chains", type=int, default=4, help="chains per group (default 4)")
-    p.add_argument("--backend", default="auto", choices=["auto", "nutpie", "pymc", "numpyro"])
-    p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (default: local)")
-    p.add_argument("--workers", type=int, default=None, help="groups fitted at once locally (default: cores)")
-    p.add_argument("--lower", type=int, default=1, help="smallest sensitive count (default 1)")
-    p.add_argument("--upper", type=int, default=9, help="largest sensitive count (default 9)")
-    p.add_argument("--risk-draws", type=int, default=1000, help="posterior draws used for risk (default 1000)")
-    p.add_argument(
-        "--allow-unconverged",
-        action="store_true",
+    synthesize_options(p, "Flows")
+    option(p, "--draws", to="Flows.settings.draws", type=int, help="kept draws per chain (default {default})")
+    option(p, "--tune", to="Flows.settings.tune", type=int, help="warm-up iterations per chain (default {default})")
+    option(p, "--chains", to="Flows.settings.chains", type=int, help="chains per group (default {default})")
+    option(p, "--backend", to="Flows.settings.backend", choices=["auto", "nutpie", "pymc", "numpyro"],
+           help="NUTS backend (default {default})")  # fmt: skip
+    option(p, "--scheduler", to="Flows.scheduler", help="address of a running dask scheduler (default: local)")
+    option(p, "--workers", to="Flows.workers", type=int, help="groups fitted at once locally (default: cores)")
+    option(p, "--lower", to="Flows.lower", type=int, help="smallest sensitive count (default {default})")
+    option(p, "--upper", to="Flows.upper", type=int, help="largest sensitive count (default {default})")
+    option(p, "--risk-draws", to="Flows.risk_draws", type=int, help="posterior draws used for risk (default {default})")
+    option(
+        p, "--allow-unconverged", to="synthesize.allow_unconverged", action="store_true",
         help="write release outputs even if a group fails the convergence gate (recorded in the outputs)",
-    )
+    )  # fmt: skip
     for name in ("origin", "destination", "origin_group", "destination_group", "count"):
-        p.add_argument(f"--{name.replace('_', '-')}", dest=f"col_{name}", default=name, help=f"column of the {name}")
-    p.add_argument(
-        "--max-extensions",
-        type=int,
-        default=2,
+        option(p, f"--{name.replace('_', '-')}", to=f"Flows.columns.{name}",
+               help=f"column of the {name} (default {{default}})")  # fmt: skip
+    option(
+        p, "--max-extensions", to="Flows.max_extensions", type=int,
         help="more sampling for a group that fails the convergence gate: its chains continued by as many draws "
-        "again, then refits with 4x the draws or a higher target_accept (default 2)",
-    )
-    p.add_argument(
-        "--phi-prior",
-        default="weakly-informative",
-        help="Gamma prior of the precisions phi_beta, phi_gamma: weakly-informative (Gamma(1, 1), the default), "
-        "paper (the paper's Gamma(0.01, 0.01)) or SHAPE,RATE",
-    )
-    p.add_argument(
-        "--exact-check",
-        type=int,
-        default=0,
-        metavar="N",
+        "again, then refits with 4x the draws or a higher target_accept (default {default})",
+    )  # fmt: skip
+    option(
+        p, "--phi-prior", to="Flows.priors", metavar="PHI_PRIOR",
+        show=lambda priors: f"Gamma({priors.phi_shape:g}, {priors.phi_rate:g})",
+        help="Gamma prior of the precisions phi_beta, phi_gamma: weakly-informative (Gamma(1, 1)), paper (the "
+        "paper's Gamma(0.01, 0.01)) or SHAPE,RATE (default {default})",
+    )  # fmt: skip
+    option(
+        p, "--exact-check", to="Flows.exact_check", type=int, metavar="N",
         help="refit the model for the N cells with the largest k-hat, once per candidate count, to measure "
-        "the importance-sampling approximation (private/exact_check.json)",
-    )
-    p.add_argument(
-        "--no-knowledge",
-        choices=("yes", "no"),
-        default="yes",
+        "the importance-sampling approximation (private/exact_check.json; default {default})",
+    )  # fmt: skip
+    option(
+        p, "--no-knowledge", to="Flows.no_knowledge", choices=("yes", "no"),
         help="also measure the intruder who knows no sensitive count (Section 3.1) beside the worst case, by m "
-        "refits of each group pair to its synthetic tables (default yes; reported, not judged)",
-    )
+        "refits of each group pair to its synthetic tables (default {default}; reported, not judged)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc flows`` from parsed arguments."""
     import bayessdc as bsd
-    from bayessdc.models.flows import FlowColumns, named_priors
 
-    try:
-        priors = named_priors(args.phi_prior)
-    except ValueError as err:
-        raise UserError(f"--phi-prior: {err}") from None
-    recipe = bsd.Flows(
-        priors=priors,
-        settings=bsd.SamplerSettings(
-            draws=args.draws, tune=args.tune, chains=args.chains, backend=args.backend, low_rank_mass_matrix=True
-        ),
-        columns=FlowColumns(
-            args.col_origin, args.col_destination, args.col_origin_group, args.col_destination_group, args.col_count
-        ),
-        lower=args.lower,
-        upper=args.upper,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        risk_draws=args.risk_draws,
-        max_extensions=args.max_extensions,
-        exact_check=args.exact_check,
-        no_knowledge=args.no_knowledge == "yes",
-    )
+    options = given(args, "Flows")
+    if "priors" in options:
+        try:
+            options["priors"] = bsd.named_priors(options["priors"])
+        except ValueError as err:
+            raise UserError(f"--phi-prior: {err}") from None
+    if "no_knowledge" in options:
+        options["no_knowledge"] = options["no_knowledge"] == "yes"
+    recipe = build("Flows", options)
     table = bsd.read_table(args.data)
     try:
         release = bsd.synthesize(
-            table, recipe, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, progress=not args.quiet,
-        )  # fmt: skip
+            table, recipe, out=args.out, policy=args.policy, progress=not args.quiet, **given(args, "synthesize")
+        )
     except bsd.ConvergenceError as err:
-        print(f"bayessdc flows: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
-        return 3
+        return gate_refusal("flows", str(err), args.out)
     print(summary(release, args.out))
     return 0
 
@@ -139,10 +118,9 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     much of its own rate); the demo then shows the lever the refusal names, stronger pooling (Gamma(100, 1) on
     the precisions), in ``flows-pooled/``."""
     import bayessdc as bsd
-    from bayessdc.models.flows import FlowPriors, simulate_flow_table
     from bayessdc.policy import DisclosureRefused
 
-    table = simulate_flow_table(n_states=3, counties_per_state=12, scale=0.01, seed=seed)
+    table = bsd.examples.flow_table(n_states=3, counties_per_state=12, seed=seed)
     rows: list[tuple[str, Any]] = [("precision prior", "Gamma(1, 1)")]
     try:
         release = bsd.synthesize(table, bsd.Flows(risk_draws=500), m=5, seed=seed, out=Path(out) / "flows",
@@ -150,7 +128,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     except DisclosureRefused:
         rows.append(("release", "refused by the disclosure policy (R_all above a release without the cell)"))
         rows.append(("precision prior, pooled", "Gamma(100, 1) (the refusal's lever 'priors')"))
-        release = bsd.synthesize(table, bsd.Flows(risk_draws=500, priors=FlowPriors(phi_shape=100.0, phi_rate=1.0)),
+        release = bsd.synthesize(table, bsd.Flows(risk_draws=500, priors=bsd.FlowPriors(phi_shape=100.0, phi_rate=1.0)),
                                  m=5, seed=seed, out=Path(out) / "flows-pooled", progress=False)  # fmt: skip
         rows.append(("disclosure policy, pooled", release.policy.sentence()))
     d, r, u = release.diagnostics, release.risk_figures, release.utility_figures

@@ -1,19 +1,20 @@
 """``bayessdc spatial``: partially synthetic geocoded data with differential smoothing of spatial outliers.
 
 Wiring only: parse the options, read the table and call :func:`bayessdc.synthesize` with
-:class:`bayessdc.Spatial` (the two stages of Quick, Holan & Wikle, proximity risk and regression utility
-live in :mod:`bayessdc.pipeline.spatial`), then print the summary.
+:class:`bayessdc.Spatial` (the two stages of Quick, Holan & Wikle, proximity risk and regression utility),
+then print the summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from . import DATA_HELP, UserError
+from . import DATA_HELP, UserError, synthesize_options
+from .failures import gate_refusal
+from .options import build, given, option
 
 __all__ = ["add_parser", "demo", "run", "summary"]
 
@@ -32,63 +33,46 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("--response", required=True, help="column of the continuous response to synthesize")
     p.add_argument("--coords", required=True, help="the two coordinate columns, XCOL,YCOL")
-    p.add_argument("--covariates", default="", help="covariate columns A,B (default: none; intercept always)")
-    p.add_argument("--log-response", action="store_true", help="model log(response); released on the original scale")
-    p.add_argument(
-        "--gamma", default="inf", help="global risk parameter gamma (default inf: full smoothing at outliers)"
-    )
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=None,
-        help="target smoothing level alpha of eq. (5) instead of --gamma (gamma from the unrestricted fit)",
-    )
-    p.add_argument("--risk-weights", choices=["binary", "continuous"], default="binary")
-    p.add_argument(
-        "--correlation",
-        type=float,
-        default=0.20,
-        help="outlier when no neighbour has correlation above this: M = -log(c)/phi_hat (default 0.20)",
-    )
-    p.add_argument(
-        "--jitter", type=float, default=None, metavar="DIST",
+    option(p, "--covariates", to="Spatial.covariates", help="covariate columns A,B (default: none; intercept always)")
+    option(p, "--log-response", to="Spatial.log_response", action="store_true",
+           help="model log(response); released on the original scale")  # fmt: skip
+    option(p, "--gamma", to="Spatial.gamma", help="global risk parameter gamma (default {default}: full smoothing "
+           "at outliers)")  # fmt: skip
+    option(p, "--alpha", to="Spatial.alpha", type=float,
+           help="target smoothing level alpha of eq. (5) instead of --gamma (gamma from the unrestricted fit)")
+    option(p, "--risk-weights", to="Spatial.risk_weights", choices=["binary", "continuous"],
+           help="risk weights of the records (default {default})")  # fmt: skip
+    option(p, "--correlation", to="Spatial.correlation", type=float, help="outlier when no neighbour has "
+           "correlation above this: M = -log(c)/phi_hat (default {default})")  # fmt: skip
+    option(
+        p, "--jitter", to="Spatial.jitter", type=float, metavar="DIST",
         help="move records that share a location by a random offset of at most DIST (coordinate units)",
     )  # fmt: skip
-    p.add_argument(
-        "--approximation",
-        choices=["auto", "exact", "nngp"],
-        default="auto",
+    option(
+        p, "--approximation", to="Spatial.approximation", choices=["auto", "exact", "nngp"],
         help="exact Gaussian process, or the nearest-neighbour (Vecchia) GP for large data: response NNGP "
         "likelihood with a grid posterior (independent draws, --draws x --chains of them) and latent NNGP draws "
-        "of the spatial effect; auto (default) = exact up to 3,000 records, nngp beyond",
-    )
-    p.add_argument(
-        "--neighbours", type=int, default=15, help="neighbours per record under --approximation nngp (default 15)"
-    )
-    p.add_argument("--m", type=int, default=None, help="synthetic datasets (default 5: the recipe's default_m)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    p.add_argument("--draws", type=int, default=2000, help="kept draws per chain (default 2000)")
-    p.add_argument("--tune", type=int, default=1000, help="warm-up iterations per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
-    p.add_argument("--backend", default="auto", choices=["auto", "nutpie", "pymc", "numpyro"])
-    p.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance (default 0.95)")
-    p.add_argument("--band", type=float, default=0.10, help="relative proximity band (default 0.10)")
-    p.add_argument(
-        "--absolute-band",
-        type=float,
-        default=None,
-        help="absolute proximity band on the released scale (default: a tenth of the response's sd)",
-    )
-    p.add_argument(
-        "--analysis-predictors",
-        default=None,
-        help="predictors of the analyst's regression, A,B (default: the covariates, else the coordinates)",
-    )
-    p.add_argument(
-        "--allow-unconverged",
-        action="store_true",
+        "of the spatial effect; auto = exact up to 3,000 records, nngp beyond (default {default})",
+    )  # fmt: skip
+    option(p, "--neighbours", to="Spatial.neighbours", type=int,
+           help="neighbours per record under --approximation nngp (default {default})")  # fmt: skip
+    synthesize_options(p, "Spatial")
+    option(p, "--draws", to="Spatial.settings.draws", type=int, help="kept draws per chain (default {default})")
+    option(p, "--tune", to="Spatial.settings.tune", type=int, help="warm-up iterations per chain (default {default})")
+    option(p, "--chains", to="Spatial.settings.chains", type=int, help="chains (default {default})")
+    option(p, "--backend", to="Spatial.settings.backend", choices=["auto", "nutpie", "pymc", "numpyro"],
+           help="NUTS backend (default {default})")  # fmt: skip
+    option(p, "--target-accept", to="Spatial.settings.target_accept", type=float,
+           help="NUTS target acceptance (default {default})")  # fmt: skip
+    option(p, "--band", to="Spatial.band", type=float, help="relative proximity band (default {default})")
+    option(p, "--absolute-band", to="Spatial.absolute_band", type=float,
+           help="absolute proximity band on the released scale (default: a tenth of the response's sd)")
+    option(p, "--analysis-predictors", to="Spatial.analysis_predictors",
+           help="predictors of the analyst's regression, A,B (default: the covariates, else the coordinates)")
+    option(
+        p, "--allow-unconverged", to="synthesize.allow_unconverged", action="store_true",
         help="write release outputs even if a stage fails the convergence gate (recorded in the outputs)",
-    )
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -113,34 +97,21 @@ def run(args: argparse.Namespace) -> int:
     coords = _columns(args.coords)
     if len(coords) != 2:
         raise UserError(f"--coords takes two columns XCOL,YCOL, got {args.coords!r}")
+    options = given(args, "Spatial")
+    for name in ("covariates", "analysis_predictors"):
+        if name in options:
+            options[name] = _columns(options[name])
+    if "gamma" in options:
+        options["gamma"] = _gamma(options["gamma"])
     table = bsd.read_table(args.data)
-    recipe = bsd.Spatial(
-        response=args.response,
-        coords=(coords[0], coords[1]),
-        covariates=_columns(args.covariates),
-        log_response=args.log_response,
-        gamma=_gamma(args.gamma),
-        alpha=args.alpha,
-        risk_weights=args.risk_weights,
-        correlation=args.correlation,
-        jitter=args.jitter,
-        approximation=args.approximation,
-        neighbours=args.neighbours,
-        settings=bsd.SamplerSettings(
-            draws=args.draws, tune=args.tune, chains=args.chains, backend=args.backend, target_accept=args.target_accept
-        ),
-        band=args.band,
-        absolute_band=args.absolute_band,
-        analysis_predictors=_columns(args.analysis_predictors) or None,
-    )
+    recipe = build("Spatial", {"response": args.response, "coords": (coords[0], coords[1]), **options})
     try:
         release = bsd.synthesize(
-            table, recipe, m=args.m, seed=args.seed, out=args.out,
-            allow_unconverged=args.allow_unconverged, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
+            table, recipe, out=args.out, policy=args.policy, holdout=args.holdout, progress=not args.quiet,
+            **given(args, "synthesize"),
         )  # fmt: skip
     except bsd.ConvergenceError as err:
-        print(f"bayessdc spatial: {err}\nDiagnostics: {args.out / 'private' / 'diagnostics.json'}", file=sys.stderr)
-        return 3
+        return gate_refusal("spatial", str(err), args.out)
     print(summary(release, args.out))
     return 0
 
@@ -170,9 +141,8 @@ def summary(release: Any, out: Path) -> str:
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """A small version of the paper's simulation (Section 4); rows of figures for ``bayessdc demo``."""
     import bayessdc as bsd
-    from bayessdc.models.spatial import simulate_spatial
 
-    frame, truth = simulate_spatial(120, seed=seed, outlier_latent=-4.0)
+    frame, truth = bsd.examples.spatial_homes(120, seed=seed)
     recipe = bsd.Spatial(
         response="response",
         coords=("x", "y"),

@@ -17,7 +17,13 @@ from bayessdc.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # models.errors holds InputError, the user-input error of every layer (no model in it)
-GENERIC_MODEL_MODULES = {"bayessdc.models.base", "bayessdc.models.sampling", "bayessdc.models.errors"}
+# models.progress holds the progress bars and the logger of every layer (public as bayessdc.progress)
+GENERIC_MODEL_MODULES = {
+    "bayessdc.models.base",
+    "bayessdc.models.sampling",
+    "bayessdc.models.errors",
+    "bayessdc.models.progress",
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -74,6 +80,55 @@ def test_models_import_no_layer_above_them():
 def test_the_streams_module_models_may_import_is_a_leaf():
     assert not {m for m in _imports(ROOT / "synthesis" / "streams.py") if m.startswith("bayessdc")}
     assert (ROOT / "synthesis" / "__init__.py").read_text().strip() == '"""bayessdc.synthesis."""'
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Like :func:`_imports`, with ``from package import name`` read as ``package.name`` too (a submodule, or a name
+    of the package: ``from bayessdc import progress`` imports ``bayessdc.progress``)."""
+    tree = ast.parse(path.read_text())
+    package = "bayessdc." + ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module
+            if module != "bayessdc":  # ``from bayessdc import x`` imports x, not the top package's face
+                found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+#: The top package's own modules (api/: the public verbs, the Release, the pipeline, the policy, progress's public
+#: name), which no layer below it imports.
+TOP_MODULES = tuple(
+    sorted({f"bayessdc.{p.stem}" for p in (ROOT / "api").glob("*.py") if p.stem != "__init__"}
+           | {f"bayessdc.{p.name}" for p in (ROOT / "api").iterdir() if (p / "__init__.py").exists()})
+)  # fmt: skip
+#: The one import from below into the top package, and why: a measure's results rendered as an HTML table
+#: (``Measure._repr_html_``), imported when called, by a file that is not ours to move (measures/base.py).
+TOP_IMPORTS_ALLOWED = {"measures/base.py": {"bayessdc.display"}}
+
+
+@pytest.mark.parametrize("folder", ["models", "risk", "synthesis", "measures"])
+def test_the_layers_below_the_top_package_never_import_it(folder):
+    """models/, risk/, synthesis/ and measures/ import downward only: never ``bayessdc.progress`` (its
+    implementation is :mod:`bayessdc.models.progress`), ``bayessdc.pipeline``, ``bayessdc.policy``,
+    ``bayessdc.release`` or any other module of the top package, nor the top package itself (``import bayessdc``)."""
+    assert {"bayessdc.progress", "bayessdc.pipeline", "bayessdc.policy", "bayessdc.release"} <= set(TOP_MODULES)
+    offending = {}
+    for path in _python_files(folder):
+        name = str(path.relative_to(ROOT))
+        found = {".".join(m.split(".")[:2]) for m in _imported_names(path)}
+        found = {m for m in found if m == "bayessdc" or m in TOP_MODULES}
+        found -= TOP_IMPORTS_ALLOWED.get(name, set())
+        if found:
+            offending[name] = sorted(found)
+    assert not offending
 
 
 def _layer_imports(code: str) -> list[tuple[str, list[str]]]:
@@ -185,4 +240,13 @@ def test_the_report_knows_no_synthesizer():
         )
         for p in _python_files("report")
     }
+    assert not {k: v for k, v in offending.items() if v}
+
+
+def test_the_command_line_reaches_the_library_through_its_public_names():
+    """cli/ imports no model (``bayessdc.models``) and no pipeline module (``bayessdc.pipeline``): recipes, settings,
+    simulators and errors through ``import bayessdc as bsd``, so that either can be moved without the CLI."""
+    below = ("bayessdc.models", "bayessdc.pipeline")
+    offending = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m.startswith(below))
+                 for p in _python_files("cli")}  # fmt: skip
     assert not {k: v for k, v in offending.items() if v}
