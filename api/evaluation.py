@@ -317,11 +317,11 @@ def evaluate(
     from bayessdc import progress as _progress
     from bayessdc.measures import MeasureInput
     from bayessdc.pipeline import column_list
-    from bayessdc.pipeline.cart_measures import table_specs
-    from bayessdc.pipeline.cart_reference import identification_input
-    from bayessdc.pipeline.categorical_input import check_known_sets
     from bayessdc.pipeline.releasing import measure_and_judge
     from bayessdc.policy import load_policy
+    from bayessdc.recipes.cart.measures import table_specs
+    from bayessdc.recipes.cart.reference import identification_input
+    from bayessdc.recipes.categorical.input import check_known_sets
     from bayessdc.release import Diagnostics, Release
     from bayessdc.report import ReportContent
     from bayessdc.synthesis.output import check_output_root, fingerprint_frame

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayessdc cta``; returns the exit status."""
     import bayessdc as bsd
     from bayessdc.cta import InfeasibleError
-    from bayessdc.pipeline.cta import ProtectionNotMetError
+    from bayessdc.recipes.cta import ProtectionNotMetError
     from bayessdc.synthesis.output import check_output_root
 
     check_output_root(args.out)  # before the table is solved: an InputError, exit status 2

@@ -2,7 +2,7 @@
 
 Wiring only: parse the options, read the table and call :func:`bayessdc.synthesize` with
 :class:`bayessdc.Spatial` (the two stages of Quick, Holan & Wikle, proximity risk and regression utility
-live in :mod:`bayessdc.pipeline.spatial`), then print the summary.
+live in :mod:`bayessdc.recipes.spatial`), then print the summary.
 """
 
 from __future__ import annotations
