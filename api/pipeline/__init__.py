@@ -254,7 +254,7 @@ def _run(
         "fits": fitted.reports,
     }
     if release_gate:
-        fitted.diagnostics.summary["release_gate"] = fitted.release_gate
+        fitted.diagnostics.summary["release_gate"] = fitted.release_gate.to_dict()
     if folder is not None:
         folder.write_private_json("diagnostics.json", fitted.diagnostics.summary)
         for name, write in fitted.private_files.items():

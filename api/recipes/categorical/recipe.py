@@ -155,7 +155,7 @@ class CategoricalRecipe(Recipe):
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
-        fitted.release_gate = gate.to_dict()
+        fitted.release_gate = gate
         fitted.parameter_passed = bool(parameter_passed)
         fitted.diagnostics.passed = gate.passed
         fitted.diagnostics.summary["passed"] = gate.passed
