@@ -260,11 +260,10 @@ def _run(
         for name, write in fitted.private_files.items():
             folder.write_private_file(name, write)
     if not fitted.diagnostics.passed and not allow_unconverged:
-        refusal = ConvergenceError(
-            fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice
-        )
-        refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
-        refusal.fitted, refusal.identity = fitted, identity  # what synthesize(..., resume=refusal) takes up
+        refusal = ConvergenceError(  # with the fit and identity that synthesize(..., resume=refusal) takes up
+            fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice,
+            diagnostics=fitted.diagnostics, fitted=fitted, identity=identity,
+        )  # fmt: skip
         if folder is not None:
             folder.withdraw_release()  # an earlier run's release/ never stands beside this refusal
             write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)
