@@ -157,9 +157,7 @@ class CategoricalRecipe(Recipe):
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
         fitted.release_gate = gate
         fitted.parameter_passed = bool(parameter_passed)
-        fitted.diagnostics.passed = gate.passed
-        fitted.diagnostics.summary["passed"] = gate.passed
-        fitted.diagnostics.summary["gate"] = "release"
+        fitted.diagnostics.passed = gate.passed  # the summary says so when it is written (diagnostics_summary)
         if not gate.passed:
             fitted.report = gate
             needed = gate.chains_needed()
