@@ -389,7 +389,8 @@ def evaluate(
                   else "no column is the original's record by record in every dataset")  # fmt: skip
         if partially and removed:
             _log.warning("%s: %d row(s) removed from the datasets: %s", name, removed, ROW_ALIGNED)
-        verdict = measure_and_judge(release, disclosure_policy, name, {}, progress)
+        release = measure_and_judge(release, disclosure_policy, name, {}, progress)
+    verdict = release.policy
     verdict.evaluation = True
     release.policy_tried = [verdict]
     release.description["disclosure_policy"] = {**disclosure_policy.describe(), "released_under": {}}
