@@ -26,6 +26,7 @@ limit_blas_threads()  # before anything below loads numpy: one BLAS thread, para
 
 from . import examples  # noqa: E402
 from .errors import InputError, NotApplicableError  # noqa: E402
+from .recipes import RECIPES  # noqa: E402
 
 try:
     __version__ = version("bayessdc")
@@ -48,14 +49,10 @@ _LAZY = {
     "ReplicateDesign": "bayessdc.synthesis.replicates",
     "Recipe": "bayessdc.pipeline",
     "synthesize": "bayessdc.pipeline",
-    "Flows": "bayessdc.pipeline.flows",
-    "Spatial": "bayessdc.pipeline.spatial",
-    "DPMPM": "bayessdc.pipeline.dpmpm",
-    "DPAreal": "bayessdc.pipeline.dp_areal",
-    "CART": "bayessdc.pipeline.cart",
-    "adjust": "bayessdc.pipeline.cta",
-    "Adjustment": "bayessdc.pipeline.cta",
-    "ProtectionNotMetError": "bayessdc.pipeline.cta",
+    **RECIPES,
+    "adjust": "bayessdc.recipes.cta",
+    "Adjustment": "bayessdc.recipes.cta",
+    "ProtectionNotMetError": "bayessdc.recipes.cta",
     "Diagnostics": "bayessdc.release",
     "Release": "bayessdc.release",
     "compare_releases": "bayessdc.report",

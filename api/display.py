@@ -176,16 +176,12 @@ def verdict_html(verdict: Any, tried: Sequence[Any] = (), box: bool = True) -> s
         parts.append(_note(f"Drawn first under {earlier.setting_text()}, from the same posterior: {failed}. "
                            "Not released."))  # fmt: skip
     if verdict.judgements:
-        from bayessdc.policy import POLICY_TABLE_CAPTION
-
         table = verdict.table()
         passed: list[bool | None] = [j.passed for j in verdict.judgements]
         if len(passed) != len(table):  # pragma: no cover - the table is one row per judgement
             words = {"meets": True, "FAILS": False}
             passed = [words.get(str(v)) for v in table.get("verdict", [""] * len(table))]
-        policy = verdict.policy
-        caption = f"Policy {policy.name!r} (sha256:{policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
-        parts.append(_table(table, caption, passed))
+        parts.append(_table(table, verdict.table_caption(), passed))
     costs = list(getattr(verdict, "lever_costs", None) or [])
     if costs:
         from bayessdc.levers import LEVER_TABLE_CAPTION, costs_table
@@ -395,10 +391,10 @@ def _plots(release: Any) -> dict[str, Callable[[], Figure]]:
         if len(release.diagnostics.posteriors):
 
             def rank() -> Figure:
-                from bayessdc.report.run import _rank_quantities
+                from bayessdc.report.run import rank_quantities
 
                 worst = str(table.index[0])
-                ranked = _rank_quantities(release.diagnostics.posteriors, worst, fits[worst],
+                ranked = rank_quantities(release.diagnostics.posteriors, worst, fits[worst],
                                           summary.get("monitored", []))  # fmt: skip
                 if ranked is None:
                     raise ValueError(f"the posterior of fit {worst!r} has no quantity that varies in 2 or more chains "
@@ -410,9 +406,9 @@ def _plots(release: Any) -> dict[str, Callable[[], Figure]]:
     if gate and gate.get("figures"):
 
         builders["release_gate"] = lambda: plots.release_gate_bars(gate["figures"])
-    from bayessdc.report.run import _importance_khat
+    from bayessdc.report.run import importance_khat
 
-    khat = _importance_khat(release)  # the report's k-hat of the intruder measures' items
+    khat = importance_khat(release)  # the report's k-hat of the intruder measures' items
     if khat is not None:
         builders["importance"] = lambda: plots.histogram(khat, "Pareto k-hat", "importance-sampling reliability",
                                                          {"0.7: unreliable beyond": 0.7})  # fmt: skip

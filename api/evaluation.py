@@ -317,11 +317,11 @@ def evaluate(
     from bayessdc import progress as _progress
     from bayessdc.measures import MeasureInput
     from bayessdc.pipeline import column_list
-    from bayessdc.pipeline.cart_measures import table_specs
-    from bayessdc.pipeline.cart_reference import identification_input
-    from bayessdc.pipeline.categorical_input import check_known_sets
     from bayessdc.pipeline.releasing import measure_and_judge
     from bayessdc.policy import load_policy
+    from bayessdc.recipes.cart.measures import table_specs
+    from bayessdc.recipes.cart.reference import identification_input
+    from bayessdc.recipes.categorical.input import check_known_sets
     from bayessdc.release import Diagnostics, Release
     from bayessdc.report import ReportContent
     from bayessdc.synthesis.output import check_output_root, fingerprint_frame
@@ -389,7 +389,8 @@ def evaluate(
                   else "no column is the original's record by record in every dataset")  # fmt: skip
         if partially and removed:
             _log.warning("%s: %d row(s) removed from the datasets: %s", name, removed, ROW_ALIGNED)
-        verdict = measure_and_judge(release, disclosure_policy, name, {}, progress)
+        release = measure_and_judge(release, disclosure_policy, name, {}, progress)
+    verdict = release.policy
     verdict.evaluation = True
     release.policy_tried = [verdict]
     release.description["disclosure_policy"] = {**disclosure_policy.describe(), "released_under": {}}

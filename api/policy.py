@@ -528,6 +528,10 @@ class Verdict:
             "fail; nothing was released."
         )
 
+    def table_caption(self) -> str:
+        """The caption of :meth:`table`: the policy's name and digest and how to read the columns."""
+        return f"Policy {self.policy.name!r} (sha256:{self.policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
+
     def table(self) -> pd.DataFrame:
         """One row per judgement (:meth:`Judgement.row`): ``criterion``, ``figure`` (pooled, never negative for a
         rate or a count), ``95% interval`` (the figure's own), ``unit``, ``reference`` (name and value, or the fixed

@@ -213,12 +213,26 @@ class ConvergenceReport:
 
 
 class ConvergenceError(RuntimeError):
-    """Raised when a posterior fails the convergence gate and the caller did not allow it."""
+    """Raised when a posterior fails the convergence gate and the caller did not allow it.
+
+    Attributes
+    ----------
+    report
+        The gate's report (its ``problems()`` make the message).
+    diagnostics
+        The run's posteriors and figures, for a notebook without an output folder (``None`` outside the
+        pipeline).
+    fitted, identity
+        The run's fit and identity, which ``bsd.synthesize(..., resume=error)`` takes up (``None`` outside the
+        pipeline).
+    """
 
     def __init__(
-        self, report: Any, what: str = "posterior", hint: str = "", failure: str = "did not converge", advice: str = ""
+        self, report: Any, what: str = "posterior", hint: str = "", failure: str = "did not converge", advice: str = "",
+        *, diagnostics: Any = None, fitted: Any = None, identity: dict[str, Any] | None = None,
     ) -> None:
         self.report = report
+        self.diagnostics, self.fitted, self.identity = diagnostics, fitted, identity
         advice = advice or "Sample longer (draws=, tune=)"
         super().__init__(
             f"{what} {failure}: {'; '.join(report.problems())}. {advice} "

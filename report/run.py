@@ -31,7 +31,8 @@ from .content import Figure, Item, ReportContent, Table, Text
 from .html import Document, write_html
 
 __all__ = [
-    "flatten", "gate_verdict", "policy_section", "render_run_report", "risk_utility_panels", "write_run_report",
+    "flatten", "gate_verdict", "importance_khat", "policy_section", "rank_quantities", "render_run_report",
+    "risk_utility_panels", "write_run_report",
 ]  # fmt: skip
 
 #: Fits listed in the r_hat/ESS table (the worst first); a national flow run has thousands.
@@ -97,11 +98,7 @@ def policy_section(doc: Document, verdict: Any, tried: Sequence[Any] = ()) -> No
         doc.paragraph(f"Drawn first under {earlier.setting_text()}, from the same posterior: " + "; ".join(
             j.sentence() for j in earlier.failed()) + ". Not released.")  # fmt: skip
     if verdict.judgements:
-        from bayessdc.policy import POLICY_TABLE_CAPTION
-
-        doc.table(verdict.table(), caption=(
-            f"Policy {verdict.policy.name!r} (sha256:{verdict.policy.digest[:16]}...): {POLICY_TABLE_CAPTION}"
-        ))  # fmt: skip
+        doc.table(verdict.table(), caption=verdict.table_caption())
     if getattr(verdict, "lever_costs", None):
         from bayessdc.levers import LEVER_TABLE_CAPTION, costs_table
 
@@ -330,7 +327,7 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
                 "Every fit's largest r_hat and smallest bulk ESS against the gate's limits.",
             )
         worst = str(table.index[0])
-        ranked = _rank_quantities(release.diagnostics.posteriors, worst, fits[worst], summary.get("monitored", []))
+        ranked = rank_quantities(release.diagnostics.posteriors, worst, fits[worst], summary.get("monitored", []))
         if ranked is not None:
             what = "the fit" if len(fits) == 1 else f"the fit with the largest r_hat ({worst})"
             doc.figure(
@@ -358,7 +355,7 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
         figures.index.name = "figure"
         doc.table(figures[columns], caption="The release gate's figures", index=True)
     _items(doc, content.diagnostics)
-    khat = _importance_khat(release)
+    khat = importance_khat(release)
     if khat is not None:
         doc.heading("Importance sampling", 3)
         doc.figure(
@@ -370,7 +367,7 @@ def _diagnostics(doc: Document, release: Any, content: ReportContent) -> None:
         doc.paragraph("This synthesizer fits no posterior by MCMC: there is nothing to diagnose.")
 
 
-def _importance_khat(release: Any) -> np.ndarray | None:
+def importance_khat(release: Any) -> np.ndarray | None:
     """The finite k-hat of every item the intruder measures read (``measure_input.items["khat"]``), or ``None``."""
     items = getattr(getattr(release, "measure_input", None), "items", None)
     if items is None or "khat" not in items:
@@ -389,7 +386,7 @@ def _chain_disagreement(values: np.ndarray) -> np.ndarray:
     return np.where(within > 0, between / np.where(within > 0, within, 1.0), np.where(between > 0, np.inf, 0.0))
 
 
-def _rank_quantities(posteriors: Mapping[str, Any], fit: str, report: Mapping[str, Any],
+def rank_quantities(posteriors: Mapping[str, Any], fit: str, report: Mapping[str, Any],
                      monitored: Sequence[str]) -> Any:
     """A Dataset of at most four scalar quantities of fit ``fit`` for rank plots, or ``None``."""
     import xarray as xr

@@ -412,7 +412,7 @@ class CategoricalReleaseFigures:
         each joint value, :meth:`cell_layout`), the same as :meth:`of_codes` of any dataset with those counts
         (the integers equal, the expected match risk to the last bits: it is summed by cell). At 1,000,000 CE-like
         records in 4,896 cells x 133 values about 16 ms a dataset against 30 ms from its codes (2026-12-02, one core,
-        a scratch timing; the release gate's comment in ``bayessdc.pipeline.categorical_gate``)."""
+        a scratch timing; the release gate's comment in ``bayessdc.recipes.categorical.gate``)."""
         counts = np.asarray(counts)
         if counts.shape != layout.full_key.shape or not np.array_equal(counts.sum(axis=1), layout.records):
             raise ValueError(f"counts of shape {counts.shape} do not hold each cell's records {layout.full_key.shape}")

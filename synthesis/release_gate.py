@@ -56,6 +56,8 @@ __all__ = [
     "FigureKind",
     "ReleaseGatePolicy",
     "ReleaseGateReport",
+    "StoppingRecord",
+    "StoppingRound",
     "GATED_MEASURES",
     "between_chain_summary",
     "judge_release",
@@ -261,6 +263,10 @@ class ReleaseGateReport:
         NUTS divergences over all chains (``None`` for a sampler without them).
     datasets_per_chain
         Gate datasets drawn from each chain.
+    notes
+        What the reader should know of the figures (a figure not judged, and why).
+    stopping_rule
+        How the pipeline's stopping rule added chains before this verdict (:class:`StoppingRecord`), once it ran.
     """
 
     passed: bool
@@ -269,6 +275,7 @@ class ReleaseGateReport:
     divergences: int | None = None
     datasets_per_chain: int = 0
     notes: list[str] = field(default_factory=list)
+    stopping_rule: StoppingRecord | None = None
 
     def failed(self) -> list[str]:
         """Names of the figures outside their tolerance."""
@@ -319,6 +326,61 @@ class ReleaseGateReport:
             out["problems"] = self.problems()
         if self.notes:
             out["notes"] = self.notes
+        if self.stopping_rule is not None:
+            out["stopping_rule"] = self.stopping_rule.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class StoppingRound:
+    """One round of the stopping rule: the chains judged, the gate's forecast, the chains added and the figures
+    that failed."""
+
+    chains: int
+    forecast: int | None
+    added: int
+    failed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StoppingRecord:
+    """How the release gate's stopping rule ran (``private/diagnostics.json`` under
+    ``release_gate.stopping_rule``).
+
+    Attributes
+    ----------
+    started_with, chains
+        Chains of the first fit and of the last one judged.
+    rounds
+        The rounds that added chains, in order.
+    max_chains, time_budget, margin
+        The rule's budget of chains and seconds and its margin over the forecast.
+    seconds
+        Time since the fit began, when the rule stopped.
+    stopped
+        Why the rule stopped while the gate still failed (``""``: it passed, or was never asked to add chains).
+    """
+
+    started_with: int
+    chains: int
+    rounds: tuple[StoppingRound, ...]
+    max_chains: int
+    time_budget: float | None
+    margin: float
+    seconds: float
+    stopped: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As written to ``private/diagnostics.json``."""
+        out: dict[str, Any] = {
+            "started_with": self.started_with, "chains": self.chains,
+            "rounds": [{"chains": r.chains, "forecast": r.forecast, "added": r.added, "failed": list(r.failed)}
+                       for r in self.rounds],
+            "max_chains": self.max_chains, "time_budget": self.time_budget, "margin": self.margin,
+            "seconds": self.seconds,
+        }  # fmt: skip
+        if self.stopped:
+            out["stopped"] = self.stopped
         return out
 
 

@@ -9,12 +9,12 @@ import pytest
 #: recipes, the measures, the generic risk functions and the combining rules.
 MODULES = (
     "bayessdc.pipeline",
-    "bayessdc.pipeline.dpmpm",
-    "bayessdc.pipeline.dp_areal",
-    "bayessdc.pipeline.cart",
-    "bayessdc.pipeline.flows",
-    "bayessdc.pipeline.spatial",
-    "bayessdc.pipeline.cta",
+    "bayessdc.recipes.dpmpm.recipe",
+    "bayessdc.recipes.dp_areal.recipe",
+    "bayessdc.recipes.cart.recipe",
+    "bayessdc.recipes.flows.recipe",
+    "bayessdc.recipes.spatial.recipe",
+    "bayessdc.recipes.cta.recipe",
     "bayessdc.release",
     "bayessdc.loading",
     "bayessdc.evaluation",

@@ -69,7 +69,8 @@ STREAMS = "bayessdc.synthesis.streams"
 
 
 def test_models_import_no_layer_above_them():
-    above = ("bayessdc.synthesis", "bayessdc.risk", "bayessdc.cli", "bayessdc.pipeline", "bayessdc.release")
+    above = ("bayessdc.synthesis", "bayessdc.risk", "bayessdc.cli", "bayessdc.pipeline", "bayessdc.recipes",
+             "bayessdc.release")
     offending = {
         str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m.startswith(above) and m != STREAMS)
         for p in _python_files("models")
@@ -181,13 +182,119 @@ def test_each_cli_module_only_wires():
         assert len(path.read_text().splitlines()) < 200, path.name
 
 
-def test_each_pipeline_module_holds_one_concept_and_no_string_keyed_state():
-    """api/pipeline/*.py each under 300 lines; a recipe's prepared input and fit are typed dataclasses, never a
-    dictionary read by string keys (``extra[...]``, ``state[...]``)."""
-    for path in _python_files("api/pipeline"):
-        text = path.read_text()
-        assert len(text.splitlines()) < 300, path.name
-        assert not re.search(r"\b(extra|state)\[[\"']", text), path.name
+def test_recipes_and_the_pipeline_hold_no_string_keyed_state():
+    """A recipe's prepared input and fit are typed dataclasses, never a dictionary read by string keys
+    (``extra[...]``, ``state[...]``)."""
+    for path in _python_files("api/pipeline") + _python_files("api/recipes"):
+        assert not re.search(r"\b(extra|state)\[[\"']", path.read_text()), path.name
+
+
+def _module(path: Path) -> str:
+    """The module a file of the package is (api/ is ``bayessdc``, another folder ``bayessdc.<folder>``)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    names = (["bayessdc"] if parts[0] == "api" else ["bayessdc", parts[0]]) + parts[1:]
+    return ".".join(names[:-1] if names[-1] == "__init__" else names)
+
+
+def _imported(path: Path) -> list[tuple[str, list[str]]]:
+    """Every import of a file, function-level and ``TYPE_CHECKING`` ones included: (module, names imported from
+    it), relative imports resolved."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.append((target, [alias.name for alias in node.names]))
+    return found
+
+
+def _recipe_of(module: str) -> str | None:
+    """The recipe package a module belongs to (``bayessdc.recipes.cart.measures``: ``cart``)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "recipes" else None
+
+
+def test_the_pipeline_imports_no_recipe():
+    """api/pipeline holds the generic steps: it knows recipes only through :class:`bayessdc.pipeline.Recipe`."""
+    offending = {str(p.relative_to(ROOT)): [m for m, _ in _imported(p) if m.startswith("bayessdc.recipes")]
+                 for p in _python_files("api/pipeline")}  # fmt: skip
+    assert not {k: v for k, v in offending.items() if v}
+
+
+def test_a_recipe_imports_no_other_recipe_but_its_base():
+    """Each synthesizer has one home, api/recipes/<name>/: its modules import another recipe's only when that
+    recipe is its base class's home (the DPMPM and the DP-areal on the categorical recipe), and the registry
+    :data:`bayessdc.recipes.RECIPES` lists each public recipe class once."""
+    from bayessdc.recipes import RECIPES
+
+    bases: dict[str, set[str]] = {}
+    for name, module in RECIPES.items():
+        own = _recipe_of(module)
+        assert _recipe_of(getattr(bsd, name).__module__) == own, name
+        bases[own] = {_recipe_of(c.__module__) for c in getattr(bsd, name).__mro__} - {None, own}
+    assert bases["dpmpm"] == bases["dp_areal"] == {"categorical"}
+    offending = {}
+    for path in _python_files("api/recipes"):
+        own = _recipe_of(_module(path))
+        if own is None:
+            continue
+        others = {_recipe_of(m) for m, _ in _imported(path)} - {None, own} - bases.get(own, set())
+        if others:
+            offending[str(path.relative_to(ROOT))] = sorted(others)
+    assert not offending
+
+
+def test_no_module_of_the_public_layer_imports_another_modules_private_name():
+    """``from .x import _name`` across modules of api/ (recipes, pipeline and the rest): a name another module
+    needs is public there."""
+    offending = []
+    for path in _python_files("api"):
+        for module, names in _imported(path):
+            if module.startswith("bayessdc") and module != _module(path):
+                offending += [f"{path.relative_to(ROOT)}: {module}.{n}" for n in names
+                              if n.startswith("_") and not n.startswith("__")]  # fmt: skip
+    assert not offending
+
+
+def test_no_import_circle_in_the_public_layer():
+    """No circle among the modules of api/ (``bayessdc``, its pipeline and recipes), counting every import,
+    function-level and ``TYPE_CHECKING`` ones included: a module that needs another's names at run time or for its
+    types sits below it."""
+    modules = {_module(p): p for p in _python_files("api")}
+    graph = {name: {m for m, names in _imported(path) for m in [m, *(f"{m}.{n}" for n in names)] if m in modules
+                    and m != name} for name, path in modules.items()}  # fmt: skip
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert not circles
 
 
 def test_models_base_declares_what_generic_code_calls_on_a_synthesizer():
@@ -236,7 +343,7 @@ def test_the_report_knows_no_synthesizer():
     """The report lays out what a synthesizer's pipeline hands it; it imports no pipeline or model."""
     offending = {
         str(p.relative_to(ROOT)): sorted(
-            m for m in _imports(p) if m.startswith(("bayessdc.pipeline", "bayessdc.models"))
+            m for m in _imports(p) if m.startswith(("bayessdc.pipeline", "bayessdc.recipes", "bayessdc.models"))
         )
         for p in _python_files("report")
     }

@@ -20,7 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pandas as pd
@@ -47,6 +47,27 @@ __all__ = [
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
+
+
+def diagnostics_summary(fitted: Fitted, allow_unconverged: bool) -> dict[str, Any]:
+    """What ``private/diagnostics.json`` holds, composed in one place once the fit is final: the recipe's own
+    figures (its fits' r_hat and ESS, the trees ...), the verdict (``passed``; ``gate``: ``"release"`` where the
+    release gate decides), ``allow_unconverged``, the parameter gate (a diagnostic where the release gate decides)
+    and the release gate's report (:meth:`~bayessdc.synthesis.release_gate.ReleaseGateReport.to_dict`)."""
+    gate = fitted.release_gate
+    summary = {**fitted.diagnostics.summary, "passed": fitted.diagnostics.passed}
+    if gate is not None:
+        summary["gate"] = "release"
+    summary["allow_unconverged"] = allow_unconverged
+    summary["parameter_gate"] = {
+        "passed": fitted.parameter_passed if gate is not None else fitted.diagnostics.passed,
+        "decides_release": gate is None,
+        "criteria": asdict(ConvergenceCriteria()),
+        "fits": fitted.reports,
+    }
+    if gate is not None:
+        summary["release_gate"] = gate.to_dict()
+    return summary
 
 
 def synthesize(
@@ -244,27 +265,17 @@ def _run(
             synthesizer, prepared, fitted, seed, folder.private if folder else None, progress, fit_start
         )
     _log.debug("%s: fitted in %.1f s", synthesizer.name, time.perf_counter() - fit_start)
-    fitted.diagnostics.allow_unconverged = allow_unconverged
-    fitted.diagnostics.summary["allow_unconverged"] = allow_unconverged
-    release_gate = fitted.release_gate is not None
-    fitted.diagnostics.summary["parameter_gate"] = {
-        "passed": fitted.parameter_passed if release_gate else fitted.diagnostics.passed,
-        "decides_release": not release_gate,
-        "criteria": asdict(ConvergenceCriteria()),
-        "fits": fitted.reports,
-    }
-    if release_gate:
-        fitted.diagnostics.summary["release_gate"] = fitted.release_gate
+    fitted.diagnostics = replace(fitted.diagnostics, summary=diagnostics_summary(fitted, allow_unconverged),
+                                 allow_unconverged=allow_unconverged)  # fmt: skip
     if folder is not None:
         folder.write_private_json("diagnostics.json", fitted.diagnostics.summary)
         for name, write in fitted.private_files.items():
             folder.write_private_file(name, write)
     if not fitted.diagnostics.passed and not allow_unconverged:
-        refusal = ConvergenceError(
-            fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice
-        )
-        refusal.diagnostics = fitted.diagnostics  # the posteriors and figures, for a notebook without out=
-        refusal.fitted, refusal.identity = fitted, identity  # what synthesize(..., resume=refusal) takes up
+        refusal = ConvergenceError(  # with the fit and identity that synthesize(..., resume=refusal) takes up
+            fitted.report, fitted.what, hint=fitted.hint, failure=fitted.failure, advice=fitted.advice,
+            diagnostics=fitted.diagnostics, fitted=fitted, identity=identity,
+        )  # fmt: skip
         if folder is not None:
             folder.withdraw_release()  # an earlier run's release/ never stands beside this refusal
             write_refusal_report(folder, synthesizer, identity, fitted, m, seed, time.perf_counter() - start)

@@ -38,6 +38,7 @@ import pandas as pd
 
 from bayessdc.models.sampling import ConvergenceReport, check_convergence
 from bayessdc.synthesis import streams
+from bayessdc.synthesis.release_gate import ReleaseGateReport
 
 from ..release import Diagnostics, Measures
 
@@ -103,8 +104,9 @@ class Fitted:
     private_files
         Private files written whatever the verdict (for example a posterior summary).
     release_gate
-        The release gate's figures (``private/diagnostics.json`` under ``release_gate``) when it, not the
-        parameter gate, decides the release (the Dirichlet-process synthesizers).
+        The release gate's report (:class:`~bayessdc.synthesis.release_gate.ReleaseGateReport`; written to
+        ``private/diagnostics.json`` under ``release_gate``) when it, not the parameter gate, decides the release
+        (the Dirichlet-process synthesizers).
     parameter_passed
         The parameter gate's verdict when the release gate decides (then only a diagnostic).
     failure, advice
@@ -118,7 +120,7 @@ class Fitted:
     state: Any = None
     private_files: dict[str, Any] = field(default_factory=dict)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
-    release_gate: dict[str, Any] | None = None
+    release_gate: ReleaseGateReport | None = None
     parameter_passed: bool | None = None
     failure: str = "did not converge"
     advice: str = ""

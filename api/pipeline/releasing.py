@@ -88,6 +88,9 @@ def decide(
     policy's criterion on a utility measure (a utility floor) is judged like any other: a setting whose release
     crosses it fails, and the next one is tried.
 
+    Each step returns a new release (a candidate: drawn, its uniques removed, measured, judged); none is changed
+    once made.
+
     Returns
     -------
     release, tried
@@ -95,8 +98,8 @@ def decide(
     """
     name = synthesizer.name
     removing = _removes_uniques(policy, name, release)
-    verdict = _judge_with_removal(release, policy, name, {}, removing, progress)
-    first = release.measured
+    release = _judge_with_removal(release, policy, name, {}, removing, progress)
+    verdict, first = release.policy, release.measured
     tried = [verdict]
     if verdict.passed:
         return release, tried
@@ -108,7 +111,8 @@ def decide(
         recipe, under = synthesizer.under(setting, fitted)
         control = release.measure_input.holdout if release.measure_input is not None else None
         candidate = build_release(recipe, prepared, under, release.identity, m, seed, progress, control)
-        verdict = _judge_with_removal(candidate, policy, name, setting, removing, progress)
+        candidate = _judge_with_removal(candidate, policy, name, setting, removing, progress)
+        verdict = candidate.policy
         cost = setting_cost(first, candidate.measured, setting)
         verdict.lever_costs.insert(0, cost)  # drawn under the setting first, then anything removed
         tried.append(verdict)
@@ -124,13 +128,14 @@ def decide(
 
 def _judge_with_removal(
     release: Release, policy: Policy, name: str, setting: dict[str, Any], removing: bool, progress: bool
-) -> Verdict:
+) -> Release:
     """:func:`measure_and_judge` of ``release``, its replicated uniques removed first when ``removing``; the
     verdict's ``lever_costs`` hold what the removal and any differential smoothing cost in utility (logged)."""
     drawn = release.measure_input
     if removing:
-        remove_uniques(release, name)
-    verdict = measure_and_judge(release, policy, name, setting, progress)
+        release = remove_uniques(release, name)
+    release = measure_and_judge(release, policy, name, setting, progress)
+    verdict = release.policy
     if removing:
         removed = int(release.facts.get("replicated_uniques_removed", 0))
         before = utility_as_drawn(drawn, release.measure_input) if removed else release.measured  # nothing removed
@@ -140,7 +145,7 @@ def _judge_with_removal(
         verdict.lever_costs.append(smoothing)
     for cost in verdict.lever_costs:
         _log.info("%s: %s", name, cost.sentence())
-    return verdict
+    return release
 
 
 def utility_as_drawn(drawn: MeasureInput, released: MeasureInput | None = None) -> MeasureSet:
@@ -168,14 +173,19 @@ def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
                for c in policy.criteria)  # fmt: skip
 
 
-def remove_uniques(release: Release, name: str) -> None:
+def remove_uniques(release: Release, name: str) -> Release:
     """Remove the replicated uniques of ``release`` (synthpop's ``sdc(rm.replicated.uniques = TRUE)``: rows unique
     in their dataset equal to a record unique in the original, on the released columns), and the same rows of
     the measures' ``unlearned`` datasets, so that both are judged after the same removal; nothing is refitted.
 
     The rows removed per dataset go to ``measure_input.removed`` (the measures ``removed_records`` and
     ``released_records``) and their total to ``facts["replicated_uniques_removed"]``. The datasets as drawn, the
-    rows the identification and attribute figures describe, stay in ``private/synthetic_as_drawn.parquet``."""
+    rows the identification and attribute figures describe, stay in ``private/synthetic_as_drawn.parquet``.
+
+    Returns
+    -------
+    Release
+        A new release; ``release`` is left as drawn."""
     from bayessdc.risk.copies import remove_replicated_uniques
 
     data = release.measure_input
@@ -192,21 +202,23 @@ def remove_uniques(release: Release, name: str) -> None:
                                     repetitions=data.repetitions, seed=data.seed)  # fmt: skip
     count = int(removed["removed"].sum())
     _log.info("%s: %d replicated unique row(s) removed from the synthetic datasets (no refit)", name, count)
-    release.synthetic = kept.reset_index(drop=True)
+    synthetic = kept.reset_index(drop=True)
     drawn = data.synthetic if data.drawn is None else data.drawn  # row i record i: the identification figures'
     regression = data.regression  # the analyst's regressions refitted on the rows released
     if regression:
-        regression = [replace(r, synthetic=release.synthetic, coefficients=None)
+        regression = [replace(r, synthetic=synthetic, coefficients=None)
                       for r in (regression if isinstance(regression, list | tuple) else [regression])]  # fmt: skip
-    release.measure_input = replace(data, synthetic=release.synthetic, drawn=drawn, unlearned=unlearned,
-                                    removed=removed, unlearned_removed=unlearned_removed, inherent_removed=inherent,
-                                    regression=regression, cache={})  # fmt: skip
-    release.facts["replicated_uniques_removed"] = count
-    release.private_tables = {**release.private_tables, "synthetic_as_drawn.parquet": drawn.reset_index(drop=True)}
+    measure_input = replace(data, synthetic=synthetic, drawn=drawn, unlearned=unlearned, removed=removed,
+                            unlearned_removed=unlearned_removed, inherent_removed=inherent, regression=regression,
+                            cache={})  # fmt: skip
+    utility_figures = release.utility_figures
     if release.measures is not None and (removed["kept"] > 0).all():  # an emptied dataset has no table to compare
-        figures = release.measures.replace_synthetic(release.synthetic)
-        if figures is not None:
-            release.utility_figures = figures
+        utility_figures = release.measures.replace_synthetic(synthetic) or utility_figures
+    return replace(
+        release, synthetic=synthetic, measure_input=measure_input, utility_figures=utility_figures,
+        facts={**release.facts, "replicated_uniques_removed": count},
+        private_tables={**release.private_tables, "synthetic_as_drawn.parquet": drawn.reset_index(drop=True)},
+    )  # fmt: skip
 
 
 #: Cache entries of a measure input that depend on the original and the datasets as drawn only (the identification
@@ -215,13 +227,15 @@ def remove_uniques(release: Release, name: str) -> None:
 _DRAWN_CACHE = ("identification_frames", "categorical_figures", "release_figures")
 
 
-def measure_and_judge(release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool) -> Verdict:
-    """Compute the release's measures (kept in ``release.measured``) and its policy verdict (``release.policy``)."""
+def measure_and_judge(
+    release: Release, policy: Policy, name: str, setting: dict[str, Any], progress: bool
+) -> Release:
+    """``release`` measured (``measured``) and judged by ``policy`` (``policy``, the verdict): a new release."""
     from bayessdc.measures import MeasureSet, compute_measures
 
     say = (lambda msg: _log.debug("%s", msg)) if progress else (lambda msg: None)
     data = release.measure_input
-    release.measured = compute_measures(data, say=say) if data is not None else MeasureSet([])
-    release.policy = judge(policy, release.measured, name, setting)
-    _log.info("%s", release.policy.sentence())
-    return release.policy
+    measured = compute_measures(data, say=say) if data is not None else MeasureSet([])
+    verdict = judge(policy, measured, name, setting)
+    _log.info("%s", verdict.sentence())
+    return replace(release, measured=measured, policy=verdict)

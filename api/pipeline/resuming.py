@@ -45,8 +45,7 @@ def resumed_fit(resume: ConvergenceError | None, identity: dict[str, Any]) -> Fi
     """
     if resume is None:
         return None
-    fitted, earlier = getattr(resume, "fitted", None), getattr(resume, "identity", None)
-    if not isinstance(resume, ConvergenceError) or fitted is None or earlier is None:
+    if not isinstance(resume, ConvergenceError) or resume.fitted is None or resume.identity is None:
         raise InputError("resume= takes the bayessdc.ConvergenceError of a refused bsd.synthesize call")
 
     def comparable(run: dict[str, Any]) -> dict[str, Any]:
@@ -57,11 +56,11 @@ def resumed_fit(resume: ConvergenceError | None, identity: dict[str, Any]) -> Fi
             }
         return out
 
-    now, then = comparable(identity), comparable(earlier)
+    now, then = comparable(identity), comparable(resume.identity)
     differ = sorted(k for k in set(now) | set(then) if now.get(k) != then.get(k))
     if differ:
         raise InputError(
             f"resume= takes a refused run of the same data, columns, model and seed; {', '.join(differ)} differ "
             f"(only {', '.join(_RESUMABLE)} may)"
         )
-    return fitted
+    return resume.fitted

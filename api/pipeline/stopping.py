@@ -31,9 +31,8 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
-from bayessdc.synthesis.release_gate import CHAIN_MARGIN, next_chain_count
+from bayessdc.synthesis.release_gate import CHAIN_MARGIN, StoppingRecord, StoppingRound, next_chain_count
 
 from .recipe import Fitted, Prepared, Recipe
 
@@ -66,19 +65,20 @@ def add_chains_until_certain(
     Returns
     -------
     Fitted
-        The last fit; its ``release_gate["stopping_rule"]`` records the rounds (chains judged, forecast, added)
-        and, when the gate still fails, why the rule stopped (also added to the refusal's advice).
+        The last fit; its ``release_gate.stopping_rule`` (:class:`~bayessdc.synthesis.release_gate.StoppingRecord`)
+        records the rounds (chains judged, forecast, added) and, when the gate still fails, why the rule stopped
+        (also added to the refusal's advice).
     """
     policy = getattr(recipe, "gate", None)
     if fitted.release_gate is None or policy is None:
         return fitted
-    rounds: list[dict[str, Any]] = []
-    first = int(fitted.release_gate["chains"])
+    rounds: list[StoppingRound] = []
+    first = fitted.release_gate.chains
     stopped = ""
     while not fitted.diagnostics.passed:
         gate = fitted.release_gate
-        chains, needed = int(gate["chains"]), gate.get("chains_needed")
-        if gate.get("divergences"):
+        chains, needed = gate.chains, gate.chains_needed()
+        if gate.divergences:
             stopped = "the sampler diverged: more chains do not remove divergences"
             break
         target = next_chain_count(chains, needed, max_chains=policy.max_chains)
@@ -98,7 +98,7 @@ def add_chains_until_certain(
                 f"time budget (time_budget={policy.time_budget:g})"
             )
             break
-        why = ", ".join(gate.get("failed") or []) or f"fewer than the gate's minimum of chains ({chains})"
+        why = ", ".join(gate.failed()) or f"fewer than the gate's minimum of chains ({chains})"
         if progress:
             _log.info(
                 "%s", f"release gate: {chains} chains leave the between-chain SE above tolerance ({why}); it forecasts "
@@ -109,23 +109,22 @@ def add_chains_until_certain(
         if more is None:
             stopped = f"{recipe.name} cannot add chains to a fit"
             break
-        failed = list(gate.get("failed") or [])
-        rounds.append({"chains": chains, "forecast": needed, "added": target - chains, "failed": failed})
+        rounds.append(StoppingRound(chains, needed, target - chains, tuple(gate.failed())))
         fitted = more
-    record: dict[str, Any] = {
-        "started_with": first, "chains": int(fitted.release_gate["chains"]), "rounds": rounds,
-        "max_chains": policy.max_chains, "time_budget": policy.time_budget, "margin": CHAIN_MARGIN,
-        "seconds": time.perf_counter() - started,
-    }  # fmt: skip
-    if not fitted.diagnostics.passed and stopped:
-        record["stopped"] = stopped
+    last = fitted.release_gate.chains
+    stopped = stopped if not fitted.diagnostics.passed else ""
+    record = StoppingRecord(
+        started_with=first, chains=last, rounds=tuple(rounds), max_chains=policy.max_chains,
+        time_budget=policy.time_budget, margin=CHAIN_MARGIN, seconds=time.perf_counter() - started, stopped=stopped,
+    )  # fmt: skip
+    if stopped:
         if rounds or policy.max_chains > first:
-            said = f"chains stopped at {record['chains']}: {stopped}"
+            said = f"chains stopped at {last}: {stopped}"
             fitted.advice = f"{fitted.advice}; {said}" if fitted.advice else said
     elif rounds and progress:
         _log.info(
-            "%s", f"release gate passed with {record['chains']} chains (started with {first}, {len(rounds)} round(s) "
+            "%s", f"release gate passed with {last} chains (started with {first}, {len(rounds)} round(s) "
             "added)", extra={"synthesizer": recipe.name},
         )  # fmt: skip
-    fitted.release_gate["stopping_rule"] = record
+    fitted.release_gate.stopping_rule = record
     return fitted

@@ -28,11 +28,11 @@ import pytest
 
 import bayessdc.cta
 from bayessdc.cli import main
-from bayessdc.pipeline.cart import CART
-from bayessdc.pipeline.dp_areal import DPAreal
-from bayessdc.pipeline.dpmpm import DPMPM
-from bayessdc.pipeline.flows import Flows
-from bayessdc.pipeline.spatial import Spatial
+from bayessdc.recipes.cart import CART
+from bayessdc.recipes.dp_areal import DPAreal
+from bayessdc.recipes.dpmpm import DPMPM
+from bayessdc.recipes.flows import Flows
+from bayessdc.recipes.spatial import Spatial
 
 #: 0-based position of the corrupted record: "data row 4" in the messages.
 ROW = 3

@@ -13,7 +13,7 @@ import pytest
 
 from bayessdc.cli import main
 from bayessdc.models.dpmpm import simulate_latent_class
-from bayessdc.pipeline.flows import Flows
+from bayessdc.recipes.flows import Flows
 
 #: The smallest dpmpm run that gets to the end (the release gate's four chains; --allow-unconverged).
 TINY = ["--m", "2", "--K", "6", "--draws", "60", "--burn", "20", "--thin", "2", "--chains", "4", "--gate-datasets",

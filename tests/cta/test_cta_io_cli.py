@@ -138,7 +138,7 @@ def test_cli_needs_protection_and_names_missing_columns(tmp_path, cta_main, caps
 def test_an_unsafe_adjustment_is_not_released(tmp_path):
     """An adjustment whose protection is not met writes private/ only and raises; allowed, it is released."""
     import bayessdc as bsd
-    from bayessdc.pipeline.cta import ProtectionNotMetError
+    from bayessdc.recipes.cta import ProtectionNotMetError
 
     result = bsd.adjust(cox_4x9_frame(), "row,column", "value", protection="protection", integer=True)
     sensitive = result.table.index[result.table["sensitive"]][0]

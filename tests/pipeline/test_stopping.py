@@ -157,7 +157,7 @@ def test_a_refused_run_is_resumed_without_a_refit(extended, monkeypatch):
     with pytest.raises(bsd.ConvergenceError) as refused:
         _synthesize(_recipe(4, max_chains=5))
     fitted = refused.value.fitted
-    assert fitted.release_gate["chains"] == 4
+    assert fitted.release_gate.chains == 4
     with pytest.raises(bsd.ConvergenceError) as again:
         _synthesize(_recipe(4, max_chains=4))
 

@@ -171,7 +171,7 @@ def test_the_rank_plot_shows_the_element_whose_chains_disagree_most_and_skips_co
 
     import xarray as xr
 
-    from bayessdc.report.run import _rank_quantities
+    from bayessdc.report.run import rank_quantities
 
     rng = np.random.default_rng(0)
     theta = rng.normal(size=(4, 100, 3))
@@ -190,7 +190,7 @@ def test_the_rank_plot_shows_the_element_whose_chains_disagree_most_and_skips_co
     idata.posterior = posterior
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        chosen = _rank_quantities({"all": idata}, "all", {"worst_r_hat": "theta"}, ["occupied"])
+        chosen = rank_quantities({"all": idata}, "all", {"worst_r_hat": "theta"}, ["occupied"])
     assert list(chosen.data_vars) == ["occupied", "theta[c]"]  # the constant "fixed" has no ranks to show
 
 

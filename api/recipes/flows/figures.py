@@ -4,16 +4,13 @@ by refits, and the utility of the released tables (tau and the margins' totals).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayessdc.models.flows import FlowColumns
 from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_variation
-
-if TYPE_CHECKING:
-    from .flows import Flows
 
 __all__ = ["exact_check", "flow_risk_cells", "flow_utility", "intruder_items"]
 
@@ -103,16 +100,16 @@ def intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataF
 
 
 def exact_check(
-    recipe: Flows, groups: list, results: list, risk_cells: pd.DataFrame, seed: int
+    synthesizer: Any, count: int, lower: int, groups: list, results: list, risk_cells: pd.DataFrame, seed: int
 ) -> dict[str, Any]:
-    """Refit-based attribute risk for ``recipe.exact_check`` cells with the largest relevant k-hat
-    (:func:`bayessdc.risk.attribute.refit_attribute_risk`), beside their importance-sampling figures."""
+    """Refit-based attribute risk for the ``count`` cells with the largest relevant k-hat
+    (:func:`bayessdc.risk.attribute.refit_attribute_risk`, by the flows ``synthesizer``), beside their
+    importance-sampling figures; ``lower`` is the smallest sensitive count (the guesses' offset)."""
     import xarray as xr
 
     from bayessdc.risk.attribute import refit_attribute_risk
 
-    synthesizer = recipe.synthesizer()
-    order = np.argsort(-risk_cells["relevant_khat"].to_numpy(), kind="stable")[: recipe.exact_check]
+    order = np.argsort(-risk_cells["relevant_khat"].to_numpy(), kind="stable")[:count]
     offsets = np.cumsum([0] + [g.n_cells for g in groups])
     cells = []
     for position in order:
@@ -130,7 +127,7 @@ def exact_check(
                 "true_probability_importance_sampling": float(row["true_probability"]),
                 "true_probability_exact": float(rho[truth]),
                 "guess_importance_sampling": int(row["intruder_guess"]),
-                "guess_exact": int(np.argmax(rho)) + recipe.lower,
+                "guess_exact": int(np.argmax(rho)) + lower,
                 "rho_exact": rho.tolist(),
             }
         )

@@ -18,10 +18,10 @@ from bayessdc.synthesis.tables import (
     tau_distributions,
 )
 
-from ..errors import InputError, NotApplicableError
-from ..release import Measures
-from .cart_identification import identification_figures
-from .recipe import column_list
+from ...errors import InputError, NotApplicableError
+from ...pipeline.recipe import column_list
+from ...release import Measures
+from .identification import identification_figures
 
 __all__ = ["CartMeasures", "default_tables", "identification_figures", "parse_table", "table_specs", "table_utility"]
 

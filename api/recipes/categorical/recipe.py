@@ -1,7 +1,7 @@
 """What the two synthesizers of categorical labels share in the pipeline (Hu & Savitsky).
 
-The DPMPM (:class:`bayessdc.pipeline.dpmpm.DPMPM`) and the DP-areal model
-(:class:`bayessdc.pipeline.dp_areal.DPAreal`) both replace the ``synthesize`` columns of every record by draws
+The DPMPM (:class:`bayessdc.recipes.dpmpm.DPMPM`) and the DP-areal model
+(:class:`bayessdc.recipes.dp_areal.DPAreal`) both replace the ``synthesize`` columns of every record by draws
 given the ``keep`` columns, and share one release gate and one draw step, so that their outputs compare file
 by file: identification risk per knowledge set and exact attribute disclosures beside the inherent minimum and
 maximum (Section 4, :func:`bayessdc.risk.categorical.categorical_risk`), and utility (Section 3): table
@@ -10,7 +10,7 @@ the m datasets.
 
 A release's :meth:`bayessdc.Release.risk` with ``known=[...]`` recomputes the identification and attribute
 risk for other knowledge sets from the confidential records held in memory
-(:class:`bayessdc.pipeline.categorical_utility.CategoricalMeasures`); they are never written to ``release/``.
+(:class:`bayessdc.recipes.categorical.utility.CategoricalMeasures`); they are never written to ``release/``.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport
 
-from ..errors import InputError
-from ..release import Release
-from .categorical_gate import categorical_release_gate
-from .categorical_input import CategoricalPrepared, KnownSets
-from .categorical_utility import CategoricalMeasures, categorical_utility, ordered_logit_input
-from .recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
+from ...errors import InputError
+from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
+from ...release import Release
+from .gate import categorical_release_gate
+from .input import CategoricalPrepared, KnownSets
+from .utility import CategoricalMeasures, categorical_utility, ordered_logit_input
 
-__all__ = ["CategoricalFit", "CategoricalRecipe"]
+__all__ = ["CategoricalFit", "CategoricalRecipe", "stage_messages"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class CategoricalFit(PosteriorFit):
     gate_kinds: dict[str, Any] = field(default_factory=dict)
 
 
-def _say(prefix: str, progress: bool) -> Callable[[str], None]:
+def stage_messages(prefix: str, progress: bool) -> Callable[[str], None]:
     """The stage messages of a run: INFO records of this module's logger (nothing when ``progress`` is false).
     ``prefix`` names the synthesizer in the record's ``synthesizer`` attribute."""
     if not progress:
@@ -148,18 +148,16 @@ class CategoricalRecipe(Recipe):
         state: CategoricalFit = fitted.state
         have = int(state.idata.posterior.sizes["chain"])
         synthesizer = replace(state.synthesizer, settings=replace(state.synthesizer.settings, chains=chains))
-        say = _say(self.label, progress)
+        say = stage_messages(self.label, progress)
         added = self._sample(synthesizer, prepared.data, seed, workdir, say, range(have, chains))
         idata = concat_chains([state.idata, added])
         return self._gate_fit(prepared, replace(state, idata=idata, synthesizer=synthesizer), seed, say)
 
     def _gated(self, fitted: Fitted, gate: ReleaseGateReport, parameter_passed: bool) -> Fitted:
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
-        fitted.release_gate = gate.to_dict()
+        fitted.release_gate = gate
         fitted.parameter_passed = bool(parameter_passed)
-        fitted.diagnostics.passed = gate.passed
-        fitted.diagnostics.summary["passed"] = gate.passed
-        fitted.diagnostics.summary["gate"] = "release"
+        fitted.diagnostics.passed = gate.passed  # the summary says so when it is written (diagnostics_summary)
         if not gate.passed:
             fitted.report = gate
             needed = gate.chains_needed()
@@ -216,7 +214,7 @@ class CategoricalRecipe(Recipe):
 
     def draw(self, prepared: CategoricalPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
         """The m datasets, each from one posterior draw (eq. 7 or 13-14), then the risk and utility figures."""
-        say = _say(self.label, progress)
+        say = stage_messages(self.label, progress)
         state: CategoricalFit = fitted.state
         say(f"drawing {m} synthetic datasets{self._drawing()} ...")
         rng = streams.rng(seed, "datasets")

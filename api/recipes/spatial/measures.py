@@ -16,9 +16,9 @@ from bayessdc.risk.proximity import proximity_shares, proximity_summary, relativ
 from bayessdc.synthesis.datasets import stack_datasets
 from bayessdc.synthesis.regression import regression_utility
 
-from ..errors import InputError
-from ..release import Measures
-from .recipe import column_list
+from ...errors import InputError
+from ...pipeline.recipe import column_list
+from ...release import Measures
 
 __all__ = ["STAGES", "SpatialMeasures", "drawn_table"]
 
@@ -26,7 +26,7 @@ __all__ = ["STAGES", "SpatialMeasures", "drawn_table"]
 STAGES: tuple[str, str] = ("unrestricted", "restricted")
 
 
-def _names(columns: Sequence[str] | str | None) -> list[str]:
+def column_names(columns: Sequence[str] | str | None) -> list[str]:
     """Column names given as a list, or as one comma-separated string."""
     return column_list(columns) or []
 
@@ -171,7 +171,7 @@ class SpatialMeasures(Measures):
         )  # fmt: skip
 
     def _predictors(self, predictors: Sequence[str] | str | None) -> list[str]:
-        predictors = _names(predictors) or self.predictors
+        predictors = column_names(predictors) or self.predictors
         missing = [c for c in predictors if c not in self.original.columns]
         if missing:
             raise InputError(f"analysis predictor(s) {missing} are not columns of the table")

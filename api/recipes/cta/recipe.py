@@ -30,10 +30,10 @@ from bayessdc import cta
 from bayessdc.measures import MeasureInput, compute_measures
 from bayessdc.synthesis.output import fingerprint_frame
 
-from ..errors import InputError
-from ..io import read_table
-from ..policy import Policy, judge, load_policy
-from ..validation import check_values
+from ...errors import InputError
+from ...io import read_table
+from ...policy import Policy, judge, load_policy
+from ...validation import check_values
 from .adjustment import Adjustment, ProtectionNotMetError
 
 __all__ = ["Adjustment", "ProtectionNotMetError", "adjust"]

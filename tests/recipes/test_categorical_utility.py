@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayessdc.pipeline.categorical_utility import ordered_logit_input, ordered_logit_summary
+from bayessdc.recipes.categorical.utility import ordered_logit_input, ordered_logit_summary
 from bayessdc.synthesis.categorical import ordered_logit_combined
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,10 +33,10 @@ from bayessdc.synthesis.datasets import stack_datasets
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.runner import GroupTask, log_progress, run_groups
 
-from ..errors import InputError
-from ..release import Diagnostics, PosteriorFiles, Release
-from .flows_figures import exact_check, flow_risk_cells, flow_utility, intruder_items
-from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
+from ...errors import InputError
+from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
+from ...release import Diagnostics, PosteriorFiles, Release
+from .figures import exact_check, flow_risk_cells, flow_utility, intruder_items
 
 __all__ = ["Flows"]
 
@@ -227,8 +228,6 @@ class Flows(Recipe):
 
     def report_content(self, prepared: FlowsPrepared, release: Release) -> Any:
         """The report's material: what was synthesized and the sensitive counts compared by origin."""
-        from .report_content import flows_report_content
-
         return flows_report_content(self, prepared, release)
 
     def describe(self, prepared: FlowsPrepared, fitted: Fitted) -> dict[str, Any]:
@@ -265,7 +264,8 @@ class Flows(Recipe):
         utility = flow_utility(data, original, synthetic, synthetic_values, columns)
         private_json = {}
         if self.exact_check > 0:
-            risk["exact_check"] = exact_check(self, groups, results, risk_cells, seed)
+            risk["exact_check"] = exact_check(self.synthesizer(), self.exact_check, self.lower, groups, results,
+                                              risk_cells, seed)
             private_json["exact_check.json"] = risk["exact_check"]
         return Drawn(
             synthetic,
@@ -297,3 +297,37 @@ class Flows(Recipe):
                   "own count weighs less in its rate"),
             Lever("m", "fewer synthetic datasets: the intruder reads every one of them"),
             Lever("upper", "a wider sensitive range: more candidate values per cell for the intruder to choose among")]
+
+
+def flows_report_content(recipe: Flows, prepared: FlowsPrepared, release: Release) -> Any:
+    """What the flows synthesizer did, for its report (:class:`bayessdc.report.ReportContent`): the sensitive
+    counts compared, by origin; risk and utility are laid out from the release's measures."""
+    from bayessdc.report import Figure, ReportContent, plots
+
+    columns, data = recipe.columns, prepared.data
+    rows = np.concatenate([g.rows for g in prepared.groups]) if prepared.groups else np.array([], int)
+    stacked = release.synthetic
+    synthetic = pd.concat(
+        [stacked[stacked["synthetic"] == k].iloc[rows] for k in range(1, release.m + 1)], ignore_index=True
+    )
+    original = data.iloc[rows].reset_index(drop=True)
+    content = ReportContent(
+        original=original,
+        synthetic=synthetic,
+        compared=[columns.count],
+        about=[
+            f"Counts of {columns.count} in {recipe.lower}..{recipe.upper} are sensitive: {len(rows):,} cells in "
+            f"{release.facts.get('groups', 0)} {columns.origin_group} x {columns.destination_group} pair(s), each "
+            "fitted separately by the truncated-Poisson model (Hawala, Reiter & Wang), are replaced by posterior "
+            f"predictive draws in each of the m = {release.m} datasets; other counts are released unchanged.",
+        ],
+    )
+    if len(rows):
+        totals = pd.DataFrame({"original": original.groupby(columns.origin)[columns.count].sum()})
+        totals["synthetic"] = synthetic.groupby(columns.origin)[columns.count].sum() / release.m
+        content.comparison.append(Figure(
+            partial(plots.scatter_identity, totals["original"], totals["synthetic"], "original",
+                    "synthetic (mean of datasets)", f"sensitive counts by {columns.origin}"),
+            f"Each {columns.origin}'s total over its sensitive cells.",
+        ))
+    return content

@@ -12,7 +12,7 @@ from bayessdc.models.dp_areal.data import prepare_areal
 from bayessdc.models.dp_areal.synthesizer import DPArealSynthesizer
 from bayessdc.models.dpmpm import simulate_ce_like
 from bayessdc.models.dpmpm.synthesizer import DPMPMSynthesizer
-from bayessdc.pipeline.categorical_gate import _figures_from_codes
+from bayessdc.recipes.categorical.gate import _figures_from_codes
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 
 KEEP = ["gender", "income", "age"]

@@ -2,7 +2,7 @@
 (Hu & Savitsky, Section 2.1).
 
 The gate monitors label-invariant quantities, including the synthesized levels' probabilities given a pattern;
-the release gate decides (:class:`bayessdc.pipeline.categorical.CategoricalRecipe`), and the per-record
+the release gate decides (:class:`bayessdc.recipes.categorical.CategoricalRecipe`), and the per-record
 Bayesian attribute risk is measured by importance sampling.
 """
 
@@ -23,10 +23,11 @@ from bayessdc.synthesis import streams
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 
-from ..errors import InputError
-from ..release import Diagnostics
-from .categorical import CategoricalFit, CategoricalRecipe, _say
-from .categorical_input import (
+from ...errors import InputError
+from ...pipeline.recipe import Fitted, Lever
+from ...release import Diagnostics
+from ..categorical import CategoricalFit, CategoricalRecipe, stage_messages
+from ..categorical.input import (
     CategoricalPrepared,
     KnownSets,
     OrderedLogits,
@@ -34,8 +35,7 @@ from .categorical_input import (
     check_ordered_logits,
     release_notices,
 )
-from .dpmpm_chains import fit_chains_apart
-from .recipe import Fitted, Lever
+from .chains import fit_chains_apart
 
 __all__ = ["DPMPM"]
 
@@ -169,7 +169,7 @@ class DPMPM(CategoricalRecipe):
         conditionals of the synthesized levels (the posterior summary is written to ``private/posterior.nc``)."""
         data = prepared.data
         synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))
-        say = _say(self.label, progress)
+        say = stage_messages(self.label, progress)
         say(f"fitting K = {self.K} to {data.n_records} records in {len(data.cell_counts)} cells ...")
         idata = self._sample(synthesizer, data, seed, workdir, say, range(self.settings.chains))
         return self._gate_fit(prepared, CategoricalFit(idata, synthesizer), seed, say)

@@ -19,8 +19,8 @@ from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import MeasuredDatasets
 from bayessdc.synthesis.combining import Kind, kind_of_release
 
-from ..release import Measures
-from .categorical_input import KnownSets, OrderedLogits, check_known_sets
+from ...release import Measures
+from .input import KnownSets, OrderedLogits, check_known_sets
 
 __all__ = ["CategoricalMeasures", "categorical_utility", "ordered_logit_input", "ordered_logit_summary"]
 

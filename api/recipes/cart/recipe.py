@@ -40,11 +40,11 @@ from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.tables import TableSpec
 
-from ..errors import InputError
-from ..release import Diagnostics, Release
-from .cart_measures import CartMeasures, default_tables, identification_figures, parse_table, table_specs, table_utility
-from .cart_reference import cart_levers, record_measure_input
-from .recipe import Drawn, Fitted, Lever, Prepared, Recipe
+from ...errors import InputError
+from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
+from ...release import Diagnostics, Release
+from .measures import CartMeasures, default_tables, identification_figures, parse_table, table_specs, table_utility
+from .reference import cart_levers, record_measure_input
 
 __all__ = ["CART", "CartPrepared", "default_tables", "identification_figures", "parse_table", "table_utility"]
 
@@ -243,8 +243,6 @@ class CART(Recipe):
 
     def report_content(self, prepared: CartPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the synthesized columns compared, the trees."""
-        from .report_content import cart_report_content
-
         return cart_report_content(prepared, release)
 
     def draw(self, prepared: CartPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
@@ -296,3 +294,38 @@ def _check_rules(synthesizer: CartSynthesizer, released: pd.DataFrame) -> None:
     """
     schema, codes = encode_columns(released, synthesizer.categorical)
     check_rules_hold(synthesizer.rules, codes, schema)
+
+
+def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
+    """What sequential CART did, for its report (:class:`bayessdc.report.ReportContent`): its trees among the
+    diagnostics; risk and utility are laid out from the release's measures."""
+    from bayessdc.report import Figure, ReportContent, Table, Text, plots
+
+    released, synthesize, keep = prepared.data, prepared.synthesize, prepared.keep
+    content = ReportContent(
+        original=released,
+        synthetic=release.synthetic,
+        compared=synthesize,
+        about=[
+            f"Sequential CART (Rodriguez, Freiman, Reiter & Lauger): {', '.join(synthesize)} of {len(released):,} "
+            f"records are synthesized one after another, each from a tree grown on the kept column(s) "
+            f"{', '.join(keep)} and the columns before it, with values drawn from a Bayesian bootstrap of "
+            f"its leaf, in each of the m = {release.m} datasets.",
+        ],
+    )
+    trees = pd.DataFrame.from_dict(release.diagnostics.summary.get("trees", {}), orient="index")
+    if len(trees):
+        trees.index.name = "column"
+        content.diagnostics.append(Text(
+            "CART fits no posterior by MCMC, so there is no r_hat or ESS to gate. What can go wrong is in the trees: "
+            "their size, and draws that broke a rule and fell back to an ancestor leaf."
+        ))
+        content.diagnostics.append(Figure(
+            partial(plots.bars, trees[["leaves", "depth"]], "", "the trees", horizontal=True),
+            "Leaves and depth of each column's tree.",
+        ))
+        shown = trees.assign(fallbacks=trees["fallbacks"].map(lambda f: f.get("ancestor", 0)))
+        content.diagnostics.append(Table(shown[["leaves", "depth", "rules_enforced", "fallbacks"]],
+                                         "The trees (fallbacks: draws that broke a rule and came from an ancestor)",
+                                         index=True))
+    return content

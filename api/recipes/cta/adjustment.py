@@ -16,7 +16,7 @@ import pandas as pd
 from bayessdc import cta
 from bayessdc.synthesis.output import OutputFolder, json_writer
 
-from ..policy import DisclosureRefused
+from ...policy import DisclosureRefused
 
 __all__ = ["PRIVATE_CELLS", "QUALITY", "RELEASE_TABLE", "Adjustment", "ProtectionNotMetError"]
 

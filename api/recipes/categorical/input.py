@@ -14,8 +14,8 @@ import pandas as pd
 
 from bayessdc.models.cart.rules import Rule
 
-from ..errors import InputError
-from .recipe import Prepared
+from ...errors import InputError
+from ...pipeline.recipe import Prepared
 
 __all__ = ["CategoricalPrepared", "KnownSets", "OrderedLogits", "check_known_sets", "check_ordered_logits"]
 

@@ -1,6 +1,6 @@
 """The DP-areal model in the pipeline: Poisson-lognormal label counts per pattern with Dirichlet-process random
 effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
-(:class:`bayessdc.pipeline.categorical.CategoricalRecipe`) and counts divergences.
+(:class:`bayessdc.recipes.categorical.CategoricalRecipe`) and counts divergences.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from bayessdc.models.structural_zeros import StructuralZeroSpec, read_structural
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
 
-from ..release import Diagnostics
-from .categorical import CategoricalFit, CategoricalRecipe, _say
-from .categorical_input import (
+from ...pipeline.recipe import Fitted
+from ...release import Diagnostics
+from ..categorical import CategoricalFit, CategoricalRecipe, stage_messages
+from ..categorical.input import (
     CategoricalPrepared,
     KnownSets,
     OrderedLogits,
@@ -29,7 +30,6 @@ from .categorical_input import (
     check_ordered_logits,
     release_notices,
 )
-from .recipe import Fitted
 
 __all__ = ["DPAreal"]
 
@@ -147,7 +147,7 @@ class DPAreal(CategoricalRecipe):
         """NUTS on the model with the labels summed out; the gate monitors label-invariant quantities."""
         data = prepared.data
         synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))
-        say = _say(self.label, progress)
+        say = stage_messages(self.label, progress)
         say(
             f"fitting K = {self.K} to {data.n_patterns} patterns x {data.n_labels} labels "
             f"({data.n_distinct} distinct pattern/count pairs) ..."

@@ -12,7 +12,7 @@ from bayessdc.measures import MeasureInput
 from bayessdc.models.cart import CartSynthesizer
 from bayessdc.models.cart.unlearned import cross_fitted_datasets
 
-from .recipe import Lever
+from ...pipeline.recipe import Lever
 
 __all__ = ["cart_levers", "identification_input", "record_measure_input"]
 
@@ -33,7 +33,7 @@ def record_measure_input(
     measures: Any, synthesizer: CartSynthesizer, frame: pd.DataFrame, m: int, seed: int, bootstrap: int,
     fan_out: Any = None,
 ) -> MeasureInput:
-    """The release's measure input (``measures``: its :class:`~bayessdc.pipeline.cart_measures.CartMeasures`)
+    """The release's measure input (``measures``: its :class:`~bayessdc.recipes.cart.measures.CartMeasures`)
     with the released columns, the bootstrap replicates of its tables and, as ``unlearned``, ``m`` cross-fitted
     datasets of the records of ``frame`` (the data the trees were fitted on), from the release's seed; none for a
     single record, which no fit can leave out (its records-copied criterion is then not judged, and the policy's
