@@ -53,7 +53,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from bayessdc.measures import MeasureInput, compute_measures  # noqa: E402
+from bayessdc.measures import AttackSettings, MeasureInput, compute_measures  # noqa: E402
 from bayessdc.measures.attacks import attack_plan  # noqa: E402
 from bayessdc.risk.attacks import COUNT_COLUMNS, attack_rates, inference, linkability, singling_out  # noqa: E402
 
@@ -337,7 +337,9 @@ def main() -> None:
     data = MeasureInput(synthetic, training, released=COLUMNS, holdout=control, seed=args.seed)
     measured, seconds, total, peak = ours(data)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print("\nbayessdc's attack measures (defaults: 500 attacks, 1 neighbour, 3 columns per predicate):")
+    defaults = AttackSettings()
+    print(f"\nbayessdc's attack measures (defaults: {defaults.n_attacks} attacks, {defaults.n_neighbors} neighbours, "
+          f"{defaults.n_cols} columns per predicate):")  # fmt: skip
     for name in ATTACKS:
         print(f"  {name:28s} {seconds[name]:6.2f} s")
     print(f"  total {total:.2f} s wall (target 60 s); peak traced memory {peak:.0f} MiB; "
