@@ -93,3 +93,13 @@ def test_a_notice_is_a_warning_even_with_quiet(tmp_path, monkeypatch, capsys):
         main(["flows", "--quiet", "--data", str(tmp_path / "flows.csv"), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert err == "bayessdc flows: warning: group C -> A has no sensitive cells; released unchanged\n"
+    # several such pairs are named in one warning, not one line each
+    extra = pd.DataFrame({"origin": ["d1", "d1"], "destination": ["a1", "a2"], "origin_group": "D",
+                          "destination_group": "A", "count": [60, 70]})  # fmt: skip
+    more = pd.concat([table, extra], ignore_index=True)
+    more.to_csv(tmp_path / "more.csv", index=False)
+    with pytest.raises(Stop):
+        main(["flows", "--quiet", "--data", str(tmp_path / "more.csv"), "--out", str(tmp_path / "more")])
+    err = capsys.readouterr().err
+    assert err == ("bayessdc flows: warning: 2 group pairs have no sensitive cells and are released unchanged "
+                   "(C -> A, D -> A)\n")  # fmt: skip

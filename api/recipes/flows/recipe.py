@@ -149,7 +149,13 @@ class Flows(Recipe):
                 ],
             },
         }
-        notices = [f"group {a} -> {b} has no sensitive cells; released unchanged" for a, b in skipped]
+        notices = []
+        if len(skipped) == 1:
+            notices.append(f"group {skipped[0][0]} -> {skipped[0][1]} has no sensitive cells; released unchanged")
+        elif skipped:  # one line for them all, not one per pair (74 on the airports' state pairs)
+            names = ", ".join(f"{a} -> {b}" for a, b in skipped[:5])
+            notices.append(f"{len(skipped)} group pairs have no sensitive cells and are released unchanged "
+                           f"({names}{', ...' if len(skipped) > 5 else ''})")  # fmt: skip
         floor = [g for g in groups if not g.y.any()]
         if floor:
             names = ", ".join(f"{a} -> {b}" for a, b in (g.key for g in floor[:5]))
