@@ -26,21 +26,32 @@ GENERIC_MODEL_MODULES = {
 }
 
 
+def _module(path: Path) -> str:
+    """The module a file of the package is (api/ is ``bayessdc``, another folder ``bayessdc.<folder>``)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    names = (["bayessdc"] if parts[0] == "api" else ["bayessdc", parts[0]]) + parts[1:]
+    return ".".join(names[:-1] if names[-1] == "__init__" else names)
+
+
+def _imported(path: Path) -> list[tuple[str, list[str]]]:
+    """Every import of a file, function-level and ``TYPE_CHECKING`` ones included: (module, names imported from
+    it), relative imports resolved."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.append((target, [alias.name for alias in node.names]))
+    return found
+
+
 def _imports(path: Path) -> set[str]:
     """Every absolute module a Python file imports (relative imports resolved against its package)."""
-    tree = ast.parse(path.read_text())
-    package = "bayessdc." + ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                found.add(f"{base}.{node.module}" if node.module else base)
-            else:
-                found.add(node.module)
-    return found
+    return {module for module, _ in _imported(path)}
 
 
 def _python_files(folder: str) -> list[Path]:
@@ -86,21 +97,11 @@ def test_the_streams_module_models_may_import_is_a_leaf():
 def _imported_names(path: Path) -> set[str]:
     """Like :func:`_imports`, with ``from package import name`` read as ``package.name`` too (a submodule, or a name
     of the package: ``from bayessdc import progress`` imports ``bayessdc.progress``)."""
-    tree = ast.parse(path.read_text())
-    package = "bayessdc." + ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module
-            if module != "bayessdc":  # ``from bayessdc import x`` imports x, not the top package's face
-                found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
+    for module, names in _imported(path):
+        if not names or module != "bayessdc":  # ``from bayessdc import x`` imports x, not the top package's face
+            found.add(module)
+        found.update(f"{module}.{name}" for name in names)
     return found
 
 
@@ -187,29 +188,6 @@ def test_recipes_and_the_pipeline_hold_no_string_keyed_state():
     (``extra[...]``, ``state[...]``)."""
     for path in _python_files("api/pipeline") + _python_files("api/recipes"):
         assert not re.search(r"\b(extra|state)\[[\"']", path.read_text()), path.name
-
-
-def _module(path: Path) -> str:
-    """The module a file of the package is (api/ is ``bayessdc``, another folder ``bayessdc.<folder>``)."""
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    names = (["bayessdc"] if parts[0] == "api" else ["bayessdc", parts[0]]) + parts[1:]
-    return ".".join(names[:-1] if names[-1] == "__init__" else names)
-
-
-def _imported(path: Path) -> list[tuple[str, list[str]]]:
-    """Every import of a file, function-level and ``TYPE_CHECKING`` ones included: (module, names imported from
-    it), relative imports resolved."""
-    module = _module(path)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            target = ".".join(base + ([node.module] if node.module else []))
-            found.append((target, [alias.name for alias in node.names]))
-    return found
 
 
 def _recipe_of(module: str) -> str | None:
