@@ -110,15 +110,6 @@ def _equal(mine: pd.Series, theirs: pd.Series) -> np.ndarray:
     return same | missing
 
 
-def _row_keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """One hash per row of ``columns``, equal where :func:`_equal` finds every column equal."""
-    normal = pd.DataFrame({
-        c: frame[c].to_numpy(dtype=float, na_value=np.nan) if pd.api.types.is_numeric_dtype(frame[c])
-        else frame[c].astype(str).where(frame[c].notna(), "\0missing") for c in columns
-    })  # fmt: skip
-    return pd.util.hash_pandas_object(normal, index=False).to_numpy()
-
-
 def _removed_rows(original: np.ndarray, dataset: np.ndarray) -> int:
     """-1 when ``dataset``'s rows are ``original``'s in order with some left out; else the first row (0-based)
     that is not (greedy matching, which finds such an order whenever there is one)."""
@@ -136,6 +127,7 @@ def _differs(original: pd.DataFrame, synthetic: pd.DataFrame, columns: list[str]
     """Where the datasets are not the original's records on ``columns`` (``""``: every dataset is, record by
     record, or with rows removed and the rest in the original's order)."""
     from bayessdc.models.validation import name_rows
+    from bayessdc.risk.copies import row_keys
 
     for number, dataset in synthetic.groupby("synthetic", sort=True):
         if len(dataset) > len(original):
@@ -146,7 +138,7 @@ def _differs(original: pd.DataFrame, synthetic: pd.DataFrame, columns: list[str]
                 if not same.all():
                     return f"{column!r} of dataset {number} differs from the original at {name_rows(~same)}"
             continue
-        first = _removed_rows(_row_keys(original, columns), _row_keys(dataset, columns))
+        first = _removed_rows(*row_keys([original, dataset], columns))
         if first >= 0:
             return (f"dataset {number} has {len(original) - len(dataset):,} rows fewer than the original, and from "
                     f"data row {first + 1} on its rows are not the original's records in order")  # fmt: skip

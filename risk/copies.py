@@ -34,6 +34,7 @@ __all__ = [
     "inherent_removed",
     "remove_replicated_uniques",
     "replicated_uniques",
+    "row_keys",
     "rows_in_original",
 ]
 
@@ -55,7 +56,7 @@ def _columns(columns: Sequence[str], frames: dict[str, pd.DataFrame], by: str | 
     return columns
 
 
-def _row_keys(frames: Sequence[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
+def row_keys(frames: Sequence[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
     """One int64 key per row of every frame; two rows (of any frames) have equal keys iff equal on ``columns``.
 
     Each column is factorized once over all frames together (``use_na_sentinel=False``: missing values, be they
@@ -100,7 +101,7 @@ def _matches(original: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[
     if synthetic[by].isna().any():
         raise ValueError(f"the dataset column {by!r} has missing values")
     dataset, labels = pd.factorize(synthetic[by], sort=True)
-    original_key, synthetic_key = _row_keys([original, synthetic], columns)
+    original_key, synthetic_key = row_keys([original, synthetic], columns)
     dense, uniques = pd.factorize(np.concatenate([original_key, synthetic_key]))
     n_keys = len(uniques)
     count = np.bincount(dense[: len(original)], minlength=n_keys)
@@ -216,7 +217,7 @@ def copied_reference(original: pd.DataFrame, columns: Sequence[str]) -> float:
     columns = _columns(columns, {"original": original})
     if len(original) == 0:
         return float("nan")
-    (key,) = _row_keys([original], columns)
+    (key,) = row_keys([original], columns)
     code, uniques = pd.factorize(key)
     count = np.bincount(code, minlength=len(uniques))
     return float(np.mean(count[code] >= 2))
@@ -264,7 +265,7 @@ def rows_in_original(original: pd.DataFrame, other: pd.DataFrame, columns: Seque
     [True, False]
     """
     columns = _columns(columns, {"original": original, "other": other})
-    original_key, other_key = _row_keys([original, other], columns)
+    original_key, other_key = row_keys([original, other], columns)
     return np.isin(other_key, original_key)
 
 
