@@ -15,7 +15,7 @@ synthesizer, differential smoothing, which its model always applies. Each trades
 Every figure is a utility measure's pooled value (the mean over the m datasets; :mod:`bayessdc.measures`): the
 pMSE ratio, the table deviations, the within-pattern total variation, the tau of the analyst's tables, the
 confidence interval overlap ... whichever the release computes. The verdict of the release
-(:attr:`bayessdc.policy.Verdict.levers`) holds its costs; the log, the report, the verdict's HTML display and
+(:attr:`bayessdc.policy.Verdict.lever_costs`) holds its costs; the log, the report, the verdict's HTML display and
 ``private/policy.json`` show them. A policy bounds the trade with a criterion on a utility measure (a utility
 floor, for example ``pmse_ratio`` ``at_most = 10``): a setting whose release crosses it fails the policy like a
 risk criterion, and the next setting is tried.
