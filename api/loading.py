@@ -144,10 +144,6 @@ def load(folder: str | os.PathLike[str]) -> Release:
         facts=dict(about.get("facts", {})),
         loaded_from=root,
     )
-    if (private / "risk.json").is_file():
-        release.risk_figures = _read_json(private / "risk.json")
-    if (private / "utility.json").is_file():
-        release.utility_figures = _read_json(private / "utility.json")
     for path in sorted(private.glob("*.json")):
         if path.name not in _KNOWN:
             release.private_json[path.name] = _read_json(path)

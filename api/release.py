@@ -384,7 +384,11 @@ class Release:
         for name, payload in self.private_json.items():
             folder.write_private_json(name, payload)
         if self.measured is not None:
-            folder.write_private_json("measures.json", self.measured.to_dict())
+            from bayessdc.measures.files import measure_files
+
+            for name, payload in measure_files(self.measured).items():
+                if getattr(self, f"{name[:-5]}_figures", None) is None:
+                    folder.write_private_json(name, payload)
         if self.policy is not None:
             folder.write_private_json("policy.json", self.policy_record())
         self._write_report(folder)

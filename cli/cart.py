@@ -127,30 +127,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(release: Any, out: Path) -> str:
-    """The lines printed after a run."""
+    """The lines printed after a run: the run, the trees' rule fallbacks, and every measure."""
+    from bayessdc.report.text import measure_lines
+
     f = release.facts
-    lines = [
+    report = out / "private" / "report.html"
+    return "\n".join([
         f"cart: {release.m} synthetic datasets of {f['records']} records, fit {f['fit_seconds']:.1f} s, "
         f"synthesis {f['synthesis_seconds']:.1f} s",
-        "  tau (median [quartiles]), synthetic vs bootstrap of the original"
-        + (f", tables weighted by {release.utility_figures['weighted']}:" if release.utility_figures.get("weighted")
-           else ":"),
-    ]
-    for name, table in release.utility_figures["tables"].items():
-        s, b = table["synthetic"], table["bootstrap"]
-        lines.append(
-            f"    {name}: {s['median']:.4f} [{s['q1']:.4f}, {s['q3']:.4f}] vs "
-            f"{b['median']:.4f} [{b['q1']:.4f}, {b['q3']:.4f}]"
-        )
-    lines.append(f"  rule fallbacks to an ancestor node: {json.dumps(f['rule_fallbacks'])}")
-    report = out / "private" / "report.html"
-    lines.append(f"  written: {out / 'release'} and {out / 'private'} (the run's report: {report})")
-    return "\n".join(lines)
+        f"  rule fallbacks to an ancestor node: {json.dumps(f['rule_fallbacks'])}",
+        *measure_lines(release.measured),
+        f"  written: {out / 'release'} and {out / 'private'} (the run's report: {report})",
+    ])  # fmt: skip
 
 
 def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     """Run the CART synthesizer on a simulated ACS-like person file; rows of figures for ``bayessdc demo``."""
     import bayessdc as bsd
+    from bayessdc.report.text import measure_rows
     from bayessdc.synthesis.tables import TableSpec
 
     data = bsd.examples.acs_persons(n=3000, seed=seed)
@@ -164,10 +158,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         m=20, seed=seed, out=Path(out) / "cart", progress=False,
     )  # fmt: skip
     rows: list[tuple[str, Any]] = [("records", release.facts["records"]), ("synthetic datasets", release.m)]
-    for name in ("T1", "T2"):
-        table = release.utility_figures["tables"][name]
-        rows.append((f"tau {name}, synthetic median", table["synthetic"]["median"]))
-        rows.append((f"tau {name}, bootstrap median", table["bootstrap"]["median"]))
+    rows += measure_rows(release)
     rows.append(("rule fallbacks", sum(release.facts["rule_fallbacks"].values())))
     rows.append(("seconds", release.seconds))
     return [{"synthesizer": "cart", "measure": k, "value": v} for k, v in rows]

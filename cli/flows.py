@@ -91,21 +91,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(release: Any, out: Path) -> str:
-    """The lines printed after a run."""
-    d, r, u, f = release.diagnostics, release.risk_figures, release.utility_figures, release.facts
-    r_unq = "n/a" if r.get("R_unq") is None else f"{r['R_unq']:.3f}"
+    """The lines printed after a run: the run, its convergence, and every measure (:func:`measure_lines`)."""
+    from bayessdc.report.text import measure_lines
+
+    d, f = release.diagnostics, release.facts
+    sampling = d.summary.get("importance_sampling", {})
     return "\n".join(
         [
             f"flows: {f['sensitive_cells']} sensitive cells in {f['groups']} group pairs, {release.seconds:.1f} s",
             f"  convergence: max r_hat {d['max_r_hat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
-            f"divergences {d['divergences']}",
-            f"  attribute risk: R_all {r['R_all']:.3f}, R_unq {r_unq}, "
-            f"mean d_t {r['d_t']['mean']:.2f}, cells with k-hat > 0.7: {r['khat_over_0_7']}",
-            f"  R_all from a release without the cell {r['unlearned']['R_all']['mean']:.3f} (range "
-            f"{r['unlearned']['R_all']['range']:.3f})"
-            + (f"; the intruder who knows no count: {r['no_knowledge']['R_all']:.3f}" if "no_knowledge" in r else ""),
-            f"  utility: tau (all cells) {u['cells']['tau']:.4f}, tau (sensitive cells) "
-            f"{u['sensitive_cells']['tau']:.3f}, origin totals tau {u['origin_totals']['tau']:.3f}",
+            f"divergences {d['divergences']}; cells whose importance weights have k-hat > "
+            f"{sampling.get('khat_threshold', 0.7)}: {sampling.get('cells_over_threshold', 'n/a')}",
+            *measure_lines(release.measured),
             f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
         ]
     )
@@ -119,6 +116,7 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
     the precisions), in ``flows-pooled/``."""
     import bayessdc as bsd
     from bayessdc.policy import DisclosureRefused
+    from bayessdc.report.text import measure_rows
 
     table = bsd.examples.flow_table(n_states=3, counties_per_state=12, seed=seed)
     rows: list[tuple[str, Any]] = [("precision prior", "Gamma(1, 1)")]
@@ -131,19 +129,14 @@ def demo(out: Path, seed: int = 0) -> list[dict[str, Any]]:
         release = bsd.synthesize(table, bsd.Flows(risk_draws=500, priors=bsd.FlowPriors(phi_shape=100.0, phi_rate=1.0)),
                                  m=5, seed=seed, out=Path(out) / "flows-pooled", progress=False)  # fmt: skip
         rows.append(("disclosure policy, pooled", release.policy.sentence()))
-    d, r, u = release.diagnostics, release.risk_figures, release.utility_figures
+    d = release.diagnostics
     rows += [
         ("sensitive cells", release.facts["sensitive_cells"]),
         ("max r_hat", d["max_r_hat"]),
         ("min bulk ESS", d["min_ess_bulk"]),
         ("divergences", d["divergences"]),
-        ("R_all (attribute risk)", r["R_all"]),
-        ("R_all, release without the cell", r["unlearned"]["R_all"]["mean"]),
-        ("R_all, intruder who knows no count", r["no_knowledge"]["R_all"]),
-        ("R_unq", r["R_unq"]),
-        ("cells with k-hat > 0.7", r["khat_over_0_7"]),
-        ("tau, all cells", u["cells"]["tau"]),
-        ("tau, origin totals", u["origin_totals"]["tau"]),
+        ("cells with k-hat > 0.7", d["importance_sampling"]["cells_over_threshold"]),
+        *measure_rows(release),
         ("seconds", release.seconds),
     ]
     return [{"synthesizer": "flows", "measure": k, "value": v} for k, v in rows]

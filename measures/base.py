@@ -202,6 +202,9 @@ class MeasureInput:
     replicates
         The replicate weights carried beside ``weights`` (a :class:`bayessdc.synthesis.replicates.ReplicateDesign`):
         the analyst's regression takes its variances from them.
+    categorical
+        The synthesized columns that are categories (a classification tree's), whose category counts the relative
+        errors compare (:class:`bayessdc.measures.tables.CategoryCountError`); empty: none compared.
     seed
         Seed of every random step of a measure (the inherent scenarios).
     """
@@ -233,6 +236,7 @@ class MeasureInput:
     regression: Any = None
     weights: str | None = None
     replicates: Any = None
+    categorical: list[str] = field(default_factory=list)
     seed: int = 0
     #: Figures shared between measures of this input (computed once).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -412,11 +416,12 @@ class MeasureResult:
             payload.get("unit", ""), payload.get("description", ""), dict(payload.get("reference_notes", {})),
             headline=payload.get("headline", False), notes=dict(payload.get("notes", {})),
             intervals={k: (float(a), float(b)) for k, (a, b) in payload.get("intervals", {}).items()},
-            bounds=tuple(payload["bounds"]) if payload.get("bounds") else None,
+            bounds=_bounds(payload.get("bounds")),
+            details=pd.DataFrame(payload["details"]) if payload.get("details") is not None else None,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the summary rows, the values and the references."""
+        """JSON-ready: the summary rows, the values, the references and the details (where the measure has any)."""
         return {
             "measure": self.measure,
             "kind": self.kind,
@@ -428,11 +433,26 @@ class MeasureResult:
             "headline": self.headline,
             "notes": self.notes,
             "intervals": {k: [float(a), float(b)] for k, (a, b) in self.intervals.items()},
-            "bounds": list(self.bounds) if self.bounds is not None else None,
+            "bounds": None if self.bounds is None else [float(b) if np.isfinite(b) else None for b in self.bounds],
             "summary": _records(self.summary()),
             "values": _records(self.values),
             "references": _records(self.references),
+            **({} if self.details is None else {"details": _records(_with_index(self.details))}),
         }
+
+
+def _bounds(bounds: Sequence[float | None] | None) -> tuple[float, float] | None:
+    """A measure's bounds as :meth:`MeasureResult.to_dict` wrote them (an infinite end written as ``None``)."""
+    if not bounds:
+        return None
+    return (-np.inf if bounds[0] is None else float(bounds[0]), np.inf if bounds[1] is None else float(bounds[1]))
+
+
+def _with_index(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a named index (a regression's coefficients) as its first column."""
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame
+    return frame.rename_axis(frame.index.name or "index").reset_index()
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

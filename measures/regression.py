@@ -124,12 +124,14 @@ class IntervalOverlap(Measure):
                 ref = r.fit(r.reference)
                 references += [{"subset": f"{prefix}{name}", "reference": "unsmoothed", "value": float(v)}
                                for name, v in ref["ci_overlap"].items()]  # fmt: skip
-            columns = ["original", "original_lower", "original_upper", "estimate", "ci_lower", "ci_upper", "ci_overlap",
-                       "adjusted"]  # fmt: skip
-            shown = table[[c for c in columns if c in table]].copy()
-            shown["combining_rules"] = r.kind
-            shown.index = [f"{prefix}{name}" for name in shown.index]
-            details.append(shown)
+            for fit, fitted in (("release", table), ("unsmoothed", ref if r.reference is not None else None)):
+                if fitted is None:
+                    continue
+                shown = fitted.copy()
+                shown.insert(0, "fit", fit)
+                shown["combining_rules"] = r.kind
+                shown.index = [f"{prefix}{name}" for name in shown.index]
+                details.append(shown)
         result = self.result(values, references)
         result.details = pd.concat(details) if details else None
         if weighted:

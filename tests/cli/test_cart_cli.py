@@ -58,32 +58,43 @@ def test_outputs_and_utility(run):
     out = folder / "out"
     assert sorted(p.name for p in (out / "release").iterdir()) == ["model.json", "synthetic.parquet"]
     assert sorted(p.name for p in (out / "private").iterdir()) == [
-        "diagnostics.json", "measures.json", "policy.json", "release.json", "report.html", "risk_utility.json",
-        "run.json", "synthetic_as_drawn.parquet", "utility.json"
+        "diagnostics.json", "measures.json", "policy.json", "release.json", "report.html", "risk.json",
+        "risk_utility.json", "run.json", "synthetic_as_drawn.parquet", "utility.json"
     ]
-    utility = json.loads((out / "private" / "utility.json").read_text())
-    assert set(utility["tables"]) == {"sex x age x education", "enrolled x grade"}
+    measures = json.loads((out / "private" / "measures.json").read_text())
+    tables = json.loads((out / "private" / "run.json").read_text())["tables"]  # the tables' definitions
+    assert set(tables) == {"sex x age x education", "enrolled x grade"}
     synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
-    for table in utility["tables"].values():
-        assert table["synthetic"]["n"] == 4 and table["bootstrap"]["n"] == 200
-        # each synthetic dataset's tau = 1 - L1 / (2 n), worked from the released file, and their quartiles
+    tau = measures["table_tau"]
+    for name, table in tables.items():
+        values = [r["value"] for r in sorted(tau["values"], key=lambda r: r["dataset"]) if r["subset"] == name]
+        replicates = [r["tau"] for r in tau["details"] if r["subset"] == name]
+        assert len(values) == 4 and len(replicates) == 200
+        # each synthetic dataset's tau = 1 - L1 / (2 n), worked from the released file
         base = _count_table(data, table["by"], table["bins"])
         taus = []
         for _, frame in synthetic.groupby("synthetic"):
             original, released = base.align(_count_table(frame, table["by"], table["bins"]), fill_value=0)
             taus.append(1 - np.abs(original - released).sum() / (2 * base.sum()))
-        assert table["synthetic_per_dataset"] == pytest.approx(taus, abs=1e-12)
-        q1, median, q3 = np.quantile(taus, [0.25, 0.5, 0.75])
-        summary = {k: table["synthetic"][k] for k in ("q1", "median", "q3", "min", "max")}
-        assert summary == pytest.approx({"q1": q1, "median": median, "q3": q3, "min": min(taus), "max": max(taus)})
+        assert values == pytest.approx(taus, abs=1e-12)
+        summary = next(r for r in tau["summary"] if r["subset"] == name)
+        assert summary["pooled"] == pytest.approx(np.mean(taus), abs=1e-12) and summary["worst"] == min(taus)
         # a bootstrap replicate's tau has expectation 1 - sum_c E|X_c - n p_c| / (2 n_table), X_c ~ Binomial(n, p_c)
         # the resampled count of cell c: the median of 200 replicates lies within 0.003 of it (about 4 standard errors)
         p = base.to_numpy() / len(data)
         k = np.arange(len(data) + 1)
         mad = sum((stats.binom.pmf(k, len(data), q) * np.abs(k - len(data) * q)).sum() for q in p)
-        assert table["bootstrap"]["median"] == pytest.approx(1 - mad / (2 * base.sum()), abs=0.003)
-    assert utility["tables"]["sex x age x education"]["bins"]["age"][0] == data["age"].min()  # deciles of age
-    assert set(utility["relative_errors"]["education"]) == set(data["education"])
+        assert np.median(replicates) == pytest.approx(1 - mad / (2 * base.sum()), abs=0.003)
+        assert summary["bootstrap"] == pytest.approx(np.mean(replicates), abs=1e-12)
+    assert tables["sex x age x education"]["bins"]["age"][0] == data["age"].min()  # deciles of age
+    errors = pd.DataFrame(measures["category_count_error"]["details"])
+    assert set(errors.loc[errors["column"] == "education", "category"]) == set(data["education"])
+    # each category's relative error (synthetic count - original count) / original count, dataset 1 by hand
+    first = synthetic[synthetic["synthetic"] == 1]["education"].value_counts()
+    expected = data["education"].value_counts()
+    row = errors[(errors["column"] == "education") & (errors["synthetic"] == 1)].set_index("category")
+    for category, count in expected.items():
+        assert row.loc[category, "relative_error"] == pytest.approx((first.get(category, 0) - count) / count)
     diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())
     assert diagnostics["trees"]["grade"]["fallbacks"]["draws"] == 4 * 1200
 
@@ -202,3 +213,64 @@ def test_release_with_scikit_learns_trees_is_the_one_pinned_before_the_compiled_
     assert main([*args, "--tree-builder", "sklearn", "--out", str(folder / "out-sklearn")]) == 0
     digest = release_digest(folder / "out-sklearn")
     assert digest == PINNED_RELEASE_SKLEARN_TREES, f"release digest {digest}"
+
+
+def _quartiles(values, statistic):
+    """The old utility.json's summary of ``values`` (``n``, ``median``, ``q1``, ``q3``, ``min`` or ``max``)."""
+    values = np.asarray(values, dtype=float)
+    if statistic == "n":
+        return len(values)
+    q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75])
+    return {"median": median, "q1": q1, "q3": q3, "min": values.min(), "max": values.max()}[statistic]
+
+
+def _tables(files, path):
+    name, part = path[1], path[2]
+    if part in ("by", "where", "bins"):
+        return files["run.json"]["tables"][name][part] if part != "bins" else files["run.json"]["tables"][name][
+            "bins"][path[3]]
+    if part == "synthetic_per_dataset":
+        return files.values("table_tau", name)
+    if part == "synthetic":
+        return _quartiles(files.values("table_tau", name), path[3])
+    replicates = [r["tau"] for r in files["measures.json"]["table_tau"]["details"] if r["subset"] == name]
+    return _quartiles(replicates, path[3])
+
+
+def _relative_errors(files, path):
+    column, category, statistic = path[1], path[2], path[3]
+    rows = [r for r in files["measures.json"]["category_count_error"]["details"]
+            if r["column"] == column and str(r["category"]) == category]  # fmt: skip
+    if statistic == "original":
+        return rows[0]["original"]
+    return _quartiles([r["relative_error"] for r in rows], statistic)
+
+
+#: Where each figure of the old utility.json (before the measurement redesign, issue 50) is now.
+MOVED = {
+    "utility.json:measure": "words: the measure table_tau's unit and description",
+    "utility.json:weighted": lambda f, p: None if "weighted" not in f["measures.json"]["table_tau"]["title"] else "?",
+    "utility.json:tables.*": _tables,
+    "utility.json:relative_errors.*": _relative_errors,
+}
+
+#: The differences of the other files, each with its reason.
+NAMED = {
+    "measures.json": {
+        "table_tau.details.*": "new: the tau of every bootstrap replicate (utility.json's bootstrap quartiles)",
+        "category_count_error.*": "new measure: the relative errors of the category counts (utility.json's)",
+    },
+    "policy.json": {
+        "reported_not_judged": "names category_count_error too: a measure the default policy reports",
+        "+lever_costs.*.figures.*": "the lever's cost on category_count_error too (rows appended)",
+    },
+}
+
+
+def test_every_figure_of_the_old_files_is_reported_as_a_measure(run):
+    """Issue 50's acceptance: the private JSON of this run equals the one of commit 23a1ef3 (before CART's figure
+    dictionary was replaced by measures) key by key to 1e-12, every old figure found as a measure, or the
+    difference named."""
+    from tests.parity import assert_figures_kept
+
+    assert_figures_kept("cart", run[0] / "out", MOVED, NAMED)

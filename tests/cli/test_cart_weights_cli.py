@@ -14,10 +14,11 @@ def _args(path, out):
 def test_weights_from_the_command_line(tmp_path, capsys):
     acs_weighted(150).to_csv(tmp_path / "data.csv", index=False)
     assert main(_args(tmp_path / "data.csv", tmp_path / "out")) == 0
-    assert "tables weighted by wt" in capsys.readouterr().out
+    assert "table_tau: tau of the analyst's tables (weighted by wt)" in capsys.readouterr().out
     model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
     assert model["weights"]["column"] == "wt" and model["weights"]["role"] == "kept"
-    assert json.loads((tmp_path / "out" / "private" / "utility.json").read_text())["weighted"] == "wt"
+    utility = json.loads((tmp_path / "out" / "private" / "utility.json").read_text())
+    assert utility["table_tau"]["title"] == "tau of the analyst's tables (weighted by wt)"
 
 
 def test_a_negative_weight_is_refused_with_its_row(tmp_path, capsys):

@@ -58,27 +58,46 @@ def test_outputs_are_written(run):
     diagnostics = json.loads((out / "private" / "diagnostics.json").read_text())
     assert diagnostics["all_converged"] and diagnostics["divergences"] == 0
     assert diagnostics["max_r_hat"] <= 1.01 and diagnostics["min_ess_bulk"] >= 400
-    risk = json.loads((out / "private" / "risk.json").read_text())
-    assert {"R_all", "R_unq", "d_t", "khat_over_0_7"} <= set(risk)
+    measures = json.loads((out / "private" / "measures.json").read_text())
+    risk = {(name, r["subset"]): r for name, m in measures.items() for r in m["summary"]}
+    assert {"intruder_correct", "true_value_probability", "guess_distance"} <= {name for name, _ in risk}
+    sampling = diagnostics["importance_sampling"]  # k-hat > 0.7: the cells whose estimate is unreliable
+    assert sampling["cells"] == 120 and 0 <= sampling["cells_over_threshold"] <= 120
     cells = pd.read_parquet(out / "private" / "risk_cells.parquet")
+    assert sampling["cells_over_threshold"] == int((cells["relevant_khat"] > 0.7).sum())
     assert len(cells) == 120
     # R_all (eq. 9) is the share of the 120 sensitive cells whose count the intruder guesses exactly; R_unq
     # (eq. 10) the same among cells whose origin and destination each appear once among the sensitive cells
     hit = (cells["intruder_guess"] == cells["count"]).to_numpy()
     assert np.array_equal(cells["correct"].to_numpy(), hit)
-    assert risk["n_items"] == 120 and risk["R_all"] == pytest.approx(hit.sum() / 120, abs=1e-12)
+    all_items = risk[("intruder_correct", "all items")]
+    assert all_items["pooled"] == pytest.approx(hit.sum() / 120, abs=1e-12)
     once = [cells[c].map(cells[c].value_counts()).to_numpy() == 1 for c in ("origin", "destination")]
     unique = once[0] & once[1]
-    assert np.array_equal(cells["unique"].to_numpy(), unique) and risk["n_unique"] == unique.sum()
-    assert risk["R_unq"] == (pytest.approx(hit[unique].mean(), abs=1e-12) if unique.any() else None)
+    assert np.array_equal(cells["unique"].to_numpy(), unique)
+    if unique.any():
+        assert risk[("intruder_correct", "unique items")]["pooled"] == pytest.approx(hit[unique].mean(), abs=1e-12)
+    else:
+        assert ("intruder_correct", "unique items") not in risk
     # tau = 1 - L1 / (2 n) per synthetic table against the confidential one, worked from the released file
-    utility = json.loads((out / "private" / "utility.json").read_text())
     synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
     original = table["count"].to_numpy()
     released = [synthetic.loc[synthetic["synthetic"] == k, "count"].to_numpy() for k in (1, 2, 3)]
     taus = [1 - np.abs(counts - original).sum() / (2 * original.sum()) for counts in released]
-    assert utility["cells"]["per_dataset"] == pytest.approx(taus, abs=1e-12)
-    assert utility["cells"]["tau"] == pytest.approx(np.mean(taus), abs=1e-12)
+    values = {(r["subset"], r["dataset"]): r["value"] for r in measures["count_tau"]["values"]}
+    assert [values[("all cells", k)] for k in (1, 2, 3)] == pytest.approx(taus, abs=1e-12)
+    assert risk[("count_tau", "all cells")]["pooled"] == pytest.approx(np.mean(taus), abs=1e-12)
+    deviation = {(r["subset"], r["dataset"]): r["value"] for r in measures["count_deviation"]["values"]}
+    assert [deviation[("all cells", k)] for k in (1, 2, 3)] == [np.abs(c - original).sum() for c in released]
+    # the sensitive cells are the only ones that change: their L1 is the table's
+    assert [deviation[("sensitive cells", k)] for k in (1, 2, 3)] == [deviation[("all cells", k)] for k in (1, 2, 3)]
+    # risk.json and utility.json are the measures' summaries by kind
+    for kind in ("risk", "utility"):
+        written = json.loads((out / "private" / f"{kind}.json").read_text())
+        assert set(written) == {name for name, m in measures.items() if m["kind"] == kind}
+        for name, figures in written.items():
+            assert {s: f["pooled"] for s, f in figures["subsets"].items()} == {
+                r["subset"]: r["pooled"] for r in measures[name]["summary"]}
     # only the 120 cells with counts 1..9 change, each by at most 8: tau cannot fall below this
     assert min(taus) >= 1 - 8 * 120 / (2 * original.sum())
     assert (out / "private" / "groups" / "S1__S2.posterior.nc").exists()
@@ -188,22 +207,27 @@ def test_unconverged_run_writes_diagnostics_but_no_release_unless_allowed(tmp_pa
     assert json.loads((tmp_path / "out2" / "private" / "diagnostics.json").read_text())["all_converged"] is False
 
 
+def _exact_check(folder):
+    """The fixture's run again with ``--exact-check 2``: it resumes the fitted groups, then refits 2 x 9 times."""
+    if not (folder / "out" / "private" / "exact_check.json").exists():
+        args = ["flows", "--data", str(folder / "flows.csv"), "--out", str(folder / "out"), "--m", "3", *FAST]
+        assert main([*args, "--exact-check", "2"]) == 0
+    return json.loads((folder / "out" / "private" / "exact_check.json").read_text())
+
+
 def test_exact_check_measures_the_importance_sampling_approximation(run):
     folder, _, _ = run
-    args = ["flows", "--data", str(folder / "flows.csv"), "--out", str(folder / "out"), "--m", "3", *FAST]
-    assert main([*args, "--exact-check", "2"]) == 0  # resumes the fitted groups, then refits 2 x 9 times
-    check = json.loads((folder / "out" / "private" / "exact_check.json").read_text())
+    check = _exact_check(folder)
     assert len(check["cells"]) == 2
     for cell in check["cells"]:
         assert sum(cell["rho_exact"]) == pytest.approx(1.0)
         assert 1 <= cell["guess_exact"] <= 9
         # importance sampling and refitting estimate the same probability
         assert abs(cell["true_probability_exact"] - cell["true_probability_importance_sampling"]) < 0.3
-    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
     differences = [abs(c["true_probability_exact"] - c["true_probability_importance_sampling"]) for c in check["cells"]]
-    assert risk["exact_check"]["max_abs_difference_true_probability"] == pytest.approx(max(differences), abs=1e-12)
+    assert check["max_abs_difference_true_probability"] == pytest.approx(max(differences), abs=1e-12)
     agreement = np.mean([c["guess_exact"] == c["guess_importance_sampling"] for c in check["cells"]])
-    assert risk["exact_check"]["guess_agreement"] == pytest.approx(agreement, abs=1e-12)
+    assert check["guess_agreement"] == pytest.approx(agreement, abs=1e-12)
     # the two cells checked are those with the largest relevant k-hat of the run
     cells = pd.read_parquet(folder / "out" / "private" / "risk_cells.parquet")
     top = cells["relevant_khat"].sort_values(ascending=False, kind="stable").to_numpy()[:2]
@@ -231,3 +255,71 @@ PINNED_RELEASE = {
 
 def test_release_is_the_pinned_one(run):
     assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)
+
+
+def _quantile(values, q):
+    return float(np.quantile(values, q))
+
+
+#: Where each figure of the old risk.json and utility.json (before the measurement redesign, issue 50) is now.
+MOVED = {
+    "risk.json:n_items": lambda f, p: len(f.values("guess_distance", "all items")),
+    "risk.json:R_all": lambda f, p: f.summary("intruder_correct", "all items")["pooled"],
+    "risk.json:n_unique": lambda f, p: len(f.values("guess_distance", "unique items")),
+    "risk.json:R_unq": lambda f, p: None,  # no unique cell in this table: the subset 'unique items' is absent
+    "risk.json:d_t.mean": lambda f, p: f.summary("guess_distance", "all items")["pooled"],
+    "risk.json:d_t.quantiles.*": lambda f, p: _quantile(f.values("guess_distance", "all items"), float(p[-1])),
+    "risk.json:d_t.counts.*": lambda f, p: sum(v == float(p[-1]) for v in f.values("guess_distance", "all items")),
+    "risk.json:khat_over_0_7": lambda f, p: f["diagnostics.json"]["importance_sampling"]["cells_over_threshold"],
+    "risk.json:khat_over_0_7_any_candidate":
+        lambda f, p: f["diagnostics.json"]["importance_sampling"]["cells_over_threshold_any_candidate"],
+    "risk.json:khat_threshold": lambda f, p: f["diagnostics.json"]["importance_sampling"]["khat_threshold"],
+    "risk.json:mean_true_probability": lambda f, p: f.summary("true_value_probability", "all items")["pooled"],
+    "risk.json:unlearned.R_all.mean": lambda f, p: f.reference("intruder_correct", "all items", "unlearned")["value"],
+    "risk.json:unlearned.R_all.sd": lambda f, p: f.reference("intruder_correct", "all items", "unlearned")["mc_se"]
+        * np.sqrt(f.reference("intruder_correct", "all items", "unlearned")["repetitions"]),
+    "risk.json:unlearned.R_all.range":
+        lambda f, p: f.reference("intruder_correct", "all items", "unlearned_range")["value"],
+    "risk.json:unlearned.loo_khat_over_0_7":
+        lambda f, p: f["diagnostics.json"]["importance_sampling"]["unlearned_cells_over_threshold"],
+    "risk.json:no_knowledge.R_all": lambda f, p: f.summary("intruder_correct", "all items, no knowledge")["pooled"],
+    "risk.json:intruder": "the intruder in words: the description of the measure intruder_correct",
+    "risk.json:per_group_seconds": "a timing: each pair's assess_seconds in diagnostics.json",
+    "risk.json:exact_check.*": lambda f, p: f["exact_check.json"][p[1]] if len(p) == 2
+        else f["exact_check.json"][p[1]][int(p[2])][p[3]],
+    "utility.json:cells.tau": lambda f, p: f.summary("count_tau", "all cells")["pooled"],
+    "utility.json:cells.per_dataset": lambda f, p: f.values("count_tau", "all cells"),
+    "utility.json:sensitive_cells.tau": lambda f, p: f.summary("count_tau", "sensitive cells")["pooled"],
+    "utility.json:*_totals.by": "the margin's columns: the subset's name, 'totals by <columns>'",
+    "utility.json:*_totals.tau": lambda f, p: f.summary("count_tau", _margin(p))["pooled"],
+    "utility.json:*_totals.per_dataset.tau": lambda f, p: f.values("count_tau", _margin(p)),
+    "utility.json:*_totals.total_absolute_deviation": lambda f, p: f.summary("count_deviation", _margin(p))["pooled"],
+    "utility.json:*_totals.per_dataset.total_absolute_deviation": lambda f, p: f.values("count_deviation", _margin(p)),
+    "utility.json:*_totals.relative_deviation": lambda f, p: 2 * (1 - f.summary("count_tau", _margin(p))["pooled"]),
+}
+
+#: The differences of the other files, each with its reason.
+NAMED = {
+    "measures.json": {
+        "count_tau.*": "count_tau has the subset 'sensitive cells' too (its rows follow 'all cells')",
+        "count_deviation.*": "new measure: the total absolute deviation L1 (utility.json's total_absolute_deviation)",
+    },
+    "diagnostics.json": {"importance_sampling.*": "new: the k-hat counts risk.json held"},
+    "policy.json": {"reported_not_judged": "names count_deviation too: a measure the default policy reports"},
+}
+
+
+def _margin(path):
+    return {"origin_totals": "totals by origin", "destination_totals": "totals by destination",
+            "group_pair_totals": "totals by origin_group+destination_group"}[path[0]]  # fmt: skip
+
+
+def test_every_figure_of_the_old_files_is_reported_as_a_measure(run):
+    """Issue 50's acceptance: the private JSON of this run equals the one of commit 23a1ef3 (before the flows'
+    figure dictionaries were replaced by measures) key by key to 1e-12, every old figure found as a measure,
+    or the difference named."""
+    from tests.parity import assert_figures_kept
+
+    folder, _, _ = run
+    _exact_check(folder)
+    assert_figures_kept("flows", folder / "out", MOVED, NAMED)

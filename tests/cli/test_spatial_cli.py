@@ -57,36 +57,39 @@ def test_outputs_are_written(run):
 
 def test_risk_and_utility_files(run):
     folder, frame, truth, status = run
-    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
-    assert truth["outlier_index"] in risk["outliers"]
+    facts = json.loads((folder / "out" / "private" / "release.json").read_text())["facts"]
+    measures = json.loads((folder / "out" / "private" / "measures.json").read_text())
+    assert truth["outlier_index"] in facts["at_risk_rows"]
     # the shares worked from the synthetic incomes of both stages (the released ones are the restricted stage's):
     # of each record's 4 synthetic incomes, those within 10% of its income, and within the absolute band (by
     # default a tenth of the incomes' standard deviation), averaged over the at-risk records and the others
     income = frame["income"].to_numpy()
-    absolute = risk["bands"]["absolute"]
-    assert risk["bands"]["relative"] == 0.1 and absolute == pytest.approx(0.1 * np.std(income, ddof=1), rel=1e-9)
-    at_risk = np.isin(np.arange(len(frame)), risk["outliers"])
+    absolute = facts["proximity_bands"]["absolute"]
+    assert facts["proximity_bands"]["relative"] == 0.1
+    assert absolute == pytest.approx(0.1 * np.std(income, ddof=1), rel=1e-9)
+    at_risk = np.isin(np.arange(len(frame)), facts["at_risk_rows"])
     stages = {
-        "unrestricted": pd.read_parquet(folder / "out" / "private" / "synthetic_unrestricted.parquet"),
-        "restricted": pd.read_parquet(folder / "out" / "release" / "synthetic.parquet"),
+        "unsmoothed": pd.read_parquet(folder / "out" / "private" / "synthetic_unrestricted.parquet"),
+        "release": pd.read_parquet(folder / "out" / "release" / "synthetic.parquet"),
     }
+    summary = {r["subset"]: r for r in measures["proximity"]["summary"]}
     for stage, synthetic in stages.items():
         values = np.stack([group["income"].to_numpy() for _, group in synthetic.groupby("synthetic")])
         assert values.shape == (4, len(frame))
         distance = np.abs(values - income)
-        shares = {"within_band": (distance <= 0.1 * income).mean(0), "within_absolute": (distance <= absolute).mean(0)}
-        for key, share in shares.items():
-            expected = {"at_risk": share[at_risk].mean(), "other": share[~at_risk].mean()}
-            assert risk[key][stage] == pytest.approx(expected, abs=1e-12), (key, stage)
-    for key in ("within_band", "within_absolute"):
-        before, after = risk[key]["unrestricted"], risk[key]["restricted"]
-        assert risk["reduction"][key] == pytest.approx({g: 1 - after[g] / before[g] for g in before}, abs=1e-12)
-    utility = json.loads((folder / "out" / "private" / "utility.json").read_text())
-    rows = {row["coefficient"]: row for row in utility["regression"]}
-    assert set(rows) == {"intercept", "d1", "d2"}
-    for row in rows.values():
+        shares = {"": (distance <= 0.1 * income).mean(0), ", absolute band": (distance <= absolute).mean(0)}
+        for suffix, share in shares.items():
+            for subset, mask in ((f"at-risk records{suffix}", at_risk), (f"other records{suffix}", ~at_risk)):
+                figure = summary[subset]["pooled" if stage == "release" else "unsmoothed"]
+                assert figure == pytest.approx(share[mask].mean(), abs=1e-12), (subset, stage)
+    details = pd.DataFrame(measures["ci_overlap"]["details"])
+    rows = details[details["fit"] == "release"].set_index("index")
+    assert set(rows.index) == {"intercept", "d1", "d2"}
+    for _, row in rows.iterrows():
         assert row["ci_lower"] < row["estimate"] < row["ci_upper"]
         assert row["total_variance"] == pytest.approx(row["within_variance"] + row["between_variance"] / 4)
+    assert {r["subset"]: r["pooled"] for r in measures["ci_overlap"]["summary"]} == pytest.approx(
+        rows["ci_overlap"].to_dict(), abs=1e-12)
     diagnostics = json.loads((folder / "out" / "private" / "diagnostics.json").read_text())
     assert diagnostics["all_converged"]
 
@@ -139,8 +142,8 @@ def test_nngp_run_states_the_approximation(tmp_path):
     assert model["approximation"] == "nngp"
     assert "10 nearest earlier records" in model["model"]["process"]
     assert model["sampler"]["draws"] == 2000  # 4 chains x 500 independent draws
-    risk = json.loads((tmp_path / "out" / "private" / "risk.json").read_text())
-    assert truth["outlier_index"] in risk["outliers"]
+    facts = json.loads((tmp_path / "out" / "private" / "release.json").read_text())["facts"]
+    assert truth["outlier_index"] in facts["at_risk_rows"]
     diagnostics = json.loads((tmp_path / "out" / "private" / "diagnostics.json").read_text())
     assert diagnostics["all_converged"]
     synthetic = pd.read_parquet(tmp_path / "out" / "release" / "synthetic.parquet")
@@ -174,3 +177,69 @@ PINNED_RELEASE = {
 
 def test_release_is_the_one_pinned_before_the_restructuring(run):
     assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)
+
+
+def _share(stage, band):
+    """A proximity share of the old risk.json (``within_band`` or ``within_absolute``, ``unrestricted`` or
+    ``restricted``, ``at_risk`` or ``other``) as the measure proximity reports it."""
+
+    def found(files, path):
+        subset = ("at-risk records" if path[-1] == "at_risk" else "other records") + (
+            ", absolute band" if band == "within_absolute" else "")
+        row = files.summary("proximity", subset)
+        return row["pooled"] if stage == "restricted" else row["unsmoothed"]
+
+    return found
+
+
+def _reduction(files, path):
+    band, group = path[1], path[2]
+    before, after = (_share(s, band)(files, (group,)) for s in ("unrestricted", "restricted"))
+    return 1 - after / before
+
+
+def _coefficient(fit):
+    def found(files, path):
+        details = [r for r in files["measures.json"]["ci_overlap"]["details"] if r["fit"] == fit]
+        row = details[int(path[1])]
+        return row["index"] if path[2] == "coefficient" else row[path[2]]
+
+    return found
+
+
+#: Where each figure of the old risk.json and utility.json (before the measurement redesign, issue 50) is now.
+MOVED = {
+    "risk.json:outliers": lambda f, p: f["release.json"]["facts"]["at_risk_rows"],
+    "risk.json:outliers_are": "words: the fact at_risk_rows is documented as 0-based row positions",
+    "risk.json:threshold_M": lambda f, p: f["release.json"]["facts"]["outlier_threshold"],
+    "risk.json:bands.*": lambda f, p: f["release.json"]["facts"]["proximity_bands"][p[-1]],
+    **{f"risk.json:{band}.{stage}.*": _share(stage, band) for band in ("within_band", "within_absolute")
+       for stage in ("unrestricted", "restricted")},
+    "risk.json:reduction.*": _reduction,
+    "utility.json:analysis": "words: the response and predictors are in model.json and the measure's subsets",
+    "utility.json:combining_rules": lambda f, p: "Reiter (2003), partially synthetic"
+        if f["measures.json"]["ci_overlap"]["details"][0]["combining_rules"] == "partial" else None,
+    "utility.json:m": lambda f, p: f["release.json"]["m"],
+    "utility.json:regression.*": _coefficient("release"),
+    "utility.json:regression_unrestricted.*": _coefficient("unsmoothed"),
+}
+
+#: The differences of the other files, each with its reason.
+NAMED = {
+    "measures.json": {"ci_overlap.details.*": "new: the coefficient tables of both stages (utility.json's regression)"},
+    "release.json": {
+        "facts.at_risk_rows": "new: the outliers of risk.json", "facts.outlier_threshold": "new: risk.json's M",
+        "facts.proximity_bands.*": "new: the bands of risk.json",
+        "facts.mean_ci_overlap": "gone: the mean of the measure ci_overlap's pooled figures",
+    },
+}
+
+
+def test_every_figure_of_the_old_files_is_reported_as_a_measure(run):
+    """Issue 50's acceptance: the private JSON of this run equals the one of commit 23a1ef3 (before the spatial
+    synthesizer's figure dictionaries were replaced by measures) key by key to 1e-12, every old figure found as a
+    measure, or the difference named."""
+    from tests.parity import assert_figures_kept
+
+    folder = run[0]
+    assert_figures_kept("spatial", folder / "out", MOVED, NAMED)

@@ -70,7 +70,7 @@ def test_the_tables_are_weighted_and_say_so(releases):
     data, partial, _ = releases
     tau = partial.measured["table_tau"]
     assert "weighted by wt" in tau.title
-    assert partial.utility_figures["weighted"] == "wt"
+    assert "weighted by wt" in partial.measured["category_count_error"].title
     sentence = " ".join(partial.report_content.about)
     assert "Survey weights" in sentence and "unweighted" in sentence  # which figures are weighted, which not
     # tau of "employed x sex" for dataset 1 from the weighted totals by hand
@@ -127,14 +127,14 @@ def test_the_weight_is_in_no_default_table_but_a_named_table_takes_it(releases):
         assert dimensions and all("wt" not in by for by in dimensions)  # a design variable, not an analysis one
         assert "left out of the default utility tables" in release.description["weights"]["left_out_of_defaults"]
         assert "left out of the default utility tables" in " ".join(release.report_content.about)
-        assert "wt" not in " ".join(release.utility_figures["tables"])
+        assert "wt" not in " ".join(release.measured["table_tau"].subsets())
     assert set(partial.identity["tables"]) == {f"{s} x {k}" for s in SYNTHESIZE.split(",") for k in ("age", "sex")} | {
         "employed x hours x income"}  # fmt: skip
     assert set(full.identity["tables"]) == {"employed x hours x income"}
     named = partial.utility(tables=["employed,wt"], bootstrap=5)  # named explicitly: cut into deciles, weighted
     assert set(named[named["measure"] == "table_tau"]["subset"]) == {"employed x wt"}
-    default = partial.measures.utility(bootstrap=5)
-    assert all("wt" not in spec["by"] for spec in default["tables"].values())
+    default = partial.utility(bootstrap=5)
+    assert all("wt" not in subset for subset in default.loc[default["measure"] == "table_tau", "subset"])
 
 
 def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(releases, monkeypatch):
@@ -142,10 +142,11 @@ def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(rele
 
     data, partial, _ = releases
     calls, inherent_risk = [], identification.inherent_risk
-    monkeypatch.setattr(identification, "inherent_risk", lambda *a, **k: calls.append(k) or inherent_risk(*a, **k))
-    default = partial.measures.risk(repetitions=2)
+    monkeypatch.setattr(identification, "inherent_risk",
+                        lambda *a, **k: calls.append({**k, "pattern": list(a[2])}) or inherent_risk(*a, **k))
+    default = partial.risk(repetitions=2)
     assert calls[0]["weights"] == pytest.approx(data["wt"].to_numpy())  # the weighted inherent maximum
-    assert [row["known"] for row in default["identification"]] == [["age", "sex", "employed"]]
-    assert default["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
+    assert list(default.loc[default["measure"] == "expected_match_risk", "subset"]) == ["age+sex+employed"]
+    assert calls[0]["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
     named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
     assert "age+sex+wt" in set(named["subset"])

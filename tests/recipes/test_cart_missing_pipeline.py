@@ -33,9 +33,10 @@ def test_release_keeps_every_record_and_its_missing_values(release):
 
 def test_utility_tables_count_missing_values_as_cells(release):
     data, result = release
-    tables = result.utility_figures["tables"]
-    assert tables["hours x age"]["synthetic"]["n"] == M  # hours (missing for a third) by age deciles
-    assert "nan" in result.utility_figures["relative_errors"]["marital"]
+    tau = result.measured["table_tau"].summary().set_index("subset")
+    assert tau.loc["hours x age", "datasets"] == M  # hours (missing for a third) by age deciles
+    errors = result.measured["category_count_error"].details
+    assert errors.loc[errors["column"] == "marital", "category"].isna().any()  # missing: a category of its own
 
 
 def test_a_missing_value_is_a_cell_of_its_own_in_generic_tables():

@@ -8,6 +8,7 @@ import pytest
 
 import bayessdc as bsd
 from bayessdc.cli import main
+from bayessdc.measures import compute_measures
 from bayessdc.models.cart import CartDataError, acs_example_rules, simulate_acs_persons
 from bayessdc.synthesis.output import to_jsonable
 from tests.cart_rows import kept_rows_in_order, rows_per_dataset
@@ -51,7 +52,7 @@ def test_api_release_equals_the_cli_release(persons, release, tmp_path):
     cli = tmp_path / "cli"
     pd.testing.assert_frame_equal(release.synthetic, pd.read_parquet(cli / "release" / "synthetic.parquet"))
     assert _json(release.description) == json.loads((cli / "release" / "model.json").read_text())
-    assert _json(release.utility_figures) == json.loads((cli / "private" / "utility.json").read_text())
+    assert _json(release.measured.to_dict()) == json.loads((cli / "private" / "measures.json").read_text())
     cli_diagnostics = json.loads((cli / "private" / "diagnostics.json").read_text())
     assert _json(release.diagnostics.summary)["trees"] == cli_diagnostics["trees"]
 
@@ -59,7 +60,7 @@ def test_api_release_equals_the_cli_release(persons, release, tmp_path):
     for part in ("release", "private"):
         names = sorted(p.name for p in (tmp_path / "api" / part).iterdir())
         assert names == sorted(p.name for p in (cli / part).iterdir())
-    for name in ("release/model.json", "private/run.json", "private/utility.json"):
+    for name in ("release/model.json", "private/run.json", "private/utility.json", "private/measures.json"):
         assert (tmp_path / "api" / name).read_text() == (cli / name).read_text()
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "api" / "release" / "synthetic.parquet"),
@@ -117,8 +118,9 @@ def test_risk_without_options_is_the_records_copied_the_replicated_uniques_and_t
     assert risk.loc[("copied_records", "all"), "pooled"] == pytest.approx(np.mean(shares))
     assert risk.loc[("copied_records", "all"), "worst"] == pytest.approx(max(shares))
     tau = release.utility().set_index("subset")
-    for name, table in release.utility_figures["tables"].items():
-        assert tau.loc[name, "worst"] == pytest.approx(table["synthetic"]["min"])  # tau: higher is better
+    values = release.measured["table_tau"].values
+    for name in release.identity["tables"]:  # tau: higher is better, the worst dataset the lowest
+        assert tau.loc[name, "worst"] == pytest.approx(values.loc[values["subset"] == name, "value"].min())
     with pytest.raises(bsd.NotApplicableError, match="takes known, repetitions"):
         release.risk(alpha=0.1)
     with pytest.raises(bsd.InputError, match="kept or categorical synthesized columns"):
@@ -165,26 +167,25 @@ def _by_hand(original, frame, known):
 def test_identification_risk_is_counted_as_by_hand(persons, release):
     _, data = persons  # the risk of the datasets as drawn (row i record i), before the replicated uniques' removal
     known_sets = [["age", "sex", "marital"], ["sex", "education", "marital"]]
-    figures = release.measures.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
-    table = release.risk(known=[",".join(known_sets[0]), known_sets[1]], repetitions=10)
-    table = table.set_index(["measure", "subset"])
-    assert figures["synthesized"] == SYNTHESIZE and figures["pattern"] == KEEP
-    for known, entry in zip(known_sets, figures["identification"], strict=True):
-        assert entry["known"] == known
+    known = [",".join(known_sets[0]), known_sets[1]]
+    measured = compute_measures(release.measures.measure_input(known=known, repetitions=10), kind="risk")
+    table = release.risk(known=known, repetitions=10).set_index(["measure", "subset"])
+    for known in known_sets:
         drawn = release.measures.synthetic.groupby("synthetic")
         hand = [_by_hand(data, frame.reset_index(drop=True), known) for _, frame in drawn]
         hand = np.array(hand, dtype=float)
-        assert entry["expected_match_risk"] == pytest.approx(hand[:, 0].mean())
-        assert entry["true_match_rate"] == pytest.approx(hand[:, 1].mean())
-        assert entry["false_match_rate"] == pytest.approx(np.nanmean(hand[:, 2]))
-        assert table.loc[("expected_match_risk", "+".join(known)), "pooled"] == pytest.approx(hand[:, 0].mean())
+        subset = "+".join(known)
+        for column, measure in enumerate(("expected_match_risk", "true_match_rate", "false_match_rate")):
+            values = measured[measure].values.query("subset == @subset")["value"].to_numpy()
+            np.testing.assert_allclose(values, hand[:, column])
+            assert table.loc[(measure, subset), "pooled"] == pytest.approx(np.nanmean(hand[:, column]))
     disclosures = [
         int(((frame["education"].astype(str).to_numpy() == data["education"].to_numpy())
              & (frame["marital"].astype(str).to_numpy() == data["marital"].to_numpy())).sum())
         for _, frame in release.measures.synthetic.groupby("synthetic")
     ]  # fmt: skip
-    assert figures["attribute"]["per_dataset"] == disclosures
-    assert figures["attribute"]["disclosures"] == pytest.approx(np.mean(disclosures))
+    assert measured["attribute_disclosures"].values["value"].tolist() == disclosures
+    assert table.loc[("attribute_disclosures", "all"), "pooled"] == pytest.approx(np.mean(disclosures))
     assert 0 < disclosures[0] < len(data)  # a synthesized pair is neither always nor never the true one
 
 
@@ -192,35 +193,37 @@ def test_knowing_only_kept_columns_every_record_matches_its_pattern(persons, rel
     """With only kept columns known, each record's released row matches and c_i is its pattern's size, in the
     synthetic datasets and in both inherent scenarios alike: the expected match risk is the number of patterns."""
     _, data = persons
-    figures = release.measures.risk(known=[KEEP], repetitions=5)
+    table = release.risk(known=[KEEP], repetitions=5).set_index(["measure", "subset"])
     sizes = data.groupby(KEEP).size()
-    entry = figures["identification"][0]
-    for measures in (entry, entry["inherent"]["min"], entry["inherent"]["max"]):
-        assert measures["expected_match_risk"] == pytest.approx(len(sizes))
-        assert measures["true_match_rate"] == pytest.approx((sizes == 1).sum() / len(data))
-        assert measures["false_match_rate"] == pytest.approx(0.0)
+    subset = "+".join(KEEP)
+    for column in ("pooled", "inherent_min", "inherent_max"):
+        assert table.loc[("expected_match_risk", subset), column] == pytest.approx(len(sizes))
+        assert table.loc[("true_match_rate", subset), column] == pytest.approx((sizes == 1).sum() / len(data))
+        assert table.loc[("false_match_rate", subset), column] == pytest.approx(0.0)
     # A record whose pattern shows one (education, marital) pair gets it back in every repetition of the maximum
     # (redrawn from the pattern's records).
     labels = data.groupby(KEEP)[SYNTHESIZE].transform(lambda c: c.nunique())
     fixed = int(((labels == 1).all(axis=1)).sum())
     assert fixed > 0.2 * len(data)
-    assert figures["attribute"]["inherent"]["max"]["disclosures"] >= fixed
+    assert table.loc[("attribute_disclosures", "all"), "inherent_max"] >= fixed
     # The minimum draws education and marital status each uniformly over all its levels, whatever the pattern:
     # a record keeps both with probability 1 / (L_education L_marital), binomial over the records; the mean of
     # the 5 repetitions within 4 standard errors of it, far below the records the maximum always discloses
     p = 1 / (data["education"].nunique() * data["marital"].nunique())  # 1 / 24
     expected, se = len(data) * p, np.sqrt(len(data) * p * (1 - p) / 5)
-    assert abs(figures["attribute"]["inherent"]["min"]["disclosures"] - expected) < 4 * se
+    assert abs(table.loc[("attribute_disclosures", "all"), "inherent_min"] - expected) < 4 * se
     assert expected + 4 * se < fixed
 
 
 def test_utility_with_other_tables(release):
-    utility = release.measures.utility(tables=["sex,education"], bootstrap=50)
     table = release.utility(tables=["sex,education"], bootstrap=50)
-    assert list(table["subset"]) == ["sex x education"] and table["datasets"].item() == M
-    assert list(utility["tables"]) == ["sex x education"]
-    assert utility["tables"]["sex x education"]["bootstrap"]["n"] == 50
-    assert utility["tables"]["sex x education"]["synthetic"]["n"] == M
+    tau = table[table["measure"] == "table_tau"]
+    assert list(tau["subset"]) == ["sex x education"] and tau["datasets"].item() == M
+    measured = release.measures.measure_input(tables=["sex,education"], bootstrap=50)
+    from bayessdc.measures import compute_measures
+
+    details = compute_measures(measured, ["table_tau"])["table_tau"].details
+    assert len(details) == 50 and set(details["subset"]) == {"sex x education"}  # every bootstrap replicate
     with pytest.raises(bsd.InputError, match="unknown column"):
         release.utility(tables=["sex,colour"])
 

@@ -46,4 +46,6 @@ def test_a_cluster_of_two_worker_processes_gives_the_single_process_release(tmp_
     assert (tmp_path / "cluster" / "release" / "synthetic.parquet").read_bytes() == (
         tmp_path / "single" / "release" / "synthetic.parquet"
     ).read_bytes()
-    assert np.isfinite(clustered.risk_figures["R_all"])
+    pd.testing.assert_frame_equal(single.measure_table(), clustered.measure_table())
+    assert np.isfinite(clustered.measure_table().set_index(["measure", "subset"]).loc[
+        ("intruder_correct", "all items"), "pooled"])

@@ -10,20 +10,13 @@ from typing import Any
 import pandas as pd
 
 from bayessdc.measures import MeasureInput
-from bayessdc.synthesis.tables import (
-    TableSpec,
-    relative_cell_errors,
-    summarize_relative_errors,
-    summarize_tau,
-    tau_distributions,
-)
+from bayessdc.synthesis.tables import TableSpec
 
 from ...errors import InputError, NotApplicableError
 from ...pipeline.recipe import column_list
 from ...release import Measures
-from .identification import identification_figures
 
-__all__ = ["CartMeasures", "default_tables", "identification_figures", "parse_table", "table_specs", "table_utility"]
+__all__ = ["CartMeasures", "default_tables", "parse_table", "table_specs"]
 
 #: Numeric columns with more distinct values than this are cut into deciles in the default tables.
 MAX_TABLE_LEVELS = 20
@@ -90,68 +83,16 @@ def table_specs(
     return specs
 
 
-def table_utility(
-    original: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    tables: Sequence[TableSpec],
-    kinds: Mapping[str, str | None],
-    *,
-    n_bootstrap: int,
-    seed: int,
-    weights: str | None = None,
-) -> dict[str, Any]:
-    """``tau`` of every table for the synthetic datasets against bootstrap replicates of the original, and the
-    relative errors of the category counts of every categorical synthesized column (``private/utility.json``).
-
-    Parameters
-    ----------
-    original
-        The released columns of the confidential data.
-    synthetic
-        The m datasets with their ``synthetic`` column.
-    tables
-        The tables compared.
-    kinds
-        Synthesized column -> ``"classification"`` or ``"regression"`` (its tree).
-    n_bootstrap, seed
-        Bootstrap replicates per table and their seed.
-    weights
-        The survey weight column: tables of weighted totals, a bootstrap of weighted records, relative errors of
-        weighted totals (``weighted`` names the column; ``None``: counts).
-    """
-    taus = tau_distributions(original, synthetic, tables, n_bootstrap=n_bootstrap, seed=seed, weights=weights)
-    tau_summary = summarize_tau(taus)
-    measure = "tau = 1 - L1/(2n) against the original table; bootstrap replicates show sampling variability"
-    if weights is not None:
-        measure = (f"tau = 1 - L1/(2N) of totals weighted by {weights!r} against the original's weighted table; "
-                   "bootstrap replicates of the weighted records show sampling variability")  # fmt: skip
-    utility: dict[str, Any] = {
-        "measure": measure,
-        "weighted": weights,
-        "tables": {
-            spec.name: {**spec.to_dict(), **tau_summary[spec.name], "synthetic_per_dataset": None} for spec in tables
-        },
-        "relative_errors": {},
-    }
-    for spec in tables:
-        per_dataset = taus[(taus["table"] == spec.name) & (taus["source"] == "synthetic")]
-        utility["tables"][spec.name]["synthetic_per_dataset"] = per_dataset["tau"].tolist()
-    for column, kind in kinds.items():
-        if kind == "classification":
-            errors = relative_cell_errors(original, synthetic, column, weights=weights)
-            utility["relative_errors"][column] = summarize_relative_errors(errors)
-    return utility
-
-
 class CartMeasures(Measures):
     """Risk and utility of a CART release with other options (the confidential columns stay in memory).
 
-    ``risk(known=..., repetitions=100)``: :func:`identification_figures` for the categorical synthesized
-    columns; ``known`` is a list of knowledge sets, each a list of kept or categorical synthesized columns or
-    one comma-separated string (default: all of them but the survey weight, a design variable whose nearly
-    unique values an intruder is not assumed to know; name it in ``known`` to include it).
-    ``utility(tables=..., bootstrap=1000)``: :func:`table_utility` for other tables or replicates (weighted by
-    ``weights``, the survey weight column, when the release has one).
+    ``release.risk(known=..., repetitions=100)``: Hu & Savitsky's identification figures of the categorical
+    synthesized columns (:mod:`bayessdc.measures.identification`); ``known`` is a list of knowledge sets, each a
+    list of kept or categorical synthesized columns or one comma-separated string (default: all of them but the
+    survey weight, a design variable whose nearly unique values an intruder is not assumed to know; name it in
+    ``known`` to include it).
+    ``release.utility(tables=..., bootstrap=1000)``: tau of other tables or replicates (weighted by ``weights``, the
+    survey weight column, when the release has one), and the relative errors of the categorical columns' counts.
     """
 
     risk_options = ("known", "repetitions")
@@ -175,29 +116,31 @@ class CartMeasures(Measures):
         #: The datasets released, once rows were removed from them (:meth:`replace_synthetic`).
         self.published = synthetic
 
-    def replace_synthetic(self, synthetic: pd.DataFrame) -> dict[str, Any]:
-        """The utility of ``synthetic`` (the datasets without their replicated uniques) from now on, and tau of the
-        run's tables and the relative errors recomputed on it. The identification risk (``risk(known=...)``)
-        stays that of the datasets as drawn, row ``i`` record ``i``: removal only takes rows away, so the
-        release's risk is at most that figure."""
+    def replace_synthetic(self, synthetic: pd.DataFrame) -> None:
+        """Measure the utility of ``synthetic`` (the datasets without their replicated uniques) from now on. The
+        identification risk (``risk(known=...)``) stays that of the datasets as drawn, row ``i`` record ``i``:
+        removal only takes rows away, so the release's risk is at most that figure."""
         self.published = synthetic
-        return table_utility(self.original, synthetic, self.tables or [], self.kinds, n_bootstrap=self.bootstrap,
-                             seed=self.seed, weights=self.weights)  # fmt: skip
 
     def measure_input(
-        self, known: Any = None, repetitions: int = 100, tables: Sequence[TableSpec | str] | None = None,
+        self, known: Any = None, repetitions: int | None = None, tables: Sequence[TableSpec | str] | None = None,
         bootstrap: int = 1000,
     ) -> MeasureInput:
-        """What the measures read with these options: with ``known``, the identification risk and attribute
-        disclosures of the categorical synthesized columns beside their inherent bounds; with ``tables``, tau of
-        those tables against ``bootstrap`` replicates of the original. With ``known``, every figure is of the
-        datasets as drawn (row ``i`` record ``i``, before any removal); without, of the datasets released."""
-        drawn = self.synthetic if known is not None else self.published
+        """What the measures read with these options: with ``known`` (or ``repetitions`` alone: every kept and
+        categorical synthesized column known but the survey weight), the identification risk and attribute
+        disclosures of the categorical synthesized columns beside their inherent bounds of ``repetitions``
+        repetitions (default 100); with ``tables``, tau of those tables against ``bootstrap`` replicates of the
+        original. With identification, every figure is of the datasets as drawn (row ``i`` record ``i``, before
+        any removal); without, of the datasets released."""
+        identification = known is not None or repetitions is not None
+        repetitions = 100 if repetitions is None else repetitions
+        drawn = self.synthetic if identification else self.published
         data = MeasureInput(
             drawn, self.original, released=list(self.original.columns), seed=self.seed,
             tables=self._specs(tables, bootstrap), bootstrap=bootstrap, weights=self.weights,
+            categorical=list(self.categorical),
         )  # fmt: skip
-        if known is not None:
+        if identification:
             data.known_sets = self._known_sets(known, repetitions)
             data.synthesized, data.kept, data.partially_synthetic = self.categorical, self.keep, True
             data.repetitions = repetitions
@@ -227,14 +170,6 @@ class CartMeasures(Measures):
             raise InputError(f"repetitions must be a whole number of at least 1, got {repetitions!r}")
         return known_sets
 
-    def risk(self, known: Any = None, repetitions: int = 100) -> dict[str, Any]:
-        """Identification risk and attribute disclosures of the categorical synthesized columns."""
-        known_sets = self._known_sets(known, repetitions)
-        weights = None if self.weights is None else self.original[self.weights].to_numpy(dtype=float)
-        return identification_figures(self.original, self.synthetic, self.categorical,
-                                      [c for c in self.keep if c != self.weights], known_sets,
-                                      repetitions=repetitions, seed=self.seed, weights=weights)  # fmt: skip
-
     def _specs(self, tables: Sequence[TableSpec | str] | None, bootstrap: int) -> list[TableSpec]:
         """The tables asked for (default: the run's), after checking ``bootstrap``."""
         if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
@@ -242,11 +177,3 @@ class CartMeasures(Measures):
         if tables is None and self.tables is not None:
             return list(self.tables)
         return table_specs(tables, self.original, self.original, list(self.kinds), self.keep, self.weights)
-
-    def utility(self, tables: Sequence[TableSpec | str] | None = None, bootstrap: int = 1000) -> dict[str, Any]:
-        """``tau`` of other tables (default those of :func:`default_tables`) with ``bootstrap`` replicates."""
-        if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 1:
-            raise InputError(f"bootstrap= must be at least 1, got {bootstrap!r}")
-        specs = table_specs(tables, self.original, self.original, list(self.kinds), self.keep, self.weights)
-        return table_utility(self.original, self.published, specs, self.kinds, n_bootstrap=bootstrap, seed=self.seed,
-                             weights=self.weights)  # fmt: skip

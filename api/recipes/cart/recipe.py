@@ -17,7 +17,7 @@ the tree's leaves and depth, the rules enforced and the fallbacks to an ancestor
 release of the same records that never saw them (:mod:`bayessdc.models.cart.unlearned`); the default policy
 removes the replicated uniques, judges the rest and tries ``donors="others"`` before it refuses.
 ``release.risk(known=[...])`` adds Hu & Savitsky's identification risk and attribute disclosures of
-the categorical synthesized columns beside their inherent bounds (:func:`identification_figures`).
+the categorical synthesized columns beside their inherent bounds (:mod:`bayessdc.measures.identification`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from bayessdc.synthesis.tables import TableSpec
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
 from ...release import Diagnostics, Release
-from .measures import CartMeasures, default_tables, identification_figures, parse_table, table_specs, table_utility
+from .measures import CartMeasures, default_tables, parse_table, table_specs
 from .reference import cart_levers, record_measure_input
 
-__all__ = ["CART", "CartPrepared", "default_tables", "identification_figures", "parse_table", "table_utility"]
+__all__ = ["CART", "CartPrepared", "default_tables", "parse_table"]
 
 
 @dataclass(kw_only=True)
@@ -246,15 +246,14 @@ class CART(Recipe):
         return cart_report_content(prepared, release)
 
     def draw(self, prepared: CartPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
-        """Draw the m datasets from the trees and measure tau of every table against the bootstrap."""
+        """Draw the m datasets from the trees; the measures read them with the analyst's tables, the categorical
+        columns and the cross-fitted datasets of the records (:func:`record_measure_input`)."""
         synthesizer: CartSynthesizer = fitted.state
         released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
         synthetic = synthesizer.synthesize_datasets(m, fan_out=self._fan_out(prepared, "datasets"))
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
-        utility = table_utility(released, synthetic, tables, kinds, n_bootstrap=self.bootstrap, seed=seed,
-                                weights=prepared.weights)  # fmt: skip
         trees = synthesizer.tree_summary()
         summary = fitted.diagnostics.summary
         summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
@@ -268,7 +267,6 @@ class CART(Recipe):
                 "synthesis_seconds": synthesis_seconds,
                 "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
             },
-            utility_figures=utility,
             measures=measures,
             measure_input=record_measure_input(measures, synthesizer, prepared.frame, m, seed, self.bootstrap,
                                                self._fan_out(prepared, "unlearned")),

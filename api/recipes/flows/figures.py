@@ -1,6 +1,6 @@
-"""The figures of a flows release (Hawala, Reiter & Wang): the intruder's attribute risk per sensitive cell
-(eq. 3-8) from the group runner's importance sampling, what the generic intruder measures read, the exact check
-by refits, and the utility of the released tables (tau and the margins' totals)."""
+"""What a flows release hands its measures (Hawala, Reiter & Wang): the intruder's attribute risk per sensitive
+cell (eq. 3-8) from the group runner's importance sampling, as the generic intruder measures read it, the
+reliability of that sampling (k-hat), and the exact check by refits."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.flows import FlowColumns
-from bayessdc.synthesis.utility import margin_deviation, proportion_of_total_variation
 
-__all__ = ["exact_check", "flow_risk_cells", "flow_utility", "intruder_items"]
+__all__ = ["exact_check", "flow_risk_cells", "importance_diagnostics", "intruder_items"]
 
 
 def flow_risk_cells(original: pd.DataFrame, cells: pd.DataFrame, columns: FlowColumns, lower: int) -> pd.DataFrame:
@@ -44,38 +43,18 @@ def flow_risk_cells(original: pd.DataFrame, cells: pd.DataFrame, columns: FlowCo
     return risk_cells
 
 
-def flow_utility(
-    data: pd.DataFrame, original: pd.DataFrame, synthetic: pd.DataFrame, values: np.ndarray, columns: FlowColumns
-) -> dict[str, Any]:
-    """``private/utility.json`` of a flows release: tau of every cell and of the sensitive cells per dataset, and
-    the deviations of the origin, destination and group-pair totals.
-
-    Parameters
-    ----------
-    data, original
-        The whole table and its sensitive cells.
-    synthetic
-        The m released tables, stacked.
-    values
-        The sensitive cells' synthetic counts, shape ``(m, cells)``.
-    columns
-        The table's columns.
-    """
-    count = columns.count
-    cells = data[count].to_numpy()  # by position: each dataset's rows are the table's rows in order
-    tau_cells = [
-        proportion_of_total_variation(cells, frame[count].to_numpy()) for _, frame in synthetic.groupby("synthetic")
-    ]
-    tau_sensitive = [proportion_of_total_variation(original[count], row) for row in values]
-    return {
-        "cells": {"tau": float(np.mean(tau_cells)), "per_dataset": tau_cells},
-        "sensitive_cells": {"tau": float(np.mean(tau_sensitive))},
-        "origin_totals": margin_deviation(data, synthetic, [columns.origin], count),
-        "destination_totals": margin_deviation(data, synthetic, [columns.destination], count),
-        "group_pair_totals": margin_deviation(
-            data, synthetic, [columns.origin_group, columns.destination_group], count
-        ),
-    }
+def importance_diagnostics(items: list[pd.DataFrame], threshold: float = 0.7) -> dict[str, Any]:
+    """How far the importance-sampling estimates of the intruder's figures can be trusted, over every group
+    pair's sensitive cells (``diagnostics.json``, ``importance_sampling``): the cells whose Pareto k-hat exceeds
+    ``threshold`` (Vehtari et al.'s limit of a reliable estimate) for the candidates that decide the guess, for
+    any candidate, and for the leave-one-out posterior of the ``unlearned`` reference."""
+    cells = pd.concat(items, ignore_index=True) if items else pd.DataFrame()
+    out: dict[str, Any] = {"khat_threshold": threshold, "cells": len(cells)}
+    for key, column in (("cells_over_threshold", "relevant_khat"), ("cells_over_threshold_any_candidate", "max_khat"),
+                        ("unlearned_cells_over_threshold", "loo_khat")):  # fmt: skip
+        if column in cells:
+            out[key] = int((cells[column].to_numpy(dtype=float) > threshold).sum())
+    return out
 
 
 def intruder_items(risk_cells: pd.DataFrame, lower: int, upper: int) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from bayessdc.models.flows import (
     validate_flows,
 )
 from bayessdc.models.sampling import ConvergenceCriteria, ConvergenceReport, SamplerSettings
-from bayessdc.risk.attribute import AttributeRiskAssessor, attribute_risk_summary
+from bayessdc.risk.attribute import AttributeRiskAssessor
 from bayessdc.synthesis.datasets import stack_datasets
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.runner import GroupTask, log_progress, run_groups
@@ -36,7 +36,7 @@ from bayessdc.synthesis.runner import GroupTask, log_progress, run_groups
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
 from ...release import Diagnostics, PosteriorFiles, Release
-from .figures import exact_check, flow_risk_cells, flow_utility, intruder_items
+from .figures import exact_check, flow_risk_cells, importance_diagnostics, intruder_items
 
 __all__ = ["Flows"]
 
@@ -215,6 +215,7 @@ class Flows(Recipe):
                 }
                 for r in results
             },
+            "importance_sampling": importance_diagnostics([r.items for r in results]),
         }
         worst = next((r for r in results if not r.converged), results[0]).convergence
         report = ConvergenceReport(
@@ -246,8 +247,8 @@ class Flows(Recipe):
         return description
 
     def draw(self, prepared: FlowsPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
-        """The synthetic tables (drawn with each pair's fit), per-cell attribute risk (R_all, R_unq, d_t) and
-        utility (tau, margins)."""
+        """The synthetic tables (drawn with each pair's fit), and what the measures read: each sensitive cell's
+        intruder figures (eq. 3-8) and its row in the table, the counts and their margins."""
         data, groups, columns, lower = prepared.data, prepared.groups, self.columns, self.lower
         results = fitted.state
         sensitive_rows = np.concatenate([g.rows for g in groups])
@@ -255,10 +256,6 @@ class Flows(Recipe):
         cells = pd.concat([r.items for r in results], ignore_index=True)
         original = data.iloc[sensitive_rows].reset_index(drop=True)
         risk_cells = flow_risk_cells(original, cells, columns, lower)
-        risk = attribute_risk_summary(risk_cells, unique=risk_cells["unique"].to_numpy())
-        risk["intruder"] = "knows every other sensitive count; uniform prior over the sensitive range (eq. 3-8)"
-        risk["per_group_seconds"] = float(np.mean([r.summary.get("assess_seconds", 0.0) for r in results]))
-
         frames = []
         for k in range(m):
             frame = data.copy()
@@ -267,12 +264,10 @@ class Flows(Recipe):
             frame[columns.count] = counts
             frames.append(frame)
         synthetic = stack_datasets(frames)
-        utility = flow_utility(data, original, synthetic, synthetic_values, columns)
         private_json = {}
         if self.exact_check > 0:
-            risk["exact_check"] = exact_check(self.synthesizer(), self.exact_check, self.lower, groups, results,
-                                              risk_cells, seed)
-            private_json["exact_check.json"] = risk["exact_check"]
+            private_json["exact_check.json"] = exact_check(self.synthesizer(), self.exact_check, self.lower, groups,
+                                                           results, risk_cells, seed)  # fmt: skip
         return Drawn(
             synthetic,
             facts={
@@ -281,8 +276,6 @@ class Flows(Recipe):
                 "groups_released_unchanged": [list(k) for k in prepared.skipped],
                 "groups_all_at_lower_bound": prepared.at_lower_bound,
             },
-            risk_figures=risk,
-            utility_figures=utility,
             private_json=private_json,
             private_tables={"risk_cells.parquet": risk_cells},
             measure_input=MeasureInput(
@@ -291,7 +284,7 @@ class Flows(Recipe):
                 count_column=columns.count,
                 count_margins=[[columns.origin], [columns.destination],
                                [columns.origin_group, columns.destination_group]],
-                items=intruder_items(risk_cells, self.lower, self.upper),
+                items=intruder_items(risk_cells, self.lower, self.upper).assign(row=sensitive_rows),
                 seed=seed,
             ),
         )

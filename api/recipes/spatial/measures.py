@@ -12,9 +12,8 @@ import pandas as pd
 
 from bayessdc.measures import MeasureInput, ProximityInput, RegressionInput
 from bayessdc.models.spatial import Restriction, SpatialData
-from bayessdc.risk.proximity import proximity_shares, proximity_summary, relative_reduction
+from bayessdc.risk.proximity import proximity_shares
 from bayessdc.synthesis.datasets import stack_datasets
-from bayessdc.synthesis.regression import regression_utility
 
 from ...errors import InputError
 from ...pipeline.recipe import column_list
@@ -111,40 +110,18 @@ class SpatialMeasures(Measures):
             self.datasets[name] = stack_datasets(released)
             self.analysed[name] = stack_datasets(modelled)
 
-    def proximity(self, band: float, absolute: float) -> tuple[dict[str, Any], pd.DataFrame]:
-        """The risk figures (``private/risk.json``) and the per-record shares (``risk_records.parquet``)."""
-        at_risk = self.restriction.at_risk
-        risk: dict[str, Any] = {
-            "outliers": np.flatnonzero(at_risk).tolist(),
-            "outliers_are": "0-based row positions in the input table",
-            "threshold_M": self.restriction.threshold,
-            "bands": {"relative": band, "absolute": absolute, "scale": "released (original) scale"},
-            "within_band": {},
-            "within_absolute": {},
-        }
-        records = pd.DataFrame(
-            {"row": np.arange(self.data.n), "at_risk": at_risk, "risk_weight": self.restriction.weights}
-        )
+    def records(self) -> pd.DataFrame:
+        """Per record (``private/risk_records.parquet``): its row, whether it is at risk, its risk weight, and the
+        share of each stage's m synthetic values within the run's relative band and within its absolute band."""
+        restriction = self.restriction
+        records = pd.DataFrame({"row": np.arange(self.data.n), "at_risk": restriction.at_risk,
+                                "risk_weight": restriction.weights})  # fmt: skip
         for name in STAGES:
-            shares = proximity_shares(
-                self.truth, self.data.released(self.values[name]), relative=band, absolute=absolute
-            )
-            for column in ("within_band", "within_absolute"):
-                risk[column][name] = proximity_summary(shares, at_risk, column)
+            shares = proximity_shares(self.truth, self.data.released(self.values[name]), relative=self.band,
+                                      absolute=self.absolute_band)  # fmt: skip
             records[f"{name}_within_band"] = shares["within_band"].to_numpy()
             records[f"{name}_within_absolute"] = shares["within_absolute"].to_numpy()
-        risk["reduction"] = {
-            column: relative_reduction(risk[column]["unrestricted"], risk[column]["restricted"])
-            for column in ("within_band", "within_absolute")
-        }
-        return risk, records
-
-    def risk(self, band: float | None = None, absolute_band: float | None = None) -> dict[str, Any]:
-        """Proximity risk of both stages with another relative ``band`` and/or ``absolute_band``."""
-        band = self.band if band is None else band
-        if not 0 < band:
-            raise InputError("band= must be positive")
-        return self.proximity(band, self.absolute_band if absolute_band is None else absolute_band)[0]
+        return records
 
     def measure_input(
         self, band: float | None = None, absolute_band: float | None = None,
@@ -176,19 +153,3 @@ class SpatialMeasures(Measures):
         if missing:
             raise InputError(f"analysis predictor(s) {missing} are not columns of the table")
         return list(predictors)
-
-    def utility(self, predictors: Sequence[str] | str | None = None) -> dict[str, Any]:
-        """The analyst's OLS on the m datasets of each stage, combined by Reiter's rules, against the original."""
-        predictors = self._predictors(predictors)
-        scale = "log " if self.data.log_response else ""
-        utility: dict[str, Any] = {
-            "analysis": f"OLS of {scale}{self.response} on {', '.join(predictors)}",
-            "combining_rules": "Reiter (2003), partially synthetic",
-            "m": len(self.values["restricted"]),
-        }
-        analysed_original = self.original.assign(**{self.response: self.data.y})
-        for name in ("restricted", "unrestricted"):
-            table = regression_utility(analysed_original, self.analysed[name], self.response, predictors)
-            key = "regression" if name == "restricted" else "regression_unrestricted"
-            utility[key] = table.reset_index().to_dict(orient="records")
-        return utility

@@ -211,7 +211,8 @@ class Spatial(Recipe):
         return model
 
     def draw(self, prepared: SpatialPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
-        """m synthetic datasets from each stage (the restricted ones released), proximity risk, utility."""
+        """m synthetic datasets from each stage (the restricted ones released), and what the measures read: the
+        at-risk records' true and synthetic values, and the analyst's regression on both stages."""
         fit = fitted.state
         data, response = fit.data, prepared.response
         rng = streams.rng(seed, "datasets")
@@ -231,21 +232,24 @@ class Spatial(Recipe):
             absolute_band=self.absolute_band,
             predictors=prepared.predictors,
         )
-        risk, records = measures.proximity(self.band, measures.absolute_band)
-        utility = measures.utility()
-        overlap = float(np.mean([row["ci_overlap"] for row in utility["regression"]]))
+        at_risk = np.flatnonzero(fit.restriction.at_risk).tolist()
+        measure_input = measures.measure_input()
         return Drawn(
             measures.datasets["restricted"],
-            facts={"records": data.n, "at_risk_records": len(risk["outliers"]), "mean_ci_overlap": overlap},
-            risk_figures=risk,
-            utility_figures=utility,
+            facts={
+                "records": data.n, "at_risk_records": len(at_risk),
+                "at_risk_rows": at_risk,  # 0-based row positions in the input table
+                "outlier_threshold": fit.restriction.threshold,  # the paper's M
+                "proximity_bands": {"relative": self.band, "absolute": measures.absolute_band,
+                                    "scale": "released (original) scale"},
+            },  # fmt: skip
             private_tables={
-                "risk_records.parquet": records,
+                "risk_records.parquet": measures.records(),
                 "synthetic_unrestricted.parquet": measures.datasets["unrestricted"],
                 "drawn.parquet": drawn_table(drawn),
             },
             measures=measures,
-            measure_input=measures.measure_input(),
+            measure_input=measure_input,
         )
 
     def levers(self) -> list[Lever]:
@@ -265,9 +269,8 @@ def spatial_report_content(prepared: SpatialPrepared, release: Release) -> Any:
 
     response, coords = prepared.response, list(prepared.coords)
     original = prepared.frame.reset_index(drop=True)
-    risk = release.risk_figures or {}
     at_risk = np.zeros(len(original), bool)
-    at_risk[risk.get("outliers", [])] = True
+    at_risk[release.facts.get("at_risk_rows", [])] = True
     content = ReportContent(
         original=original,
         synthetic=release.synthetic,
