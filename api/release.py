@@ -117,18 +117,8 @@ class Measures:
         :class:`bayessdc.measures.MeasureInput`."""
         raise NotImplementedError
 
-    def risk(self, **options: Any) -> dict[str, Any]:
-        """Risk figures with ``options``, in the synthesizer's own form (``private/risk.json``)."""
-        raise NotImplementedError
-
-    def utility(self, **options: Any) -> dict[str, Any]:
-        """Utility figures with ``options``, in the synthesizer's own form (``private/utility.json``)."""
-        raise NotImplementedError
-
-    def replace_synthetic(self, synthetic: Any) -> dict[str, Any] | None:
-        """Measure ``synthetic`` from now on (the release's datasets after rows were removed from them) and return
-        the release's own utility figures recomputed on it (``None``: this release has none to recompute)."""
-        return None
+    def replace_synthetic(self, synthetic: Any) -> None:
+        """Measure ``synthetic`` from now on (the release's datasets after rows were removed from them)."""
 
 
 @dataclass
@@ -185,8 +175,6 @@ class Release:
     seed: int
     seconds: float = 0.0
     facts: dict[str, Any] = field(default_factory=dict)
-    risk_figures: dict[str, Any] | None = None
-    utility_figures: dict[str, Any] | None = None
     private_json: dict[str, dict[str, Any]] = field(default_factory=dict)
     private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     private_files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
@@ -204,8 +192,6 @@ class Release:
         """Every disclosure-risk measure of this release, one row per (measure, subset), the same columns for
         every synthesizer (see :meth:`measure_table`); with ``options`` (for example
         ``known=[["gender", "county"]]``) recomputed from the records held in memory.
-
-        The synthesizer's own figures as ``private/risk.json`` holds them are :attr:`risk_figures`.
 
         Raises
         ------
@@ -231,8 +217,7 @@ class Release:
         return self._table("risk", options)
 
     def utility(self, **options: Any) -> pd.DataFrame:
-        """Every utility measure of this release, in the shape of :meth:`risk`; with ``options`` recomputed.
-        The synthesizer's own figures (``private/utility.json``) are :attr:`utility_figures`."""
+        """Every utility measure of this release, in the shape of :meth:`risk`; with ``options`` recomputed."""
         return self._table("utility", options)
 
     def _table(self, kind: str, options: dict[str, Any]) -> pd.DataFrame:
@@ -377,18 +362,13 @@ class Release:
                 folder.write_private_file(name, write)
         for name, table in self.private_tables.items():
             folder.write_private_table(name, table)
-        if self.risk_figures is not None:
-            folder.write_private_json("risk.json", self.risk_figures)
-        if self.utility_figures is not None:
-            folder.write_private_json("utility.json", self.utility_figures)
         for name, payload in self.private_json.items():
             folder.write_private_json(name, payload)
-        if self.measured is not None:
+        if self.measured is not None:  # measures.json, risk.json and utility.json: one writer for every release
             from bayessdc.measures.files import measure_files
 
             for name, payload in measure_files(self.measured).items():
-                if getattr(self, f"{name[:-5]}_figures", None) is None:
-                    folder.write_private_json(name, payload)
+                folder.write_private_json(name, payload)
         if self.policy is not None:
             folder.write_private_json("policy.json", self.policy_record())
         self._write_report(folder)

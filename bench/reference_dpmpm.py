@@ -376,37 +376,36 @@ def release_comparison(
 ) -> pd.DataFrame:
     """The release figures of several sets of m synthetic datasets, side by side with the inherent bounds.
 
-    With this project's generic functions only (:func:`bayessdc.risk.categorical.categorical_risk` and
-    :func:`bayessdc.synthesis.categorical.table_deviations`): per knowledge set the expected match risk and the
-    true and false match rates, the exact attribute disclosures (first knowledge set), and the sums of absolute
+    With this project's generic measures only (:mod:`bayessdc.measures`: the identification figures, the exact
+    attribute disclosures and the table deviations, each release measured alike): per knowledge set the expected
+    match risk and the true and false match rates, the exact attribute disclosures, and the sums of absolute
     deviations of the one-, two- and three-way tables. One row per figure; columns ``inherent min``, one per
     release (mean over its m datasets), ``inherent max`` (NaN for the table deviations, which have no inherent
     scenario), and ``sd <release>``, the standard deviation of the figure over that release's m datasets.
     """
-    from bayessdc.risk.categorical import categorical_risk
-    from bayessdc.synthesis.categorical import table_deviations
+    from bayessdc.measures import MeasureInput, compute_measures
 
+    names = ["expected_match_risk", "true_match_rate", "false_match_rate", "attribute_disclosures", "table_deviation"]
     rows: dict[str, dict[str, float]] = {}
     for name, synthetic in releases.items():
-        risk = categorical_risk(original, synthetic, synthesize, keep, known_sets, repetitions=repetitions, seed=seed)
-        for entry, detail in zip(risk.figures["identification"], risk.details["identification"], strict=True):
-            known = "+".join(entry["known"])
-            for measure in ("expected_match_risk", "true_match_rate", "false_match_rate"):
-                row = rows.setdefault(f"{measure} [{known}]", {})
-                row["inherent min"] = entry["inherent"]["min"][measure]
-                row["inherent max"] = entry["inherent"]["max"][measure]
-                row[name] = entry[measure]
-                row[f"sd {name}"] = float(np.std(detail["per_dataset"][measure], ddof=1))
-        attribute = risk.figures["attribute"]
-        row = rows.setdefault(f"exact attribute disclosures [{'+'.join(known_sets[0])}]", {})
-        row["inherent min"] = attribute["inherent"]["min"]["disclosures"]
-        row["inherent max"] = attribute["inherent"]["max"]["disclosures"]
-        row[name] = attribute["disclosures"]
-        row[f"sd {name}"] = float(np.std(risk.details["attribute"]["per_dataset"], ddof=1))
-        for way, dev in table_deviations(original, synthetic, synthesize, keep).items():
-            row = rows.setdefault(f"table deviations, {way}", {"inherent min": np.nan, "inherent max": np.nan})
-            row[name] = dev["mean"]
-            row[f"sd {name}"] = float(np.std(dev["per_dataset"], ddof=1))
+        data = MeasureInput(synthetic, original, released=keep + synthesize, synthesized=synthesize, kept=keep,
+                            known_sets=known_sets, partially_synthetic=True, repetitions=repetitions, seed=seed)
+        measured = compute_measures(data, names)
+        for measure in names:
+            result = measured[measure]
+            for _, summary in result.summary().iterrows():
+                subset = summary["subset"]
+                label = (f"table deviations, {subset}" if measure == "table_deviation" else
+                         "exact attribute disclosures" if measure == "attribute_disclosures" else
+                         f"{measure} [{subset}]")  # fmt: skip
+                row = rows.setdefault(label, {"inherent min": np.nan, "inherent max": np.nan})
+                for scenario in ("min", "max"):
+                    value = result.reference(subset, f"inherent_{scenario}")
+                    if value is not None:
+                        row[f"inherent {scenario}"] = value
+                values = result.values.loc[result.values["subset"] == subset, "value"].to_numpy(dtype=float)
+                row[name] = float(summary["pooled"])
+                row[f"sd {name}"] = float(np.nanstd(values, ddof=1))
     names = list(releases)
     columns = ["inherent min", *names, "inherent max", *[f"sd {n}" for n in names]]
     return pd.DataFrame.from_dict(rows, orient="index")[columns]

@@ -52,7 +52,7 @@ def add_shared_options(p: argparse.ArgumentParser, recipe: str) -> None:
         p, "--ordered-logit", to=f"{recipe}.ordered_logits", action="append", metavar="RESPONSE:PRED1,PRED2",
         help="the analyst's ordered logistic regression of RESPONSE (ordered by its sorted values) on the one-hot "
         "predictors, fitted to the original and to every synthetic dataset and combined with the partially synthetic "
-        "rules, written to private/utility.json; repeat for several models (for example income:county,age,gender)",
+        "rules (the measure ci_overlap); repeat for several models (for example income:county,age,gender)",
     )  # fmt: skip
     gate = p.add_argument_group(
         "release gate", "the release figures (risk, utility) of synthetic datasets drawn from every chain must agree "
@@ -112,52 +112,26 @@ def gate_lines(release: Any) -> list[str]:
     ]
 
 
-def _fmt(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
+def categorical_lines(release: Any) -> list[str]:
+    """The measure lines of ``dpmpm`` and ``dp-areal`` (:func:`bayessdc.report.text.measure_lines`) and the Bayesian
+    attribute risk's reliability where it was assessed."""
+    from bayessdc.report.text import measure_lines
 
-
-def categorical_lines(release: Any, ordered_logit: bool = True) -> list[str]:
-    """The risk and utility lines of ``dpmpm`` and ``dp-areal`` (the latter prints no ordered-logit lines)."""
-    r, u, details = release.risk_figures, release.utility_figures, release.private_json["risk_details.json"]
-    lines = []
-    for entry in r["identification"]:
-        lo, hi = entry["inherent"]["min"], entry["inherent"]["max"]
-        lines.append(
-            f"  identification [{'+'.join(entry['known'])}]: expected match risk {_fmt(entry['expected_match_risk'])} "
-            f"(min {_fmt(lo['expected_match_risk'])}, max {_fmt(hi['expected_match_risk'])}), true match rate "
-            f"{_fmt(entry['true_match_rate'])}, false match rate {_fmt(entry['false_match_rate'])}"
-        )
-    a, b = r["attribute"], details["attribute"].get("bayesian")
-    lines.append(
-        f"  attribute: {_fmt(a['disclosures'])} exact disclosures ({100 * a['share']:.2f}%; min "
-        f"{_fmt(a['inherent']['min']['disclosures'])}, max {_fmt(a['inherent']['max']['disclosures'])})"
-    )
-    if b is not None:
-        lines.append(
-            f"  Bayesian attribute risk ({b['records_assessed']} records): mean probability of the true label "
-            f"{b['mean_true_probability']:.3f}, intruder correct {100 * b['share_correct']:.1f}%, "
-            f"k-hat > 0.7: {b['khat_over_0_7']}"
-        )
-    td = u["table_deviations"]
-    lines.append(
-        "  utility: sum |deviation| "
-        + ", ".join(f"{k} {v['mean']:.1f}" for k, v in td.items())
-        + f"; pMSE ratio {u['pmse']['ratio']:.2f}"
-    )
-    for model in u.get("ordered_logit", []) if ordered_logit else []:
-        lines.append(
-            f"  ordered logit {model['response']} ~ {' + '.join(model['predictors'])}: mean interval overlap of the "
-            f"coefficients {_fmt(model['mean_interval_overlap'])}"
-        )
+    lines = measure_lines(release.measured)
+    sampling = release.diagnostics.summary.get("importance_sampling")
+    if sampling:
+        lines.append(f"  Bayesian attribute risk of {sampling['records_assessed']} records: importance weights with "
+                     f"k-hat > 0.7 for {sampling['khat_over_0_7']}")  # fmt: skip
     return lines
 
 
 def demo_rows(release: Any) -> list[tuple[str, Any]]:
     """The demo table's rows for a categorical release: the release gate's verdict first."""
-    d, r, u = release.diagnostics, release.risk_figures, release.utility_figures
+    from bayessdc.report.text import measure_rows
+
+    d = release.diagnostics
     gate = d["release_gate"]
     ratios = [f["between_chain_se"] / f["tolerance"] for f in gate["figures"].values() if f.get("tolerance")]
-    ident = r["identification"][-1]
     rows = [
         ("records", release.facts["records"]),
         ("release gate", gate_verdict(d)),
@@ -170,14 +144,7 @@ def demo_rows(release: Any) -> list[tuple[str, Any]]:
         rows.append(("  divergences", gate["divergences"]))
     rows += [
         ("occupied components", d["occupied_components"]["mean"]),
-        (f"expected match risk ({'+'.join(ident['known'])})", ident["expected_match_risk"]),
-        ("  inherent min", ident["inherent"]["min"]["expected_match_risk"]),
-        ("  inherent max", ident["inherent"]["max"]["expected_match_risk"]),
-        ("exact attribute disclosures", r["attribute"]["disclosures"]),
-        ("  inherent min", r["attribute"]["inherent"]["min"]["disclosures"]),
-        ("  inherent max", r["attribute"]["inherent"]["max"]["disclosures"]),
-        ("one-way table deviation", u["table_deviations"]["one-way"]["mean"]),
-        ("pMSE ratio", u["pmse"]["ratio"]),
+        *measure_rows(release),
         ("seconds", release.seconds),
     ]
     return rows

@@ -103,7 +103,7 @@ def summary(release: Any, out: Path) -> str:
     lines = [
         f"dp-areal: {f['records']} records, {f['patterns']} patterns x {f['labels']} labels, {release.seconds:.1f} s",
         *gate_lines(release),
-        *categorical_lines(release, ordered_logit=False),
+        *categorical_lines(release),
         f"  written: {out / 'release'} and {out / 'private'} (the run's report: {out / 'private' / 'report.html'})",
     ]
     return "\n".join(lines)

@@ -207,6 +207,9 @@ class MeasureInput:
         errors compare (:class:`bayessdc.measures.tables.CategoryCountError`); empty: none compared.
     seed
         Seed of every random step of a measure (the inherent scenarios).
+    details
+        Whether the measures compute the tables behind their figures (:attr:`MeasureResult.details`); the release
+        gate, which reads the figures of hundreds of datasets and keeps none of their results, sets ``False``.
     """
 
     synthetic: pd.DataFrame
@@ -238,6 +241,7 @@ class MeasureInput:
     replicates: Any = None
     categorical: list[str] = field(default_factory=list)
     seed: int = 0
+    details: bool = True
     #: Figures shared between measures of this input (computed once).
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 

@@ -15,11 +15,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .base import Measure, MeasureInput, MeasureResult, register
 
-__all__ = ["IntervalOverlap", "RegressionInput"]
+__all__ = ["IntervalOverlap", "RegressionInput", "judged_coefficients"]
+
+#: A coefficient whose interval on the original is wider than this (on the log-odds scale: a standard error above
+#: 10) is not identified: a level seen with one response value only (separation) has no finite estimate.
+UNIDENTIFIED_WIDTH = 2 * 1.96 * 10
+
+
+def judged_coefficients(table: pd.DataFrame, thresholds: int) -> pd.DataFrame:
+    """An ordered logit's coefficient table with the columns ``identified`` (its interval on the original is
+    finite and narrower than :data:`UNIDENTIFIED_WIDTH`) and ``judged`` (a slope, identified, with a finite
+    overlap: the coefficients the measure reports); the last ``thresholds`` rows are the cut points."""
+    table = table.copy()
+    width = (table["original_upper"] - table["original_lower"]).to_numpy(dtype=float)
+    slopes = np.arange(len(table)) < len(table) - thresholds
+    table["identified"] = np.isfinite(width) & (width < UNIDENTIFIED_WIDTH)
+    table["judged"] = slopes & table["identified"].to_numpy() & np.isfinite(table["ci_overlap"].to_numpy(dtype=float))
+    return table
 
 
 @dataclass
@@ -45,9 +62,9 @@ class RegressionInput:
         :func:`bayessdc.synthesis.combining.kind_of_release` gives it from the kept columns. Set by whoever
         builds the input (the pipeline knows its release); ``reference`` is combined by the same rules.
     coefficients
-        The fit when the synthesizer has made it already (the ordered logits of its own utility figures): one
-        row per coefficient judged, columns ``original``, ``original_lower``, ``original_upper``,
-        ``estimate``, ``ci_lower``, ``ci_upper`` and ``ci_overlap``.
+        The fit when it was made already: one row per coefficient, columns ``original``, ``original_lower``,
+        ``original_upper``, ``estimate``, ``ci_lower``, ``ci_upper`` and ``ci_overlap`` (and ``judged``: the rows
+        the measure reports; all of them without it).
     weights
         The survey weight column (of the original and of every dataset): the OLS becomes weighted least squares
         with linearization variances (:func:`bayessdc.synthesis.survey.weighted_regression`); the measure takes
@@ -80,7 +97,7 @@ class RegressionInput:
             table = ordered_logit_combined(self.original, synthetic, self.response, self.predictors, kind=self.kind)
             table = table.rename(columns={"q_bar": "estimate", "lower": "ci_lower", "upper": "ci_upper",
                                           "interval_overlap": "ci_overlap"})  # fmt: skip
-            return table.dropna(subset=["ci_overlap"])
+            return judged_coefficients(table, int(self.original[self.response].nunique()) - 1)
         from bayessdc.synthesis.regression import regression_utility
 
         return regression_utility(self.original, synthetic, self.response, self.predictors, kind=self.kind,
@@ -118,17 +135,20 @@ class IntervalOverlap(Measure):
                 weighted.append(r.weights)
             prefix = f"{r.response}: " if len(regressions) > 1 or r.model != "ols" else ""
             table = r.fit()
+            judged = table[table["judged"]] if "judged" in table else table
             values += [{"subset": f"{prefix}{name}", "dataset": 0, "value": float(v)}
-                       for name, v in table["ci_overlap"].items()]  # fmt: skip
+                       for name, v in judged["ci_overlap"].items()]  # fmt: skip
             if r.reference is not None:
                 ref = r.fit(r.reference)
+                ref_judged = ref[ref["judged"]] if "judged" in ref else ref
                 references += [{"subset": f"{prefix}{name}", "reference": "unsmoothed", "value": float(v)}
-                               for name, v in ref["ci_overlap"].items()]  # fmt: skip
+                               for name, v in ref_judged["ci_overlap"].items()]  # fmt: skip
             for fit, fitted in (("release", table), ("unsmoothed", ref if r.reference is not None else None)):
                 if fitted is None:
                     continue
                 shown = fitted.copy()
                 shown.insert(0, "fit", fit)
+                shown.insert(1, "response", r.response)
                 shown["combining_rules"] = r.kind
                 shown.index = [f"{prefix}{name}" for name in shown.index]
                 details.append(shown)

@@ -28,7 +28,7 @@ import pandas as pd
 from .base import Measure, MeasureInput, MeasureResult, register
 from .identification import per_dataset_figures
 
-__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "released_figures"]
+__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "released_figures", "within_patterns"]
 
 _WAYS = {1: "one-way", 2: "two-way", 3: "three-way"}
 
@@ -89,6 +89,8 @@ class TableDeviation(_Categorical):
     subset_names = ("one-way", "two-way", "three-way")
 
     def compute(self, data: MeasureInput) -> MeasureResult:
+        from bayessdc.synthesis.categorical import table_deviations
+
         table = self.figures(data)
         values = []
         for column in [c for c in table.columns if c.startswith("table_deviation[")]:
@@ -97,7 +99,13 @@ class TableDeviation(_Categorical):
                 {"subset": subset, "dataset": int(d), "value": float(v)}
                 for d, v in zip(table["synthetic"], table[column], strict=True)
             ]
-        return self.result(values)
+        result = self.result(values)
+        if data.details and data.weights is None:  # each table's deviation, mean over the datasets (unweighted)
+            orders = table_deviations(data.original, data.synthetic, data.synthesized, data.kept, ways=tuple(_WAYS))
+            result.details = pd.DataFrame([{"subset": order, "table": name, "deviation": float(v)}
+                                           for order, figures in orders.items()
+                                           for name, v in figures["tables"].items()])  # fmt: skip
+        return result
 
 
 @register
@@ -122,6 +130,12 @@ class PMSERatio(_Categorical):
             for d, v in zip(table["synthetic"], table["pmse_ratio"], strict=True)
         ]
         result = self.result(values, [{"subset": "all", "reference": "null", "value": 1.0}])
+        if data.details and data.weights is None:  # per dataset: the pMSE, its null expectation, the model's size
+            from bayessdc.synthesis.categorical import pmse
+
+            fit = pmse(data.original, data.synthetic, data.kept + data.synthesized, data.synthesized)
+            result.details = pd.DataFrame({"dataset": table["synthetic"].to_numpy(int), **fit["per_dataset"]})
+            result.description = f"{result.description} (the propensity model: {fit['model']})"
         if data.weights is not None:
             result.title = f"{result.title} (weighted by {data.weights})"
             result.description = (f"{result.description}; records weighted by {data.weights!r}, the null expectation "
@@ -147,4 +161,18 @@ class WithinPatternTV(_Categorical):
             {"subset": "all", "dataset": int(d), "value": float(v)}
             for d, v in zip(table["synthetic"], table["within_pattern_tv"], strict=True)
         ]
-        return self.result(values)
+        result = self.result(values)
+        if data.details:
+            result.details = within_patterns(data)[1]  # per pattern: its records and total variation, m datasets pooled
+        return result
+
+
+def within_patterns(data: MeasureInput) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`bayessdc.synthesis.categorical.within_pattern_distributions` of the datasets released (computed
+    once per input): per cell, and per pattern of kept values."""
+    if "within_patterns" not in data.cache:
+        from bayessdc.synthesis.categorical import within_pattern_distributions
+
+        data.cache["within_patterns"] = within_pattern_distributions(data.original, data.synthetic, data.synthesized,
+                                                                     data.kept)  # fmt: skip
+    return data.cache["within_patterns"]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from tests.release_digest import release_digest
@@ -33,8 +34,9 @@ from tests.release_digest import release_digest
 BEFORE = Path(__file__).parent / "data" / "before_measures"
 TOLERANCE = 1e-12
 
-#: The old figure files, each leaf of which must be found again or named.
-FIGURE_FILES = ("risk.json", "utility.json")
+#: The old figure files, each leaf of which must be found again or named (the categorical synthesizers' details
+#: file too).
+FIGURE_FILES = ("risk.json", "utility.json", "risk_details.json")
 
 
 class Files(Mapping[str, Any]):
@@ -67,6 +69,14 @@ class Files(Mapping[str, Any]):
 
     # the measures' figures, as the map's functions read them
 
+    def table(self, name: str) -> pd.DataFrame:
+        """A private Parquet table of the run."""
+        return pd.read_parquet(self.out / "private" / name)
+
+    def details(self, measure: str) -> pd.DataFrame:
+        """The details table of ``measure`` (``measures.json``)."""
+        return pd.DataFrame(self["measures.json"][measure]["details"])
+
     def summary(self, measure: str, subset: str) -> dict[str, Any]:
         """The summary row of ``measure`` for ``subset`` (``measures.json``)."""
         rows = [r for r in self["measures.json"][measure]["summary"] if r["subset"] == subset]
@@ -91,13 +101,18 @@ def _number(value: Any) -> float:
 
 
 def leaves(tree: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every leaf of a JSON tree with its path (a list's items by their position)."""
+    """Every leaf of a JSON tree with its path: a list's items by their position, or by ``measure[subset]`` where
+    each item names a measure and a subset once (a policy's judgements and lever costs: a row added or removed then
+    moves no other)."""
     if isinstance(tree, dict):
         for key, value in tree.items():
             yield from leaves(value, (*path, str(key)))
     elif isinstance(tree, list) and tree and any(isinstance(v, dict | list) for v in tree):
+        keys = [f"{v['measure']}[{v['subset']}]" if isinstance(v, dict) and {"measure", "subset"} <= set(v) else None
+                for v in tree]  # fmt: skip
+        named = None not in keys and len(set(keys)) == len(keys)
         for i, value in enumerate(tree):
-            yield from leaves(value, (*path, str(i)))
+            yield from leaves(value, (*path, keys[i] if named else str(i)))
     else:
         yield path, tree
 

@@ -140,8 +140,6 @@ class Drawn:
         The release's measures with other options (``release.risk(known=...)``), when it takes any.
     facts
         Figures a summary or report shows besides the measures (records, cells, groups, ...).
-    risk_figures, utility_figures
-        The synthesizer's own figures (``private/risk.json``, ``private/utility.json``).
     private_json, private_tables
         Further private outputs by file name under ``private/``.
     """
@@ -150,8 +148,6 @@ class Drawn:
     measure_input: Any = None
     measures: Measures | None = None
     facts: dict[str, Any] = field(default_factory=dict)
-    risk_figures: dict[str, Any] | None = None
-    utility_figures: dict[str, Any] | None = None
     private_json: dict[str, dict[str, Any]] = field(default_factory=dict)
     private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 

@@ -58,8 +58,6 @@ def build_release(
         m=m,
         seed=seed,
         facts=drawn.facts,
-        risk_figures=drawn.risk_figures,
-        utility_figures=drawn.utility_figures,
         private_json=drawn.private_json,
         private_tables=drawn.private_tables,
         private_files=dict(fitted.private_files),
@@ -159,7 +157,7 @@ def utility_as_drawn(drawn: MeasureInput, released: MeasureInput | None = None) 
     cache = dict(drawn.cache)
     if released is not None:
         cache.update({k: v for k, v in released.cache.items() if k in _DRAWN_CACHE})
-    return compute_measures(replace(drawn, bootstrap=0, cache=cache), kind="utility")
+    return compute_measures(replace(drawn, bootstrap=0, cache=cache, details=False), kind="utility")
 
 
 def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
@@ -211,11 +209,10 @@ def remove_uniques(release: Release, name: str) -> Release:
     measure_input = replace(data, synthetic=synthetic, drawn=drawn, unlearned=unlearned, removed=removed,
                             unlearned_removed=unlearned_removed, inherent_removed=inherent, regression=regression,
                             cache={})  # fmt: skip
-    utility_figures = release.utility_figures
-    if release.measures is not None and (removed["kept"] > 0).all():  # an emptied dataset has no table to compare
-        utility_figures = release.measures.replace_synthetic(synthetic) or utility_figures
+    if release.measures is not None:  # recomputing with other options measures the rows released
+        release.measures.replace_synthetic(synthetic)
     return replace(
-        release, synthetic=synthetic, measure_input=measure_input, utility_figures=utility_figures,
+        release, synthetic=synthetic, measure_input=measure_input,
         facts={**release.facts, "replicated_uniques_removed": count},
         private_tables={**release.private_tables, "synthetic_as_drawn.parquet": drawn.reset_index(drop=True)},
     )  # fmt: skip

@@ -96,27 +96,28 @@ def test_outputs_have_the_release_private_layout_of_dpmpm(run):
     assert gate["chains"] == 4 and gate["datasets_per_chain"] == 200 and gate["divergences"] == 0
     assert diagnostics["parameter_gate"]["decides_release"] is False
     assert model["release_gate"]["divergences"] == "none allowed (NUTS)" and model["release_gate"]["chains"] == 4
-    # the same risk.json layout as bayessdc dpmpm, so the two compare file by file
-    risk = json.loads((out / "private" / "risk.json").read_text())
-    assert [e["known"] for e in risk["identification"]] == [["gender", "county"], ["gender", "age", "county"]]
-    for entry in risk["identification"]:
-        assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
-        assert set(entry["inherent"]) == {"min", "max"}
-    assert set(risk["attribute"]) == {"disclosures", "share", "inherent"}
+    # the same measures as bayessdc dpmpm, so the two compare file by file
+    measures = json.loads((out / "private" / "measures.json").read_text())
+    rows = {(name, r["subset"]): r for name, m in measures.items() for r in m["summary"]}
+    values = {(name, r["subset"], r["dataset"]): r["value"] for name, m in measures.items() for r in m["values"]}
+    for known in (["gender", "county"], ["gender", "age", "county"]):
+        for figure in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+            assert {"inherent_min", "inherent_max"} <= set(rows[(figure, "+".join(known))])
     # exact disclosures are counted from the released files: recount from them
     released = [synthetic[synthetic["synthetic"] == k].reset_index(drop=True) for k in (1, 2, 3)]
     recount = np.mean([(one["county"] == table["county"]).sum() for one in released])
-    assert risk["attribute"]["disclosures"] == pytest.approx(recount)
+    assert rows[("attribute_disclosures", "all")]["pooled"] == pytest.approx(recount)
     # identification figures of every dataset worked from the released and original tables (eq. 15-17)
-    details = json.loads((out / "private" / "risk_details.json").read_text())
-    for entry, detail in zip(risk["identification"], details["identification"], strict=True):
-        by_hand = [identification_by_hand(table, one, entry["known"]) for one in released]
+    for known in (["gender", "county"], ["gender", "age", "county"]):
+        by_hand = [identification_by_hand(table, one, known) for one in released]
         for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
             expected = [h[key] for h in by_hand]
-            assert detail["per_dataset"][key] == [None if v is None else pytest.approx(v, abs=1e-12) for v in expected]
-            assert entry[key] == pytest.approx(np.mean([v for v in expected if v is not None]), abs=1e-12)
-    utility = json.loads((out / "private" / "utility.json").read_text())
-    assert {"table_deviations", "pmse", "within_pattern"} <= set(utility)
+            got = [values[(key, "+".join(known), k)] for k in (1, 2, 3)]
+            assert got == [None if v is None else pytest.approx(v, abs=1e-12) for v in expected]
+            finite = [v for v in expected if v is not None]
+            assert rows[(key, "+".join(known))]["pooled"] == (pytest.approx(np.mean(finite), abs=1e-12) if finite
+                                                            else None)  # fmt: skip
+    assert {"table_deviation", "pmse_ratio", "within_pattern_tv"} <= set(measures)
 
 
 def test_chains_that_disagree_beyond_tolerance_exit_3_naming_the_figure_and_the_chains(tmp_path, capsys):
@@ -174,3 +175,13 @@ PINNED_RELEASE = {
 
 def test_release_is_the_pinned_one(run):
     assert_pinned(release_digest(run[0] / "out"), PINNED_RELEASE)
+
+
+def test_every_figure_of_the_old_files_is_reported_as_a_measure(run):
+    """Issue 50's acceptance: the private JSON of this run equals the one of commit 23a1ef3 (before the categorical
+    synthesizers' figure dictionaries were replaced by measures) key by key to 1e-12, every old figure found as a
+    measure, or the difference named."""
+    from tests.categorical_parity import MOVED, NAMED
+    from tests.parity import assert_figures_kept
+
+    assert_figures_kept("dp_areal", run[0] / "out", MOVED, NAMED)

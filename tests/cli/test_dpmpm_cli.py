@@ -47,8 +47,9 @@ def test_outputs_have_the_release_private_layout(run):
     synthetic = pd.read_parquet(out / "release" / "synthetic.parquet")
     drawn = _drawn(out)
     assert sorted(synthetic["synthetic"].unique()) == [1, 2, 3] and [len(d) for d in drawn] == [len(table)] * 3
-    per_dataset = json.loads((out / "private" / "risk_details.json").read_text())["attribute"]["per_dataset"]
-    released = json.loads((out / "private" / "measures.json").read_text())["released_records"]["values"]
+    measures = json.loads((out / "private" / "measures.json").read_text())
+    per_dataset = [v["value"] for v in sorted(measures["attribute_disclosures"]["values"], key=lambda v: v["dataset"])]
+    released = measures["released_records"]["values"]
     columns = ["gender", "income", "age", "county"]
     originals = table[columns].astype(str).value_counts()
     unique_records = set(originals[originals == 1].index)
@@ -78,29 +79,33 @@ def test_outputs_have_the_release_private_layout(run):
     assert {p.name for p in (out / "release").iterdir()} == {"synthetic.parquet", "model.json"}
 
 
-def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
+def _measures(out):
+    """``private/measures.json`` of a run: per measure its summary rows by subset, values by subset and dataset,
+    and details."""
+    stored = json.loads((out / "private" / "measures.json").read_text())
+    return {name: {"summary": {r["subset"]: r for r in m["summary"]},
+                   "values": {(r["subset"], r["dataset"]): r["value"] for r in m["values"]},
+                   "details": pd.DataFrame(m.get("details") or []), "kind": m["kind"]}
+            for name, m in stored.items()}  # fmt: skip
+
+
+def test_risk_measures_and_their_inherent_references(run):
     folder, table, _ = run
-    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
-    assert [e["known"] for e in risk["identification"]] == [["gender", "county"], ["gender", "age", "county"]]
-    for entry in risk["identification"]:
-        for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
-            assert key in entry and key in entry["inherent"]["min"] and key in entry["inherent"]["max"]
-        assert set(entry) == {"known", "expected_match_risk", "true_match_rate", "false_match_rate", "inherent"}
-    details = json.loads((folder / "out" / "private" / "risk_details.json").read_text())
+    measures = _measures(folder / "out")
+    subsets = ["gender+county", "gender+age+county"]
     released = _drawn(folder / "out")  # the figures describe the datasets as drawn, like the inherent maximum's
-    for entry, detail in zip(risk["identification"], details["identification"], strict=True):
-        assert entry["expected_match_risk"] == pytest.approx(np.mean(detail["per_dataset"]["expected_match_risk"]))
-        # every dataset's figures worked from the drawn and original tables (eq. 15-17)
-        by_hand = [identification_by_hand(table, one, entry["known"]) for one in released]
-        for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
-            expected = [h[key] for h in by_hand]
-            assert detail["per_dataset"][key] == [None if v is None else pytest.approx(v, abs=1e-12) for v in expected]
-        assert entry["true_match_rate"] == pytest.approx(np.mean([h["true_match_rate"] for h in by_hand]), abs=1e-12)
-    attribute = risk["attribute"]
-    assert set(attribute) == {"disclosures", "share", "inherent"}
-    assert set(attribute["inherent"]["max"]) == {"disclosures", "share"}
-    assert attribute["share"] == pytest.approx(attribute["disclosures"] / len(table))
-    assert set(attribute["inherent"]) == {"min", "max"}
+    for figure in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+        assert list(measures[figure]["summary"]) == subsets
+        for subset in subsets:
+            row = measures[figure]["summary"][subset]
+            assert "inherent_min" in row and row["inherent_max"] is not None  # a min of no unique match: None
+            # every dataset's figures worked from the drawn and original tables (eq. 15-17)
+            by_hand = [identification_by_hand(table, one, subset.split("+")) for one in released]
+            values = [measures[figure]["values"][(subset, k)] for k in (1, 2, 3)]
+            assert values == [None if h[figure] is None else pytest.approx(h[figure], abs=1e-12) for h in by_hand]
+            finite = [h[figure] for h in by_hand if h[figure] is not None]
+            assert row["pooled"] == (pytest.approx(np.mean(finite), abs=1e-12) if finite else None)
+    attribute = measures["attribute_disclosures"]["summary"]["all"]
     # the inherent scenarios' mean disclosures over the 10 repetitions, against their expectations worked from
     # the table (about 220 and 601 / 12 = 50 of 601) within 4 standard deviations of a mean of 10; max above
     # min strictly
@@ -109,84 +114,91 @@ def test_risk_json_has_the_issue_layout_and_consistent_figures(run):
     for scenario in ("max", "min"):
         mean, sd = q[scenario].sum(), np.sqrt((q[scenario] * (1 - q[scenario])).sum() / 10)
         band[scenario] = (mean - 4 * sd, mean + 4 * sd)
-        assert band[scenario][0] < attribute["inherent"][scenario]["disclosures"] < band[scenario][1], scenario
+        assert band[scenario][0] < attribute[f"inherent_{scenario}"] < band[scenario][1], scenario
     assert band["max"][0] > band["min"][1]  # the two bands are apart
-    assert attribute["inherent"]["max"]["disclosures"] > attribute["inherent"]["min"]["disclosures"]
+    assert attribute["inherent_max"] > attribute["inherent_min"]
     singles = (table.groupby(["gender", "income", "age"]).size() == 1).sum()
-    assert details["attribute"]["single_record_patterns"]["records"] == singles >= 1
-    assert details["attribute"]["bayesian"]["records_assessed"] == 40
+    facts = json.loads((folder / "out" / "private" / "release.json").read_text())["facts"]
+    assert facts["single_record_patterns"] == singles >= 1
+    sampling = json.loads((folder / "out" / "private" / "diagnostics.json").read_text())["importance_sampling"]
+    assert sampling["records_assessed"] == 40 == measures["true_value_probability"]["summary"]["all items"]["datasets"]
     records = pd.read_parquet(folder / "out" / "private" / "risk_records.parquet")
     assert len(records) == len(table) and records["true_probability"].notna().sum() == 40
+    # risk.json: the risk measures' summaries
+    risk = json.loads((folder / "out" / "private" / "risk.json").read_text())
+    assert set(risk) == {name for name, m in measures.items() if m["kind"] == "risk"}
+    assert risk["attribute_disclosures"]["subsets"]["all"]["pooled"] == attribute["pooled"]
 
 
-def test_utility_json_has_table_deviations_and_pmse(run):
+def test_utility_measures_table_deviations_and_pmse(run):
     folder, table, _ = run
-    utility = json.loads((folder / "out" / "private" / "utility.json").read_text())
-    assert set(utility["table_deviations"]) == {"one-way", "two-way", "three-way"}
-    assert len(utility["table_deviations"]["two-way"]["tables"]) == 3  # county x each kept column
+    measures = _measures(folder / "out")
+    assert list(measures["table_deviation"]["summary"]) == ["one-way", "two-way", "three-way"]
+    deviations = measures["table_deviation"]["details"]
+    assert (deviations["subset"] == "two-way").sum() == 3  # county x each kept column
+    for order, group in deviations.groupby("subset"):  # each order's figure is the sum of its tables'
+        assert group["deviation"].sum() == pytest.approx(measures["table_deviation"]["summary"][order]["pooled"])
     patterns = len(table.groupby(["gender", "income", "age"]).size())
-    assert utility["within_pattern"]["patterns"] == patterns
+    assert len(measures["within_pattern_tv"]["details"]) == patterns
     # pMSE: null expectation (k - 1)(1 - c)^2 c / N with N the stacked records (the original and the dataset's
     # released rows, its replicated uniques removed) and c the synthetic share of them (Snoke et al.), the ratio a
     # dataset's pMSE over it. The design (one-hot of the cells present) differs between datasets, so k does too,
     # and each dataset reports its own: pMSE / ratio / ((1 - c)^2 c / N) is that dataset's k - 1, a whole number.
     # A synthesizer that keeps the distribution stays within 4 standard deviations of chi2_{k-1} / (k - 1)
     # around 1 (a copy of the data would give 0, a bad synthesizer far more).
-    figures = utility["pmse"]
-    k = np.array(figures["per_dataset"]["parameters"])
-    released = json.loads((folder / "out" / "private" / "measures.json").read_text())["released_records"]["values"]
-    rows = np.array([v["value"] for v in released], dtype=float)
+    figures = measures["pmse_ratio"]["details"].sort_values("dataset")
+    k = figures["parameters"].to_numpy(dtype=float)
+    rows = np.array([measures["released_records"]["values"][("all", d)] for d in (1, 2, 3)], dtype=float)
     n_stacked = len(table) + rows
     share = rows / n_stacked
     per_parameter = (1 - share) ** 2 * share / n_stacked
-    nulls = np.array(figures["per_dataset"]["null_expectation"])
+    nulls = figures["null_expectation"].to_numpy(dtype=float)
     assert nulls == pytest.approx((k - 1) * per_parameter, rel=1e-12)
-    assert figures["null_expectation"] == pytest.approx(nulls.mean(), rel=1e-12)
-    values, ratios = np.array(figures["per_dataset"]["pmse"]), np.array(figures["per_dataset"]["ratio"])
+    values, ratios = figures["pmse"].to_numpy(dtype=float), figures["ratio"].to_numpy(dtype=float)
     degrees = values / ratios / per_parameter
     assert degrees == pytest.approx(k - 1, abs=1e-6)
-    assert figures["pmse"] == pytest.approx(values.mean(), rel=1e-12)
-    assert figures["ratio"] == pytest.approx(ratios.mean(), rel=1e-12)
+    assert [measures["pmse_ratio"]["values"][("all", d)] for d in (1, 2, 3)] == pytest.approx(ratios, rel=1e-12)
     assert (np.abs(ratios - 1) < 4 * np.sqrt(2 / degrees)).all(), ratios
 
 
-def test_utility_json_has_the_ordered_logit_combined_over_the_synthetic_datasets(run):
+def test_the_ordered_logit_combined_over_the_synthetic_datasets(run):
     from bayessdc.synthesis.categorical import ordered_logit_combined
 
     folder, table, _ = run
-    (model,) = json.loads((folder / "out" / "private" / "utility.json").read_text())["ordered_logit"]
-    assert model["response"] == "income" and model["predictors"] == ["county", "age", "gender"]
+    measures = _measures(folder / "out")
+    model = measures["ci_overlap"]["details"].set_index("index")
+    model.index = model.index.str.removeprefix("income: ")  # subsets name the response of an ordered logit
+    assert set(model["response"]) == {"income"} and set(model["fit"]) == {"release"}
     # 11 county, 2 age, 1 gender coefficients (first levels the reference; the single-record pattern adds a
     # level 9 to each kept column) and 3 thresholds: recomputed from the released and original tables
     synthetic = pd.read_parquet(folder / "out" / "release" / "synthetic.parquet")
     expected = ordered_logit_combined(table, synthetic, "income", ["county", "age", "gender"])
-    assert list(model["coefficients"]) == [str(i) for i in expected.index]
+    assert list(model.index) == [str(i) for i in expected.index]
     for name, row in expected.iterrows():
-        got = model["coefficients"][str(name)]
-        assert got["q_bar"] == pytest.approx(row["q_bar"], rel=1e-6, abs=1e-9)
+        got = model.loc[str(name)]
+        assert got["estimate"] == pytest.approx(row["q_bar"], rel=1e-6, abs=1e-9)
         assert got["original"] == pytest.approx(row["original"], rel=1e-6, abs=1e-9)
     # the single-record pattern (gender, income, age all 9) separates: its levels have no finite estimate and
-    # are listed instead of averaged
-    assert {"gender_9", "age_9"} <= set(model["not_identified"])
-    for name, figures in model["coefficients"].items():
-        assert (figures["original_lower"] is None) == (name in model["not_identified"])
-    overlaps = [
-        c["interval_overlap"]
-        for name, c in model["coefficients"].items()
-        if name not in model["not_identified"] and "/" not in name and c["interval_overlap"] is not None
-    ]
-    assert model["mean_interval_overlap"] == pytest.approx(np.mean(overlaps))
+    # are not judged
+    unidentified = set(model.index[~model["identified"].astype(bool)])
+    assert {"gender_9", "age_9"} <= unidentified
+    for name, row in model.iterrows():
+        assert pd.isna(row["original_lower"]) == (name in unidentified)
+    judged = model[model["judged"].astype(bool)]
+    assert not any("/" in name for name in judged.index)  # the thresholds are not judged
+    assert {s.removeprefix("income: "): r["pooled"] for s, r in measures["ci_overlap"]["summary"].items()} == (
+        pytest.approx(judged["ci_overlap"].to_dict()))
     # each overlap is Karr et al.'s (overlap / original length + overlap / synthetic length) / 2 of its intervals
     # (an unbounded interval, written as null, adds 0: a bounded one inside it overlaps 1/2)
-    for name, c in model["coefficients"].items():
-        lower = [-np.inf if c[k] is None else c[k] for k in ("original_lower", "lower")]
-        upper = [np.inf if c[k] is None else c[k] for k in ("original_upper", "upper")]
+    for name, c in model.iterrows():
+        lower = [-np.inf if pd.isna(c[k]) else c[k] for k in ("original_lower", "ci_lower")]
+        upper = [np.inf if pd.isna(c[k]) else c[k] for k in ("original_upper", "ci_upper")]
         if np.isinf(lower + upper).all():
-            assert c["interval_overlap"] is None, name
+            assert pd.isna(c["ci_overlap"]), name
             continue
         shared = min(upper) - max(lower)
         expected = (shared / (upper[0] - lower[0]) + shared / (upper[1] - lower[1])) / 2
-        assert c["interval_overlap"] == pytest.approx(expected, rel=1e-9), name
+        assert c["ci_overlap"] == pytest.approx(expected, rel=1e-9), name
 
 
 @pytest.mark.parametrize(
@@ -273,3 +285,13 @@ PINNED_RELEASE = "50ad1620dc1f4480"
 def test_release_is_the_pinned_one(run):
     digest = release_digest(run[0] / "out")
     assert digest == PINNED_RELEASE, f"release digest {digest}"
+
+
+def test_every_figure_of_the_old_files_is_reported_as_a_measure(run):
+    """Issue 50's acceptance: the private JSON of this run equals the one of commit 23a1ef3 (before the categorical
+    synthesizers' figure dictionaries were replaced by measures) key by key to 1e-12, every old figure found as a
+    measure, or the difference named."""
+    from tests.categorical_parity import MOVED, NAMED
+    from tests.parity import assert_figures_kept
+
+    assert_figures_kept("dpmpm", run[0] / "out", MOVED, NAMED)

@@ -55,10 +55,11 @@ def test_the_api_gives_the_release_of_the_command_line(runs):
     pd.testing.assert_frame_equal(release.synthetic, released)
     assert list(release.synthetic.columns) == ["synthetic", "gender", "age", "county"]
     private = folder / "cli" / "private"
-    assert to_jsonable(release.risk_figures) == json.loads((private / "risk.json").read_text())
-    assert to_jsonable(release.utility_figures) == json.loads((private / "utility.json").read_text())
     measures = json.loads((private / "measures.json").read_text())
     assert set(measures) == set(release.measured)
+    for kind in ("risk", "utility"):  # the measures' summaries by kind, the same for the API and the command line
+        written = json.loads((private / f"{kind}.json").read_text())
+        assert set(written) == {name for name, m in release.measured.items() if m.kind == kind}
     assert json.loads((private / "policy.json").read_text())["passed"] == release.policy.passed
     model = json.loads((folder / "cli" / "release" / "model.json").read_text())
     assert to_jsonable(release.description) == model
@@ -68,24 +69,21 @@ def test_the_api_gives_the_release_of_the_command_line(runs):
 
 def test_risk_for_a_knowledge_set_of_the_run_is_the_stored_figures(runs):
     _, _, release, _ = runs
-    stored = release.risk_figures
     table = release.risk().set_index(["measure", "subset"])
-    for k, known in enumerate(KNOWN):
-        again = release.measures.risk(known=[known])
-        assert again["identification"] == [stored["identification"][k]]
-        assert again["attribute"] == stored["attribute"]
+    columns = ["pooled", "worst", "inherent_min", "inherent_max"]
+    for known in KNOWN:
         subset = "+".join(known)
         recomputed = release.risk(known=[known]).set_index(["measure", "subset"])
-        for name in ("expected_match_risk", "true_match_rate"):
-            # the measure table and risk.json agree, recomputed or stored
-            assert table.loc[(name, subset), "pooled"] == pytest.approx(stored["identification"][k][name])
-            assert recomputed.loc[(name, subset), "pooled"] == pytest.approx(table.loc[(name, subset), "pooled"])
-            for ref in ("inherent_min", "inherent_max"):
-                assert recomputed.loc[(name, subset), ref] == pytest.approx(table.loc[(name, subset), ref])
-    assert table.loc[("attribute_disclosures", "all"), "pooled"] == pytest.approx(stored["attribute"]["disclosures"])
+        for name in ("expected_match_risk", "true_match_rate", "false_match_rate"):
+            # recomputed with the run's inherent scenarios (same repetitions and seed): exactly the stored figures
+            stored, again = table.loc[(name, subset), columns], recomputed.loc[(name, subset), columns]
+            pd.testing.assert_series_equal(again.astype(float), stored.astype(float), rtol=1e-12)
+        assert recomputed.loc[("attribute_disclosures", "all"), "pooled"] == table.loc[
+            ("attribute_disclosures", "all"), "pooled"]
     # a knowledge set as a comma-separated string is the same set
-    again = release.measures.risk(known=["gender,age,county"])
-    assert again["identification"] == [stored["identification"][1]]
+    again = release.risk(known=["gender,age,county"]).set_index(["measure", "subset"])
+    assert again.loc[("expected_match_risk", "gender+age+county"), "pooled"] == table.loc[
+        ("expected_match_risk", "gender+age+county"), "pooled"]
 
 
 def _by_hand(original: pd.DataFrame, synthetic: pd.DataFrame, known: list[str]) -> dict[str, float]:
@@ -109,13 +107,11 @@ def _by_hand(original: pd.DataFrame, synthetic: pd.DataFrame, known: list[str]) 
 
 def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory(runs):
     _, table, release, _ = runs
-    stored_sets = [e["known"] for e in release.risk_figures["identification"]]
+    stored = release.risk()
+    stored_sets = list(stored.loc[stored["measure"] == "expected_match_risk", "subset"])
     known = ["age", "county"]
-    assert known not in stored_sets
-    figures = release.measures.risk(known=[known])
+    assert "age+county" not in stored_sets
     measured = release.risk(known=[known]).set_index(["measure", "subset"])
-    (entry,) = figures["identification"]
-    assert entry["known"] == known
     # the replicated uniques were removed before release: the risk is of the datasets as drawn (row i record i),
     # like for like with the inherent bounds, and the release holds fewer rows
     drawn = release.measure_input.drawn
@@ -124,16 +120,14 @@ def test_risk_for_another_knowledge_set_is_recomputed_from_the_records_in_memory
     # the table is small enough for unique matches, true and false, so that every figure is tested
     assert expected["true_match_rate"] > 0 and 0 < expected["false_match_rate"] < 1
     for key in ("expected_match_risk", "true_match_rate", "false_match_rate"):
-        assert entry[key] == pytest.approx(expected[key], rel=1e-12)
         assert measured.loc[(key, "age+county"), "pooled"] == pytest.approx(expected[key], rel=1e-12)
-    assert figures["attribute"]["disclosures"] == pytest.approx(expected["disclosures"])
+        assert {"inherent_min", "inherent_max"} <= set(measured.loc[(key, "age+county")].dropna().index)
     assert measured.loc[("attribute_disclosures", "all"), "pooled"] == pytest.approx(expected["disclosures"])
     # knowing more columns can only shrink the matching sets: the expected match risk grows
-    assert entry["expected_match_risk"] <= release.risk_figures["identification"][1]["expected_match_risk"] + 1e-9
-    for scenario in ("min", "max"):
-        assert set(entry["inherent"][scenario]) == {"expected_match_risk", "true_match_rate", "false_match_rate"}
+    emr = stored.set_index(["measure", "subset"]).loc[("expected_match_risk", "gender+age+county"), "pooled"]
+    assert measured.loc[("expected_match_risk", "age+county"), "pooled"] <= emr + 1e-9
     # nothing stored changed
-    assert [e["known"] for e in release.risk_figures["identification"]] == stored_sets
+    pd.testing.assert_frame_equal(release.risk(), stored)
     # the Bayesian attribute risk of the chosen records (importance sampling) is read by the generic intruder
     # measures: each record's probability of its true label beside the uniform prior over the county's levels
     subsets = {"+".join(k) for k in KNOWN} | {"all", "unique in both", "original uniques reappearing", "all items"}
@@ -171,7 +165,7 @@ def test_release_holds_no_column_that_was_not_released(runs, tmp_path):
     # the private side holds the run's files, as the command line writes them
     private = {p.name for p in (tmp_path / "out" / "private").iterdir()}
     assert private == {
-        "run.json", "diagnostics.json", "posterior.nc", "risk.json", "risk_details.json", "utility.json",
+        "run.json", "diagnostics.json", "posterior.nc", "risk.json", "utility.json",
         "risk_records.parquet", "within_pattern.parquet", "risk_inherent.parquet", "risk_by_dataset.parquet",
         "report.html", "risk_utility.json", "measures.json", "policy.json", "release.json",
         "synthetic_as_drawn.parquet",
@@ -279,4 +273,5 @@ def test_the_replicated_uniques_are_removed_and_the_removal_judged_against_the_i
     values = release.measured["table_deviation"].values
     one_way = values.loc[values["subset"] == "one-way", "value"].to_numpy()
     np.testing.assert_allclose(one_way, deviations["one-way"]["per_dataset"])
-    assert release.utility_figures["table_deviations"]["one-way"]["mean"] == pytest.approx(one_way.mean())
+    details = release.measured["table_deviation"].details.set_index("table")["deviation"]
+    assert details[details.index == "county"].item() == pytest.approx(one_way.mean())  # the one one-way table

@@ -94,7 +94,7 @@ def categorical_release_gate(
             data = MeasureInput(
                 frame, x.original, released=columns, synthesized=x.synthesize, kept=x.keep,
                 known_sets=x.known, partially_synthetic=True, inherent=state.inherent,
-                repetitions=repetitions, seed=seed, cache=cache,
+                repetitions=repetitions, seed=seed, cache=cache, details=False,
             )  # fmt: skip
             table, kinds = measure_figures(compute_measures(data, gate.measures))
             frames.append(table.drop(columns="synthetic").assign(chain=chain))

@@ -3,10 +3,10 @@
 The DPMPM (:class:`bayessdc.recipes.dpmpm.DPMPM`) and the DP-areal model
 (:class:`bayessdc.recipes.dp_areal.DPAreal`) both replace the ``synthesize`` columns of every record by draws
 given the ``keep`` columns, and share one release gate and one draw step, so that their outputs compare file
-by file: identification risk per knowledge set and exact attribute disclosures beside the inherent minimum and
-maximum (Section 4, :func:`bayessdc.risk.categorical.categorical_risk`), and utility (Section 3): table
-deviations, pMSE, within-pattern distributions and the analyst's ordered logistic regressions combined over
-the m datasets.
+by file: the measures of :mod:`bayessdc.measures` read the same input from both (identification risk per
+knowledge set and exact attribute disclosures beside the inherent minimum and maximum, Section 4; table
+deviations, pMSE, within-pattern total variation and the analyst's ordered logistic regressions combined over
+the m datasets, Section 3), and the per-record tables are :func:`bayessdc.risk.categorical.categorical_risk`'s.
 
 A release's :meth:`bayessdc.Release.risk` with ``known=[...]`` recomputes the identification and attribute
 risk for other knowledge sets from the confidential records held in memory
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.measures import MeasureInput
+from bayessdc.measures.utility import within_patterns
 from bayessdc.models.base import concat_chains
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
@@ -37,7 +38,7 @@ from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
 from ...release import Release
 from .gate import categorical_release_gate
 from .input import CategoricalPrepared, KnownSets
-from .utility import CategoricalMeasures, categorical_utility, ordered_logit_input
+from .utility import CategoricalMeasures, ordered_logit_inputs
 
 __all__ = ["CategoricalFit", "CategoricalRecipe", "stage_messages"]
 
@@ -223,42 +224,38 @@ class CategoricalRecipe(Recipe):
         bayesian = self._bayesian_risk(prepared, state, joint, seed, say)
         x = prepared
         say("risk ...")
-        # the m datasets measured once on integer keys, for the risk and the utility figures (unweighted: the
-        # measures' weighted figures are computed from the release's measure input)
+        # the m datasets measured on integer keys for the per-record tables (the measures compute their figures from
+        # the measure input, weighted when the release has survey weights)
         figures = CategoricalReleaseFigures(x.original, x.synthesize, x.keep, x.known, ways=(1, 2, 3), pmse=True)
         measured = figures.measure_datasets(synthetic[["synthetic", *x.keep, *x.synthesize]])
         risk = categorical_risk(
             x.original, synthetic, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed,
-            bayesian=bayesian, inherent=state.inherent, measured=measured,
+            bayesian=None if bayesian is None else bayesian[0], inherent=state.inherent, measured=measured,
         )  # fmt: skip
-        say("utility ...")
-        utility, within_pattern = categorical_utility(
-            x.original, synthetic, x.synthesize, x.keep, ordered_logits=x.ordered_logits, say=say, measured=measured
-        )
-        regressions = [ordered_logit_input(x.original, synthetic, fit) for fit in utility.get("ordered_logit", [])]
         items = None
         if bayesian is not None:
             items = bayesian[0].drop(columns="record").rename(columns={"relevant_khat": "khat"})
+            # how far the importance sampling can be trusted (its figures are the intruder measures')
+            fitted.diagnostics.summary["importance_sampling"] = {
+                k: bayesian[1][k] for k in ("records_assessed", "khat_over_0_7", "intruder") if k in bayesian[1]}
+        data = MeasureInput(
+            synthetic, x.original, released=x.keep + x.synthesize, synthesized=x.synthesize, kept=x.keep,
+            known_sets=x.known, partially_synthetic=True, inherent=state.inherent, repetitions=self.repetitions,
+            seed=seed, items=items, regression=ordered_logit_inputs(x.original, synthetic, x.ordered_logits, x.keep),
+        )  # fmt: skip
+        cells, _ = within_patterns(data)
         return Drawn(
             synthetic,
             facts={**self._facts(prepared), "single_record_patterns": x.singles},
-            risk_figures=risk.figures,
-            utility_figures=utility,
-            private_json={"risk_details.json": risk.details},
             private_tables={
                 "risk_records.parquet": risk.records,
-                "within_pattern.parquet": within_pattern,
+                "within_pattern.parquet": cells.astype({c: str for c in x.keep + x.synthesize}),
                 "risk_inherent.parquet": risk.inherent,
                 "risk_by_dataset.parquet": risk.by_dataset,
             },
             measures=CategoricalMeasures(x.original, synthetic, x.synthesize, x.keep, self.repetitions, seed,
                                          ordered_logits=x.ordered_logits),
-            measure_input=MeasureInput(
-                synthetic, x.original, released=x.keep + x.synthesize, synthesized=x.synthesize, kept=x.keep,
-                known_sets=x.known, partially_synthetic=True, inherent=state.inherent, repetitions=self.repetitions,
-                seed=seed, items=items,
-                regression=regressions,
-            ),  # fmt: skip
+            measure_input=data,
         )
 
     def _drawing(self) -> str:
