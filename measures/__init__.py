@@ -5,8 +5,10 @@ table of values (measure, subset, dataset, value), the references it is read aga
 maximum, a held-out share, chance ...) and a summary with the pooled value, its Monte Carlo error and the worst
 dataset. :func:`compute_measures` computes every registered measure that applies to a release;
 :func:`bayessdc.synthesize` does so for every synthesizer, judges the result by the disclosure policy
-(:mod:`bayessdc.policy`) and lays it out in the report. A new measure is one file: a subclass of
-:class:`Measure` decorated with :func:`register`.
+(:mod:`bayessdc.policy`) and lays it out in the report, and one writer puts them in ``private/measures.json``,
+``risk.json`` and ``utility.json`` (:mod:`bayessdc.measures.files`). A new measure is one file: a subclass of
+:class:`Measure` decorated with :func:`register`, declaring in :attr:`Measure.reads` the fields of its
+:class:`MeasureInput` it reads (it is handed a view of those only, :class:`~bayessdc.measures.base.InputView`).
 
 Examples
 --------

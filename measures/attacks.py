@@ -240,6 +240,8 @@ ATTACK_REFERENCES = {
 class _Attack(Measure):
     """An attack's risk per dataset, its pooled figures as references and its counts as details."""
 
+    reads = ("original", "holdout", "released", "attacks", "kept", "synthesized")
+
     kind = "risk"
     better = "lower"
     unit = "risk, 0 to 1"
@@ -410,6 +412,8 @@ def _distances(data: MeasureInput, columns: list[str]) -> pd.DataFrame:
 
 
 class _Distance(Measure):
+
+    reads = ("original", "holdout", "released", "attacks", "kept", "synthesized")
     kind = "risk"
     bounds = (0.0, 1.0)
 

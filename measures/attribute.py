@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from .base import Measure, MeasureInput, MeasureResult, register
-from .identification import INHERENT_NOTES, banding_stated, crossing_stated, inherent_references, per_dataset_figures
+from .identification import (
+    IDENTIFICATION_READS,
+    INHERENT_NOTES,
+    banding_stated,
+    crossing_stated,
+    inherent_references,
+    per_dataset_figures,
+)
 
 #: The ``inherent_min`` note when the maximum resamples the patterns by survey weight.
 WEIGHTED_MIN_NOTE = (
@@ -26,6 +33,8 @@ __all__ = ["ExactAttributeDisclosures"]
 @register
 class ExactAttributeDisclosures(Measure):
     """Records whose synthesized values all equal the true ones (eq. 18), per dataset."""
+
+    reads = IDENTIFICATION_READS
 
     name = "attribute_disclosures"
     kind = "risk"

@@ -31,7 +31,7 @@ A new measure is one file with one subclass of :class:`Measure` and the decorato
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -41,10 +41,15 @@ if TYPE_CHECKING:
     from .attacks import AttackSettings
 
 __all__ = [
+    "ALWAYS_READ",
+    "DERIVED_READS",
+    "MEASURE_INPUT_FIELDS",
     "REFERENCE_COLUMNS",
     "INTERVAL_SOURCES",
+    "InputView",
     "SUMMARY_COLUMNS",
     "VALUE_COLUMNS",
+    "UndeclaredRead",
     "Measure",
     "MeasureInput",
     "MeasureResult",
@@ -283,6 +288,61 @@ class MeasureInput:
         return self.inherent
 
 
+#: The fields of :class:`MeasureInput`.
+MEASURE_INPUT_FIELDS = frozenset(f.name for f in fields(MeasureInput))
+
+#: The fields of :class:`MeasureInput` every measure may read without declaring them: the datasets, the seed of
+#: its random steps, the cache shared between measures and whether to compute details.
+ALWAYS_READ = frozenset({"synthetic", "seed", "cache", "details"})
+
+#: The fields each derived attribute of :class:`MeasureInput` reads: a measure that uses it declares them.
+DERIVED_READS: dict[str, tuple[str, ...]] = {
+    "record_columns": ("released", "weights"),
+    "m": (),
+    "identification_frames": ("original", "bands", "drawn"),
+    "inherent_scenarios": ("original", "synthesized", "kept", "weights", "known_sets", "repetitions", "bands",
+                           "inherent"),
+}  # fmt: skip
+
+
+class UndeclaredRead(RuntimeError):
+    """A measure read a field of its :class:`MeasureInput` that it does not declare in :attr:`Measure.reads`."""
+
+
+class InputView:
+    """A measure's view of a :class:`MeasureInput`: the fields it declares (:attr:`Measure.reads`), those every
+    measure reads (:data:`ALWAYS_READ`) and the derived attributes whose fields it declares (:data:`DERIVED_READS`);
+    any other field raises :class:`UndeclaredRead`, naming the measure and the field.
+
+    What a measure reads is then its declaration, checked whenever it runs, as SDMetrics' properties take the same
+    inputs and say which they use: a new kind of release adds fields, and only the measures that declare them see
+    them.
+    """
+
+    __slots__ = ("_data", "_allowed", "_name")
+
+    def __init__(self, data: MeasureInput, measure: Measure) -> None:
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_allowed", ALWAYS_READ | frozenset(measure.reads))
+        object.__setattr__(self, "_name", measure.name)
+
+    def __getattr__(self, name: str) -> Any:
+        data, allowed = object.__getattribute__(self, "_data"), object.__getattribute__(self, "_allowed")
+        needed = DERIVED_READS.get(name, (name,) if name in MEASURE_INPUT_FIELDS else ())
+        missing = [n for n in needed if n not in allowed]
+        if missing:
+            measure = object.__getattribute__(self, "_name")
+            raise UndeclaredRead(
+                f"measure {measure!r} reads MeasureInput.{name}"
+                + (f" (which reads {', '.join(missing)})" if name in DERIVED_READS else "")
+                + f" without declaring {', '.join(missing)} in its reads"
+            )
+        return getattr(data, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a measure's input is read only (it set {name!r})")
+
+
 @dataclass
 class MeasureResult:
     """One measure's figures: per dataset, its references, and how they are read.
@@ -500,6 +560,11 @@ class Measure:
     bounds
         The range the figure cannot leave (``(0, 1)`` for a risk or a share; ``None``: unbounded): the summary's
         interval is clipped to it, so that no interval shows a share below 0.
+    reads
+        The fields of :class:`MeasureInput` the measure reads besides :data:`ALWAYS_READ` (a derived attribute
+        counts as the fields it reads, :data:`DERIVED_READS`): :func:`compute_measures` gives it a view of these
+        only (:class:`InputView`). ``None``: the whole input (a measure registered without declaring what it reads;
+        every built-in one declares).
     from_release_figures
         Whether the measure reads only the per-dataset release figures
         (:func:`bayessdc.measures.identification.per_dataset_figures`), never the synthetic frame itself: the
@@ -519,6 +584,7 @@ class Measure:
     headline: ClassVar[bool | str] = False
     from_release_figures: ClassVar[bool] = False
     bounds: ClassVar[tuple[float, float] | None] = None
+    reads: ClassVar[tuple[str, ...] | None] = None
 
     def applies(self, data: MeasureInput) -> bool:
         """Whether this release has what the measure needs (a measure that does not apply is not computed)."""
@@ -632,7 +698,8 @@ def compute_measures(
     results = []
     for name in chosen:
         measure = measures[name]()
-        if kind in (None, measure.kind) and measure.applies(data):
+        view: Any = data if measure.reads is None else InputView(data, measure)  # the fields it declares only
+        if kind in (None, measure.kind) and measure.applies(view):
             say(f"measure {name} ...")
-            results.append(measure.compute(data))
+            results.append(measure.compute(view))
     return MeasureSet(results)

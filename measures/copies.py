@@ -33,6 +33,8 @@ __all__ = ["CopiedRecords"]
 class CopiedRecords(Measure):
     """Share of each dataset's rows equal to some original record on all released columns."""
 
+    reads = ("original", "holdout", "released", "weights", "unlearned")
+
     name = "copied_records"
     headline = True
     kind = "risk"

@@ -36,8 +36,8 @@ import pandas as pd
 from .base import Z95, Measure, MeasureInput, MeasureResult, mean_reference, register
 
 __all__ = [
-    "ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "banding_stated", "crossing_stated", "inherent_crossed",
-    "inherent_references", "per_dataset_figures",
+    "IDENTIFICATION_READS", "ExpectedMatchRisk", "FalseMatchRate", "TrueMatchRate", "banding_stated",
+    "crossing_stated", "inherent_crossed", "inherent_references", "per_dataset_figures",
 ]
 
 INHERENT_NOTES = {
@@ -135,8 +135,18 @@ def crossing_stated(result: MeasureResult) -> MeasureResult:
     return result
 
 
+#: What the identification figures, the exact attribute disclosures and the categorical utility figures read (on
+#: integer keys, :func:`per_dataset_figures`, beside the inherent scenarios).
+IDENTIFICATION_READS = (
+    "partially_synthetic", "original", "synthesized", "kept", "known_sets", "weights", "bands", "drawn", "repetitions",
+    "inherent",
+)  # fmt: skip
+
+
 class _Identification(Measure):
     """One of the three identification figures (eq. 15-17), per knowledge set."""
+
+    reads = IDENTIFICATION_READS
 
     figure: ClassVar[str] = ""
     #: Whether the inherent minimum's expectation is at most the maximum's for every data set by construction

@@ -47,6 +47,8 @@ def _per_item(data: MeasureInput, column: str, reference: str | None) -> tuple[l
 class TrueValueProbability(Measure):
     """The intruder's posterior probability of each sensitive item's true value (``rho_t``)."""
 
+    reads = ("items",)
+
     name = "true_value_probability"
     kind = "risk"
     better = "lower"
@@ -70,6 +72,8 @@ class TrueValueProbability(Measure):
 @register
 class GuessDistance(Measure):
     """How far the intruder's most probable value is from the true one (``d_t``); larger protects more."""
+
+    reads = ("items",)
 
     name = "guess_distance"
     kind = "risk"

@@ -39,6 +39,8 @@ def item_subsets(items: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
 class IntruderCorrect(Measure):
     """Share of sensitive items whose true value is the intruder's most probable guess (R_all, R_unq)."""
 
+    reads = ("items",)
+
     name = "intruder_correct"
     headline = "all items"
     kind = "risk"

@@ -16,6 +16,8 @@ __all__ = ["UnprotectedCells"]
 class UnprotectedCells(Measure):
     """Sensitive cells whose adjustment falls short of their protection level."""
 
+    reads = ("cells",)
+
     name = "unprotected_cells"
     kind = "risk"
     better = "lower"

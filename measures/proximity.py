@@ -55,6 +55,8 @@ class ProximityInput:
 class ProximityShare(Measure):
     """Share of records whose synthetic value lies within ``band`` of the true one, per dataset."""
 
+    reads = ("proximity",)
+
     name = "proximity"
     headline = "at-risk records"
     kind = "risk"

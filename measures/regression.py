@@ -108,6 +108,8 @@ class RegressionInput:
 class IntervalOverlap(Measure):
     """Confidence-interval overlap of each coefficient of the analyst's regressions, combined over m."""
 
+    reads = ("regression", "weights", "replicates")
+
     name = "ci_overlap"
     headline = True
     kind = "utility"

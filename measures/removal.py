@@ -26,6 +26,8 @@ __all__ = ["ReleasedRecords", "RemovedRecords"]
 class RemovedRecords(Measure):
     """Share of each dataset's rows removed as replicated uniques."""
 
+    reads = ("removed", "unlearned_removed", "inherent_removed")
+
     name = "removed_records"
     kind = "risk"
     better = "lower"
@@ -65,6 +67,8 @@ class RemovedRecords(Measure):
 @register
 class ReleasedRecords(Measure):
     """Rows each synthetic dataset keeps after its replicated uniques are removed."""
+
+    reads = ("removed", "unlearned_removed", "inherent_removed")
 
     name = "released_records"
     kind = "risk"

@@ -28,6 +28,8 @@ __all__ = ["CategoryCountError", "CountDeviation", "CountTau", "TableTau", "coun
 class TableTau(Measure):
     """tau of every named table, per dataset, beside the bootstrap range of the original."""
 
+    reads = ("original", "tables", "bootstrap", "weights")
+
     name = "table_tau"
     headline = True
     kind = "utility"
@@ -93,6 +95,8 @@ def count_pairs(data: MeasureInput) -> Iterator[tuple[str, int, np.ndarray, np.n
 class CountTau(Measure):
     """tau of every cell of a table of counts, of its sensitive cells and of its margins' totals, per dataset."""
 
+    reads = ("original", "count_column", "count_margins", "items")
+
     name = "count_tau"
     headline = "all cells"
     kind = "utility"
@@ -140,6 +144,8 @@ class CountDeviation(CountTau):
 @register
 class CategoryCountError(Measure):
     """The relative error of each category's count of a categorical synthesized column, per dataset."""
+
+    reads = ("original", "categorical", "weights")
 
     name = "category_count_error"
     kind = "utility"

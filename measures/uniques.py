@@ -25,6 +25,8 @@ SUBSET_REAPPEARING = "original uniques reappearing"
 class ReplicatedUniques(Measure):
     """Original records unique on the released columns that a synthetic dataset reproduces."""
 
+    reads = ("original", "released", "weights", "unlearned")
+
     name = "replicated_uniques"
     kind = "risk"
     better = "lower"

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Measure, MeasureInput, MeasureResult, register
-from .identification import per_dataset_figures
+from .identification import IDENTIFICATION_READS, per_dataset_figures
 
 __all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "released_figures", "within_patterns"]
 
@@ -59,6 +59,8 @@ def released_figures(data: MeasureInput) -> pd.DataFrame:
 
 
 class _Categorical(Measure):
+
+    reads = (*IDENTIFICATION_READS, "removed")
     kind = "utility"
     better = "lower"
     from_release_figures = True
