@@ -17,11 +17,6 @@ from .options import build, given, option
 
 __all__ = ["add_parser", "demo", "run"]
 
-#: NUTS's target acceptance for the DP-areal model, its measured setting (``bsd.DPAreal``'s settings); the library
-#: holds no NUTS settings of this model, so ``--sampler nuts`` states it here (``bsd.SamplerSettings``: 0.8).
-NUTS_TARGET_ACCEPT = 0.9
-
-
 def add_parser(subparsers: Any) -> None:
     """Register ``bayessdc dp-areal``."""
     p = subparsers.add_parser(
@@ -52,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
     option(p, "--chains", to="DPAreal.settings.chains", type=int,
            help="chains, pooled by the release gate (default {default})")  # fmt: skip
     option(p, "--target-accept", to="DPAreal.settings.target_accept", type=float,
-           help=f"NUTS target acceptance (default {NUTS_TARGET_ACCEPT})")  # fmt: skip
+           shows="DPAreal.nuts_target_accept", help="NUTS target acceptance (default {default}, measured on the model)")
     option(
         p, "--parameterization", "--parametrization",  # the spelling of earlier releases, still accepted
         to="DPAreal.parameterization", choices=["identified", "identified_centred", "noncentred", "centred"],
@@ -93,7 +88,7 @@ def _sampler(bsd: Any, sampler: str, options: dict[str, Any]) -> dict[str, Any]:
     if other:
         raise ValueError(f"{', '.join(other)} set a setting of the other sampler, not of --sampler {sampler}")
     if sampler == "nuts":
-        options["settings"] = bsd.SamplerSettings(**{"target_accept": NUTS_TARGET_ACCEPT, **given_settings})
+        options["settings"] = bsd.DPAreal.nuts_settings(**given_settings)
     return options
 
 

@@ -54,7 +54,7 @@ from .quadrature import (
     poisson_lognormal_moments,
 )
 from .simulate import simulate_areal
-from .synthesizer import COMPILED_MODELS, DPArealSynthesizer
+from .synthesizer import COMPILED_MODELS, NUTS_TARGET_ACCEPT, DPArealSynthesizer
 
 __all__ = [
     "COMPILED_MODELS",
@@ -66,6 +66,7 @@ __all__ = [
     "CategoricalData",
     "CategoricalDataError",
     "DPArealGibbsSettings",
+    "NUTS_TARGET_ACCEPT",
     "DPArealPriors",
     "DPArealSynthesizer",
     "PoissonLognormalGivenLabels",

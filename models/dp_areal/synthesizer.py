@@ -50,7 +50,11 @@ from .marginal import PARAMETERIZATIONS, build_model, leading_components
 from .model import DEFAULT_K, DPArealPriors
 from .quadrature import cell_posterior
 
-__all__ = ["COMPILED_MODELS", "DPArealSynthesizer"]
+__all__ = ["COMPILED_MODELS", "NUTS_TARGET_ACCEPT", "DPArealSynthesizer"]
+
+#: NUTS's target acceptance on this model (the marginal model's funnel of the centred components diverges at
+#: :class:`~bayessdc.models.sampling.SamplerSettings`' 0.8; README, "The DP-areal model").
+NUTS_TARGET_ACCEPT = 0.9
 
 #: Compiled nutpie models, keyed by the shapes of the data (one compilation serves every refit).
 COMPILED_MODELS = CompiledModelCache()
@@ -102,8 +106,9 @@ class DPArealSynthesizer:
         The sampler and its settings: the partially collapsed Gibbs sampler's
         (:class:`bayessdc.models.dp_areal.gibbs.DPArealGibbsSettings`, the default), every chain seeded on its own
         (a run that adds chains equals a run started with them), or NUTS's
-        (:class:`bayessdc.models.sampling.SamplerSettings`, nutpie by default; ``target_accept=0.9`` was its
-        measured setting) on the model with the labels summed out (:mod:`.marginal`), the same posterior.
+        (:class:`bayessdc.models.sampling.SamplerSettings`, nutpie by default, at :data:`NUTS_TARGET_ACCEPT`
+        through :meth:`bayessdc.DPAreal.nuts_settings`) on the model with the labels summed out (:mod:`.marginal`),
+        the same posterior.
     parameterization
         See :func:`bayessdc.models.dp_areal.marginal.build_model` (``"identified"`` by default: the
         fewest gradients per effective draw of the ones tried, see ``bench/dp_areal.py``).

@@ -13,7 +13,14 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from bayessdc.models.categorical import MAX_NUMERIC_LEVELS
-from bayessdc.models.dp_areal import DEFAULT_K, DPArealGibbsSettings, DPArealPriors, DPArealSynthesizer, prepare_areal
+from bayessdc.models.dp_areal import (
+    DEFAULT_K,
+    NUTS_TARGET_ACCEPT,
+    DPArealGibbsSettings,
+    DPArealPriors,
+    DPArealSynthesizer,
+    prepare_areal,
+)
 from bayessdc.models.sampling import SamplerSettings
 from bayessdc.models.structural_zeros import StructuralZeroSpec, read_structural_zeros
 from bayessdc.synthesis.output import fingerprint_frame
@@ -88,6 +95,22 @@ class DPAreal(CategoricalRecipe):
     name: ClassVar[str] = "dp_areal"
     label: ClassVar[str] = "dp-areal"
     counts_divergences: ClassVar[bool] = True
+
+    #: NUTS's target acceptance on this model (:meth:`nuts_settings`).
+    nuts_target_accept: ClassVar[float] = NUTS_TARGET_ACCEPT
+
+    @classmethod
+    def nuts_settings(cls, **settings: Any) -> SamplerSettings:
+        """NUTS's settings for this model (``settings=`` to sample it by NUTS): :class:`SamplerSettings` with the
+        target acceptance measured on it (:data:`bayessdc.models.dp_areal.NUTS_TARGET_ACCEPT`) unless given.
+
+        Examples
+        --------
+        >>> import bayessdc as bsd
+        >>> bsd.DPAreal.nuts_settings(draws=500).target_accept
+        0.9
+        """
+        return SamplerSettings(**{"target_accept": cls.nuts_target_accept, **settings})
 
     def _draws_per_chain(self) -> int:
         """Posterior draws each chain keeps (``draws``, after burn-in and thinning for the Gibbs sampler)."""
