@@ -14,13 +14,9 @@ distributions in ``tests/models/test_exact_draws.py``.
 
 The draws are compiled without numba's reference counting (``_nrt=False``; none of them allocates). With it,
 every call increfs and decrefs each array argument and the generator on entry and exit, one atomic operation
-each: about 30 per cell of more than ``SMALL_CELL`` records in the Gibbs sampler's allocation step (the ten
-array arguments of :func:`multinomial_cdf`, the generator twice per :func:`binomial`), and ``NRT_incref`` /
-``NRT_decref`` held 14% of the samples of a ``py-spy --native`` profile at n = 1,000,000 (2026-11-27; gdb
-mapped the addresses). Without them: 2.33 s of CPU per 1,000 iterations there against 2.44-2.49 s, in two
-alternating pairs of runs of 2,000 iterations (load 4.8-5.6 on 2 cores, other sessions running); the same
-draws (the same chain at the same seed). Inlining :func:`multinomial_cdf` into the caller at numba's level
-instead kept 8 of the 10 pairs per cell (the inlined arguments are new references in the caller).
+each, about 30 per cell of more than ``SMALL_CELL`` records in the Gibbs sampler's allocation step; without it the
+same chain at the same seed gives the same draws, a few percent faster at 1,000,000 records (``bench/dpmpm.py``;
+the profile and timings in the README, "Measured choices in the code").
 """
 
 from __future__ import annotations

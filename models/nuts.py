@@ -29,10 +29,8 @@ such a pair and nothing per pair beyond it.
 The log density is any numba function ``logp_grad(theta, data) -> (logp, gradient)`` with ``data`` a tuple
 of arrays; it is passed as an argument and compiled into the sampler. Every random number comes from the chain's
 ``numpy.random.Generator`` (``bayessdc.synthesis.streams.rng(seed, "chain", c)``), passed into the compiled chain:
-the same seed gives the same draws. Measured before adopting it (2026-11-27, ``/tmp`` scratch script, 3 runs of
-each alternately, load 4.2-4.5 on 2 cores): 1.15-1.26 us per leapfrog step on a 5-dimensional normal-and-log-gamma
-target with numba's hidden ``np.random.seed`` state and 1.15-1.39 with the generator; 11.1-12.6 / 11.3-12.0 us on a
-60 x 70 flow pair (1,000 cells): no difference beyond the noise (the gradient is the cost, not the draws).
+the same seed gives the same draws, at no cost beyond the noise against numba's hidden random state (the
+gradient is the cost, not the draws; README, "Measured choices in the code"; ``bench/flows.py`` times the sampler).
 """
 
 from __future__ import annotations

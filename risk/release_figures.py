@@ -115,10 +115,8 @@ class CategoricalReleaseFigures:
     -----
     Figure names: ``expected_match_risk[<known>]``, ``true_match_rate[<known>]``, ``false_match_rate[<known>]``
     (``<known>`` the columns joined by ``+``), ``attribute_disclosures``, ``table_deviation[one-way]`` ...,
-    ``pmse``. Cost per dataset on the CE-like data (one core, 2026-12-01, ``bench/release_figures.py``): n = 6,208
-    about 0.011 s, nearly all of it the pMSE (0.1 s with the L-BFGS fit before); n = 1,000,000 0.030 s (0.064 s
-    table by table, 0.14 s before the pMSE's exact fit); the same figures through the data-frame functions 0.25 s
-    at n = 6,208.
+    ``pmse``. ``bench/release_figures.py`` measures the cost per dataset against the data-frame functions (the
+    figures in the README, "Measured choices in the code").
     """
 
     def __init__(
@@ -410,9 +408,8 @@ class CategoricalReleaseFigures:
     def of_cell_counts(self, layout: CellLayout, counts: np.ndarray, details: bool = False) -> dict[str, float]:
         """Every figure of one dataset given as counts per cell (``counts`` ``(C, V)``, records of each cell taking
         each joint value, :meth:`cell_layout`), the same as :meth:`of_codes` of any dataset with those counts
-        (the integers equal, the expected match risk to the last bits: it is summed by cell). At 1,000,000 CE-like
-        records in 4,896 cells x 133 values about 16 ms a dataset against 30 ms from its codes (2026-12-02, one core,
-        a scratch timing; the release gate's comment in ``bayessdc.recipes.categorical.gate``)."""
+        (the integers equal, the expected match risk to the last bits: it is summed by cell); cheaper than from the
+        codes where there are fewer (cell, value) pairs than records (README, "Measured choices in the code")."""
         counts = np.asarray(counts)
         if counts.shape != layout.full_key.shape or not np.array_equal(counts.sum(axis=1), layout.records):
             raise ValueError(f"counts of shape {counts.shape} do not hold each cell's records {layout.full_key.shape}")

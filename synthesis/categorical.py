@@ -164,11 +164,9 @@ def pmse(
 
     The records are first counted per distinct (cell, indicator) and the regression fitted to the counts as
     weights (:func:`weighted_pmse`): the same likelihood and the same propensities, at the cost of the
-    distinct cells rather than the records (measured on the CE-like data with scikit-learn's L-BFGS, the fit
-    before :mod:`bayessdc.synthesis.propensity`: 1,000,000 records, 10.5 s per dataset record by record, 0.2-0.6 s
-    on about 9,800 weighted cells; n = 6,208: 0.16 s, 0.08 s). The fit itself is Newton's to the optimum
-    (``bench/pmse_fit.py``, 2026-12-01: 6-11 ms on the same cells, 8x faster than that L-BFGS, which stopped
-    0.06-1.7% from the optimum's pMSE).
+    distinct cells rather than the records. The fit itself is Newton's to the optimum
+    (:mod:`bayessdc.synthesis.propensity`), faster than scikit-learn's L-BFGS, which stops short of it
+    (``bench/pmse_fit.py`` compares the two; README, "Measured choices in the code").
 
     Returns
     -------

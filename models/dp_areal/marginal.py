@@ -90,17 +90,10 @@ def leading_components(K: int, centred_components: int | None) -> int:
     ``centred_components`` as given to :func:`build_model`, clipped to ``[0, K]``; ``None`` means none below
     ``K = 20`` and ``min(10, K // 5)`` from there (10 at the paper's ``K = 50``).
 
-    Measured with the scale-free covariance (:mod:`bayessdc.models.dp_areal.lkj`), 2026-11-28. Small tables
-    (the demo's 12 patterns x 40 labels at ``K = 10``, the tests' 6 x 50 at ``K = 8``, 3-5 components
-    occupied; 4 chains x (500 + 250) at target 0.99): none centred gave zero divergences in all six fits (seeds
-    0-3, 130-170 leapfrog steps per draw, the same in every chain), 2, 3 or 5 centred gave 1-6 divergences per
-    fit, all centred 2-19; a centred component the data leave empty forms a funnel with the covariance. The
-    CE-like data (``K = 50``, 12-20 occupied; ``bench/dp_areal.py --chains 2 --draws 300 --tune 300``): 10
-    centred gave 2.5 times the ESS per second of none (alpha 0.29 against 0.11, tau_lambda 0.14 against 0.06,
-    the slowest expected log rate 0.032 against 0.013). The CE-like release at 4 chains x (500 + 500), target 0.9
-    (2026-12-02, ``bsd.DPAreal(K=50)`` through the gate, seed 1): 10 centred 7 divergences in 974 s, none centred 2
-    divergences in 2,155 s (204 leapfrog steps per draw, max r_hat 1.29): neither is free of divergences, and none
-    centred is slower.
+    Why: a centred component the data leave empty forms a funnel with the covariance, so small tables (few
+    components occupied) sample best with none centred; on the CE-like data (``K = 50``, 12-20 occupied) centring
+    the leading ten gives more effective draws per second. ``bench/dp_areal.py`` measures it; the figures are in
+    the README ("Measured choices in the code").
     """
     if centred_components is None:
         return 0 if K < 20 else min(10, K // 5)

@@ -5,11 +5,9 @@ records), values of every synthesized variable per (cell, class) group (eq. 1), 
 assignment to the records of the cell. Records of one cell are exchangeable, so this is the same distribution
 as a class and values drawn per record, at a cost that grows with the records only through the assignment.
 
-The draws come from the generator the synthesizer is given (the datasets' stream), passed into the compiled code.
-Measured against numba's hidden state seeded by ``np.random.seed`` (2026-11-27, ``/tmp`` scratch script, the
-kernel alone on 20 posterior draws of ``simulate_ce_like(100_000, seed=1)``, 7 runs each, old and new code
-alternately): 0.117-0.124 s hidden state, 0.150-0.167 s with ``Generator.integers`` for the shuffles, 0.095-0.098 s
-with :func:`bayessdc.models.exact_draws.uniform_index`.
+The draws come from the generator the synthesizer is given (the datasets' stream), passed into the compiled code;
+the shuffles draw their indices by :func:`bayessdc.models.exact_draws.uniform_index`, faster than numba's hidden
+state and than ``Generator.integers`` (README, "Measured choices in the code").
 """
 
 from __future__ import annotations
@@ -160,9 +158,8 @@ def synthesize_cell_counts(
     variable fastest, as ``np.ravel_multi_index``), written to ``out``: :func:`synthesize_cells` without the
     assignment to records. For what does not depend on which record of a cell got which values (every release
     figure: the cell's records are exchangeable) it is the same distribution; drawn from the same generator state
-    it gives exactly the counts of :func:`synthesize_cells`' values for a dataset of one cell (tested). At
-    1,000,000 CE-like records (4,896 cells, K = 40, 133 counties) 17 ms per dataset against 40-43 ms for the
-    records (2026-12-02, one core, the kernels alone).
+    it gives exactly the counts of :func:`synthesize_cells`' values for a dataset of one cell (tested). Its cost
+    grows with the (cell, value) pairs rather than the records (README, "Measured choices in the code").
     """
     n_cells, K = class_weights.shape
     J = syn_start.shape[0] - 1
@@ -182,8 +179,7 @@ def synthesize_cell_counts(
         n_c = cell_start[c + 1] - cell_start[c]
         weights[:] = class_weights[c]
         if J == 1:  # the levels counted as they are drawn: _cell_values' draws, written out with the block's
-            # bounds as 0 and L, which the compiler folds into the inlined search (1,000,000 CE-like records: 16 ms
-            # per dataset against 27 ms with syn_start[0], syn_start[1]; 2026-12-02)
+            # bounds as 0 and L, which the compiler folds into the inlined search (README, "Measured choices")
             multinomial(rng, n_c, weights, drawn, scratch, small)
             tally = out[c]
             for k in range(K):

@@ -56,9 +56,7 @@ def categorical_release_gate(
     from_codes = all(registered[name].from_release_figures for name in gate.measures)
     # cheaper still where there are fewer (cell, value) pairs than records: datasets drawn as counts per cell of
     # identical records, when the synthesizer can (the DPMPM without structural zeros). A dataset's counts cost in
-    # the pairs, its codes in the records (2026-12-02, one core, per dataset, draw + figures: 1,000,000 CE-like
-    # records, 4,896 x 133 pairs, 25 + 16 ms against 46 + 30 ms; 6,208 records, 1,818 x 133 pairs, 17 + 18 ms
-    # against 3 + 13 ms)
+    # the pairs, its codes in the records (README, "Measured choices in the code")
     layout = None
     if from_codes and figures.counts_densely and hasattr(synthesizer, "synthesized_cell_counts"):
         empty = synthesizer.synthesized_cell_counts(stacked.isel(sample=[]), prepared.data, streams.rng(seed, "gate"))
