@@ -240,7 +240,7 @@ class Recipe(ABC):
 
         state: PosteriorFit = fitted.state
         synthesizer, data = state.synthesizer, prepared.data
-        rng = streams.rng(seed, "datasets")
+        rng = streams.rng(seed, streams.Stream.DATASETS)
         synthetic = synthesizer.release_frame(data, draw_synthetic(synthesizer, state.idata, data, m, rng))
         observed = synthesizer.observed(data).expand_dims(synthetic=[1])
         original = synthesizer.release_frame(data, observed).drop(columns="synthetic")

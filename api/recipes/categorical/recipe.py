@@ -218,7 +218,7 @@ class CategoricalRecipe(Recipe):
         say = stage_messages(self.label, progress)
         state: CategoricalFit = fitted.state
         say(f"drawing {m} synthetic datasets{self._drawing()} ...")
-        rng = streams.rng(seed, "datasets")
+        rng = streams.rng(seed, streams.Stream.DATASETS)
         joint = draw_synthetic(state.synthesizer, state.idata, prepared.data, m, rng)
         synthetic = state.synthesizer.release_frame(prepared.data, joint)
         bayesian = self._bayesian_risk(prepared, state, joint, seed, say)

@@ -265,7 +265,7 @@ class DPMPM(CategoricalRecipe):
         total = posterior.sizes["sample"]
         posterior = posterior.isel(sample=np.linspace(0, total - 1, min(self.risk_draws, total)).round().astype(int))
         chosen = np.sort(
-            streams.rng(seed, "risk-records").choice(
+            streams.rng(seed, streams.Stream.RISK_RECORDS).choice(
                 data.n_records, size=min(self.risk_records, data.n_records), replace=False
             )
         )

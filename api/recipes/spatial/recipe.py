@@ -215,7 +215,7 @@ class Spatial(Recipe):
         at-risk records' true and synthetic values, and the analyst's regression on both stages."""
         fit = fitted.state
         data, response = fit.data, prepared.response
-        rng = streams.rng(seed, "datasets")
+        rng = streams.rng(seed, streams.Stream.DATASETS)
         drawn = {
             "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng),
             "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng),
