@@ -39,6 +39,7 @@ import pandas as pd
 from bayessdc.models.sampling import ConvergenceReport, check_convergence
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.release_gate import ReleaseGateReport
+from bayessdc.synthesis.streams import Stream
 
 from ..release import Diagnostics, Measures
 
@@ -240,7 +241,7 @@ class Recipe(ABC):
 
         state: PosteriorFit = fitted.state
         synthesizer, data = state.synthesizer, prepared.data
-        rng = streams.rng(seed, streams.Stream.DATASETS)
+        rng = streams.rng(seed, Stream.DATASETS)
         synthetic = synthesizer.release_frame(data, draw_synthetic(synthesizer, state.idata, data, m, rng))
         observed = synthesizer.observed(data).expand_dims(synthetic=[1])
         original = synthesizer.release_frame(data, observed).drop(columns="synthetic")

@@ -16,6 +16,7 @@ from bayessdc.measures import MeasureInput
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy, ReleaseGateReport, judge_release
+from bayessdc.synthesis.streams import Stream
 
 __all__ = ["categorical_release_gate"]
 
@@ -59,7 +60,7 @@ def categorical_release_gate(
     # the pairs, its codes in the records (README, "Measured choices in the code")
     layout = None
     if from_codes and figures.counts_densely and hasattr(synthesizer, "synthesized_cell_counts"):
-        gate_rng = streams.rng(seed, streams.Stream.GATE)
+        gate_rng = streams.rng(seed, Stream.GATE)
         empty = synthesizer.synthesized_cell_counts(stacked.isel(sample=[]), prepared.data, gate_rng)
         if empty is not None and np.prod(empty.counts.shape[1:]) <= figures.n:  # C x V pairs; their layout once
             layout = figures.cell_layout(empty.cells, empty.values, empty.records)
@@ -69,7 +70,7 @@ def categorical_release_gate(
     def chain_figures(chain: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         """The figures of one chain's gate datasets (its own stream: the same whatever runs beside it)."""
         frames, kinds = [], {}
-        rng = streams.rng(seed, streams.Stream.GATE, chain)
+        rng = streams.rng(seed, Stream.GATE, chain)
         positions = chain * draws + np.linspace(0, draws - 1, per_chain).round().astype(int)
         for start in range(0, per_chain, batch):
             chosen = positions[start : start + batch]

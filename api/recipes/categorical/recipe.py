@@ -32,6 +32,7 @@ from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport
+from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
@@ -218,7 +219,7 @@ class CategoricalRecipe(Recipe):
         say = stage_messages(self.label, progress)
         state: CategoricalFit = fitted.state
         say(f"drawing {m} synthetic datasets{self._drawing()} ...")
-        rng = streams.rng(seed, streams.Stream.DATASETS)
+        rng = streams.rng(seed, Stream.DATASETS)
         joint = draw_synthetic(state.synthesizer, state.idata, prepared.data, m, rng)
         synthetic = state.synthesizer.release_frame(prepared.data, joint)
         bayesian = self._bayesian_risk(prepared, state, joint, seed, say)

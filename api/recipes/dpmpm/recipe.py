@@ -22,6 +22,7 @@ from bayessdc.models.structural_zeros import StructuralZeroSpec, check_structura
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.output import fingerprint_frame
 from bayessdc.synthesis.release_gate import ReleaseGatePolicy
+from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
 from ...pipeline.recipe import Fitted, Lever
@@ -265,7 +266,7 @@ class DPMPM(CategoricalRecipe):
         total = posterior.sizes["sample"]
         posterior = posterior.isel(sample=np.linspace(0, total - 1, min(self.risk_draws, total)).round().astype(int))
         chosen = np.sort(
-            streams.rng(seed, streams.Stream.RISK_RECORDS).choice(
+            streams.rng(seed, Stream.RISK_RECORDS).choice(
                 data.n_records, size=min(self.risk_records, data.n_records), replace=False
             )
         )

@@ -32,6 +32,7 @@ from bayessdc.models.spatial import (
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.output import fingerprint_frame
+from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe, column_list
@@ -215,7 +216,7 @@ class Spatial(Recipe):
         at-risk records' true and synthetic values, and the analyst's regression on both stages."""
         fit = fitted.state
         data, response = fit.data, prepared.response
-        rng = streams.rng(seed, streams.Stream.DATASETS)
+        rng = streams.rng(seed, Stream.DATASETS)
         drawn = {
             "unrestricted": draw_synthetic(fit.unrestricted, fit.unrestricted_idata, data, m, rng),
             "restricted": draw_synthetic(fit.restricted, fit.restricted_idata, data, m, rng),
