@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -384,16 +385,19 @@ def evaluate(
         release = measure_and_judge(release, disclosure_policy, name, {}, progress)
     verdict = release.policy
     verdict.evaluation = True
-    release.policy_tried = [verdict]
-    release.description["disclosure_policy"] = {**disclosure_policy.describe(), "released_under": {}}
     kept = f"; {', '.join(keep_columns)} kept" if keep_columns else ""
-    release.report_content = ReportContent(
-        original=original, synthetic=stacked, compared=list(synthesize_columns),
-        about=[f"{name}: {m} {kind} dataset(s) of {len(original):,} records made elsewhere and evaluated here "
-               f"({', '.join(synthesize_columns)} synthesized{kept}). No model was fitted here: there are no "
-               "posterior diagnostics."],
+    release = replace(
+        release, policy_tried=[verdict],
+        description={**release.description,
+                     "disclosure_policy": {**disclosure_policy.describe(), "released_under": {}}},
+        report_content=ReportContent(
+            original=original, synthetic=stacked, compared=list(synthesize_columns),
+            about=[f"{name}: {m} {kind} dataset(s) of {len(original):,} records made elsewhere and evaluated here "
+                   f"({', '.join(synthesize_columns)} synthesized{kept}). No model was fitted here: there are no "
+                   "posterior diagnostics."],
+        ),
+        seconds=time.perf_counter() - start,
     )  # fmt: skip
-    release.seconds = time.perf_counter() - start
     if out is not None:
         _write(release, Path(out))
     return release

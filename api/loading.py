@@ -132,7 +132,29 @@ def load(folder: str | os.PathLike[str]) -> Release:
     diagnostics = Diagnostics(_posteriors(private), summary, passed=bool(summary.get("passed", True)),
                               allow_unconverged=bool(summary.get("allow_unconverged", False)))  # fmt: skip
     synthesizer = about.get("synthesizer") or run.get("synthesizer", "")
-    release = Release(
+    private_json = {path.name: _read_json(path) for path in sorted(private.glob("*.json")) if path.name not in _KNOWN}
+    private_tables = {path.name: pd.read_parquet(path) for path in sorted(private.glob("*.parquet"))}
+    measured = None
+    if (private / "measures.json").is_file():
+        stored = _read_json(private / "measures.json")
+        measured = MeasureSet(MeasureResult.from_dict(payload) for payload in stored.values())
+    verdict = None
+    stated = description.get("disclosure_policy")
+    if stated and measured is not None:
+        # the verdict is the stated policy applied to the stored measures: the same judgement as the run's
+        policy = default_policy() if stated.get("builtin") else Policy(
+            name=stated["name"], criteria=tuple(Criterion.from_dict(c) for c in stated.get("criteria", [])),
+            reported=dict(stated.get("reported_not_judged", {})), description=stated.get("description", ""),
+            digest=str(stated.get("digest", "")).removeprefix("sha256:"),
+        )  # fmt: skip
+        verdict = judge(policy, measured, synthesizer, stated.get("released_under"))
+        verdict.evaluation = evaluation
+        if (private / "policy.json").is_file():  # what the levers cost, as the run recorded it (not recomputable)
+            from .levers import LeverCost
+
+            recorded = _read_json(private / "policy.json").get("lever_costs", [])
+            verdict.lever_costs = [LeverCost.from_dict(cost) for cost in recorded]
+    return Release(  # built once, from what the folder holds
         synthesizer=synthesizer,
         synthetic=synthetic,
         description=description,
@@ -142,30 +164,10 @@ def load(folder: str | os.PathLike[str]) -> Release:
         seed=int(about.get("seed", run.get("seed", 0))),
         seconds=float(about.get("seconds", 0.0)),
         facts=dict(about.get("facts", {})),
+        private_json=private_json,
+        private_tables=private_tables,
+        measured=measured,
+        policy=verdict,
+        policy_tried=[verdict] if verdict is not None else [],
         loaded_from=root,
     )
-    for path in sorted(private.glob("*.json")):
-        if path.name not in _KNOWN:
-            release.private_json[path.name] = _read_json(path)
-    for path in sorted(private.glob("*.parquet")):
-        release.private_tables[path.name] = pd.read_parquet(path)
-    if (private / "measures.json").is_file():
-        stored = _read_json(private / "measures.json")
-        release.measured = MeasureSet(MeasureResult.from_dict(payload) for payload in stored.values())
-    stated = description.get("disclosure_policy")
-    if stated and release.measured is not None:
-        # the verdict is the stated policy applied to the stored measures: the same judgement as the run's
-        policy = default_policy() if stated.get("builtin") else Policy(
-            name=stated["name"], criteria=tuple(Criterion.from_dict(c) for c in stated.get("criteria", [])),
-            reported=dict(stated.get("reported_not_judged", {})), description=stated.get("description", ""),
-            digest=str(stated.get("digest", "")).removeprefix("sha256:"),
-        )  # fmt: skip
-        release.policy = judge(policy, release.measured, synthesizer, stated.get("released_under"))
-        release.policy.evaluation = evaluation
-        if (private / "policy.json").is_file():  # what the levers cost, as the run recorded it (not recomputable)
-            from .levers import LeverCost
-
-            recorded = _read_json(private / "policy.json").get("lever_costs", [])
-            release.policy.lever_costs = [LeverCost.from_dict(cost) for cost in recorded]
-        release.policy_tried = [release.policy]
-    return release

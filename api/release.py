@@ -121,7 +121,7 @@ class Measures:
         """Measure ``synthetic`` from now on (the release's datasets after rows were removed from them)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Release:
     """m synthetic datasets with their diagnostics, risk and utility.
 

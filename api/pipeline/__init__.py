@@ -284,17 +284,18 @@ def _run(
     release = build_release(synthesizer, prepared, fitted, identity, m, seed, progress, control)
     _log.debug("%s: %d datasets drawn in %.1f s", synthesizer.name, m, time.perf_counter() - release_start)
     release, tried = decide(synthesizer, prepared, fitted, release, policy, m, seed, progress)
-    release.synthetic = drawn_levels(release.synthetic)  # no level of the confidential data that was not drawn
-    release.policy_tried = tried
-    release.description["allow_unconverged"] = allow_unconverged
-    release.description["disclosure_policy"] = {**policy.describe(), "released_under": release.policy.setting}
-    release.report_content = synthesizer.report_content(prepared, release)
+    description = {**release.description, "allow_unconverged": allow_unconverged,
+                   "disclosure_policy": {**policy.describe(), "released_under": release.policy.setting},
+                   **({"control_set": identity["control_set"]} if "control_set" in identity else {})}  # fmt: skip
+    release = replace(  # no level of the confidential data that was not drawn
+        release, synthetic=drawn_levels(release.synthetic), policy_tried=tried, description=description
+    )
+    content = synthesizer.report_content(prepared, release)
     if "control_set" in identity:
-        release.description["control_set"] = identity["control_set"]
-        release.report_content.about.append(control_sentence(identity["control_set"]))
+        content.about.append(control_sentence(identity["control_set"]))
     if prepared.weights is not None:
-        release.report_content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept"))
-    release.seconds = time.perf_counter() - start
+        content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept"))
+    release = replace(release, report_content=content, seconds=time.perf_counter() - start)
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)
         if folder is not None:
