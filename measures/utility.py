@@ -28,9 +28,26 @@ import pandas as pd
 from .base import Measure, MeasureInput, MeasureResult, register
 from .identification import IDENTIFICATION_READS, per_dataset_figures
 
-__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "released_figures", "within_patterns"]
+__all__ = ["PMSERatio", "TableDeviation", "WithinPatternTV", "frame_figures", "released_figures", "within_patterns"]
 
 _WAYS = {1: "one-way", 2: "two-way", 3: "three-way"}
+
+
+def frame_figures(data: MeasureInput) -> dict[str, dict]:
+    """The table deviations (``"deviations"``, per order: each dataset's and each table's) and the pMSE (``"pmse"``:
+    per dataset, and its model) of the datasets as released (``data.synthetic``), through the data-frame functions of
+    :mod:`bayessdc.synthesis.categorical`, unweighted; computed once per input, for the figures of the rows released
+    (:func:`released_figures`) and the details of :class:`TableDeviation` and :class:`PMSERatio` alike."""
+    from bayessdc.synthesis.categorical import pmse, table_deviations
+
+    cache = data.cache
+    if "frame_figures" not in cache:
+        original, synthetic = data.original, data.synthetic
+        cache["frame_figures"] = {
+            "deviations": table_deviations(original, synthetic, data.synthesized, data.kept, ways=tuple(_WAYS)),
+            "pmse": pmse(original, synthetic, data.kept + data.synthesized, data.synthesized),
+        }
+    return cache["frame_figures"]
 
 
 def released_figures(data: MeasureInput) -> pd.DataFrame:
@@ -39,21 +56,21 @@ def released_figures(data: MeasureInput) -> pd.DataFrame:
     :mod:`bayessdc.synthesis.categorical`, which need no row ``i`` to be record ``i``: one row per dataset, columns
     ``synthetic``, ``table_deviation[one-way]`` ..., ``within_pattern_tv`` (half the sum of ``|synthetic -
     original|`` counts of the full table over the original's records) and ``pmse_ratio`` (unweighted)."""
-    from bayessdc.synthesis.categorical import deviation_tables, pmse, table_deviations
+    from bayessdc.synthesis.categorical import deviation_tables
 
     cache = data.cache
     if "released_figures" not in cache:
         original, synthetic = data.original, data.synthetic
         columns = data.kept + data.synthesized
         table = pd.DataFrame({"synthetic": np.sort(synthetic["synthetic"].unique())})
-        deviations = table_deviations(original, synthetic, data.synthesized, data.kept, ways=tuple(_WAYS))
+        deviations = frame_figures(data)["deviations"]
         for way in _WAYS.values():
             if way in deviations:
                 table[f"table_deviation[{way}]"] = deviations[way]["per_dataset"]
         full = deviation_tables(original, synthetic, columns)
         changed = full["deviation"].abs().groupby(full["synthetic"]).sum()
         table["within_pattern_tv"] = changed.reindex(table["synthetic"]).to_numpy(dtype=float) / (2 * len(original))
-        table["pmse_ratio"] = pmse(original, synthetic, columns, data.synthesized)["per_dataset"]["ratio"]
+        table["pmse_ratio"] = frame_figures(data)["pmse"]["per_dataset"]["ratio"]
         cache["released_figures"] = table
     return cache["released_figures"]
 
@@ -91,8 +108,6 @@ class TableDeviation(_Categorical):
     subset_names = ("one-way", "two-way", "three-way")
 
     def compute(self, data: MeasureInput) -> MeasureResult:
-        from bayessdc.synthesis.categorical import table_deviations
-
         table = self.figures(data)
         values = []
         for column in [c for c in table.columns if c.startswith("table_deviation[")]:
@@ -103,7 +118,7 @@ class TableDeviation(_Categorical):
             ]
         result = self.result(values)
         if data.details and data.weights is None:  # each table's deviation, mean over the datasets (unweighted)
-            orders = table_deviations(data.original, data.synthetic, data.synthesized, data.kept, ways=tuple(_WAYS))
+            orders = frame_figures(data)["deviations"]
             result.details = pd.DataFrame([{"subset": order, "table": name, "deviation": float(v)}
                                            for order, figures in orders.items()
                                            for name, v in figures["tables"].items()])  # fmt: skip
@@ -133,9 +148,7 @@ class PMSERatio(_Categorical):
         ]
         result = self.result(values, [{"subset": "all", "reference": "null", "value": 1.0}])
         if data.details and data.weights is None:  # per dataset: the pMSE, its null expectation, the model's size
-            from bayessdc.synthesis.categorical import pmse
-
-            fit = pmse(data.original, data.synthetic, data.kept + data.synthesized, data.synthesized)
+            fit = frame_figures(data)["pmse"]
             result.details = pd.DataFrame({"dataset": table["synthetic"].to_numpy(int), **fit["per_dataset"]})
             result.description = f"{result.description} (the propensity model: {fit['model']})"
         if data.weights is not None:

@@ -11,16 +11,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayessdc.measures.base import SUMMARY_COLUMNS
+
 from .html import format_value
 
 __all__ = ["measure_lines", "measure_rows"]
 
-_FIXED = {"measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower", "upper", "worst", "interval", "note"}
 
 
 def _references(row: pd.Series) -> list[tuple[str, float]]:
     return [(str(k), float(v)) for k, v in row.items()
-            if k not in _FIXED and isinstance(v, float | int | np.floating) and np.isfinite(v)]  # fmt: skip
+            if k not in SUMMARY_COLUMNS and isinstance(v, float | int | np.floating) and np.isfinite(v)]  # fmt: skip
 
 
 def measure_lines(measured: Any, kind: str | None = None, indent: str = "  ") -> list[str]:
