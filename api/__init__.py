@@ -113,8 +113,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+    module = _LAZY.get(name) or RECIPES.get(name)  # the registry read as it is now: a recipe registered later too
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'bayessdc' has no attribute {name!r}")

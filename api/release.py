@@ -67,9 +67,9 @@ class PosteriorFiles(Mapping[str, az.InferenceData]):
         return len(self.names)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diagnostics:
-    """The posterior of every fit and the gate's verdict.
+    """The posterior of every fit and the gate's verdict (changed only by :func:`dataclasses.replace`).
 
     Attributes
     ----------

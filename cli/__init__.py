@@ -1,9 +1,9 @@
 """The ``bayessdc`` console command.
 
-One module per subcommand in this package, each with ``add_parser(subparsers)`` (which sets
-``func`` to its ``run(args) -> int``) and, when it has a bundled example, ``demo(out, seed) -> list[dict]``
-returning rows of figures for ``bayessdc demo``. The CLI parses arguments and wires the layers together;
-it holds no statistics. Heavy imports happen inside ``run`` so that ``bayessdc --help`` is quick. Every
+Every synthesizer's subcommand is built from the command its recipe package declares
+(:mod:`bayessdc.cli.synthesizer`); each other subcommand is a module of this package with ``add_parser(subparsers)``
+(which sets ``func`` to its ``run(args) -> int``). The CLI parses arguments and wires the layers together; it
+holds no statistics and no synthesizer. Heavy imports happen inside ``run`` so that ``bayessdc --help`` is quick. Every
 subcommand takes ``-q/--quiet`` and ``-v/--verbose`` (:func:`common_options`, added by ``build_parser``), and
 :func:`main` configures logging accordingly for the run.
 """
@@ -20,22 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from bayessdc import InputError, __version__
+from bayessdc.command import Command
 from bayessdc.progress import cli_logging, logger
 
+from . import synthesizer
 from .failures import run_handled
 from .flags import flags_in_log_records
-from .options import option
+from .synthesizer import commands
 
-#: Subcommand modules, in the order ``bayessdc --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = (
-    "flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "evaluate", "report", "policy", "demo",
-)  # fmt: skip
+#: The commands of the synthesizers, by name (declared beside their recipes, :mod:`bayessdc.cli.synthesizer`).
+SYNTHESIZERS: dict[str, Command] = {c.name: c for c in commands()}
+
+#: The modules of the other subcommands.
+MODULES: tuple[str, ...] = ("cta", "evaluate", "report", "policy", "demo")
+
+#: Every subcommand, in the order ``bayessdc --help`` lists them: the synthesizers', then the others.
+SUBCOMMANDS: tuple[str, ...] = (*SYNTHESIZERS, *MODULES)
 
 #: The subcommands that release something, each judged by a disclosure policy (``--policy``).
-RELEASING: frozenset[str] = frozenset({"flows", "spatial", "dpmpm", "dp-areal", "cart", "cta", "evaluate"})
+RELEASING: frozenset[str] = frozenset({*SYNTHESIZERS, "cta", "evaluate"})
 
 #: The subcommands that release tables of records, which a control set (``--holdout``) can be compared with.
-RECORDS: frozenset[str] = frozenset({"spatial", "dpmpm", "dp-areal", "cart"})
+RECORDS: frozenset[str] = frozenset(name for name, c in SYNTHESIZERS.items() if c.records)
 
 #: Help of ``--holdout``.
 HOLDOUT_HELP = (
@@ -62,9 +68,6 @@ POLICY_HELP = (
 #: An error in the user's input or options: printed without a traceback, exit status 2.
 UserError = InputError
 
-#: Help of every subcommand's input option (the formats :func:`bayessdc.read_table` reads).
-DATA_HELP = "input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .sas7bdat, by extension"
-
 #: Help of the options every subcommand takes (:func:`common_options`).
 MESSAGES_HELP = """messages: stages of the run and each group's figures go to standard error, with progress bars when it
 is a terminal; -q/--quiet: no bars, warnings and errors only; -v/--verbose: debug messages too"""
@@ -89,13 +92,6 @@ def common_options() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="debug messages too (sampler settings, timings, every part)"
     )
     return common
-
-
-def synthesize_options(parser: Any, recipe: str) -> None:
-    """``--m`` and ``--seed``, parameters of ``bsd.synthesize`` (``--m``'s default: the recipe's ``default_m``)."""
-    option(parser, "--m", to="synthesize.m", type=int, default=None, shows=f"{recipe}.default_m",
-           help="synthetic datasets (default {default}: the recipe's default_m)")  # fmt: skip
-    option(parser, "--seed", to="synthesize.seed", type=int, help="seed of the whole run (default {default})")
 
 
 class _KeepBlocksFormatter(argparse.HelpFormatter):
@@ -142,7 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bayessdc {__version__}")
     subparsers = _Subcommands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     for name in SUBCOMMANDS:
-        importlib.import_module(f"bayessdc.cli.{name}").add_parser(subparsers)
+        if name in SYNTHESIZERS:
+            synthesizer.add_parser(subparsers, SYNTHESIZERS[name])
+        else:
+            importlib.import_module(f"bayessdc.cli.{name}").add_parser(subparsers)
     return parser
 
 

@@ -12,12 +12,22 @@ from typing import Any
 
 from bayessdc.policy import DisclosureRefused
 
+from . import synthesizer
+
 __all__ = ["DEMOS", "add_parser", "run"]
 
 _log = logging.getLogger(__name__)
 
-#: Subcommand modules whose ``demo(out, seed)`` the demo runs, in order.
-DEMOS: tuple[str, ...] = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta")
+#: The demos run, in order: every synthesizer's (declared by its command) and then controlled tabular adjustment's.
+DEMOS: tuple[str, ...] = (*(c.name for c in synthesizer.commands()), "cta")
+
+
+def _demo(name: str, out: Path, seed: int) -> list[dict[str, Any]]:
+    """The rows of demo ``name``."""
+    for command in synthesizer.commands():
+        if command.name == name:
+            return synthesizer.demo(command, out, seed)
+    return importlib.import_module(f"bayessdc.cli.{name}").demo(out, seed)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,7 +40,8 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder (default demo-output)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--only", nargs="*", default=None, choices=DEMOS, help="run only these demos")
+    p.add_argument("--only", nargs="*", default=None, choices=DEMOS, type=lambda name: name.replace("_", "-"),
+                   help="run only these demos")
     p.set_defaults(func=run)
 
 
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         _log.info("running the %s demo ...", name)
         try:
-            rows.extend(importlib.import_module(f"bayessdc.cli.{name}").demo(args.out, args.seed))
+            rows.extend(_demo(name, args.out, args.seed))
         except DisclosureRefused as err:  # said in the table, nothing released
             rows.append({"synthesizer": name, "measure": "release", "value": "refused by the disclosure policy"})
             _log.warning("the %s demo was refused: %s", name, err)

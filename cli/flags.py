@@ -10,6 +10,7 @@ that every flag of the table is an option of some command, and that no library m
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import sys
@@ -18,8 +19,22 @@ from contextlib import contextmanager
 
 __all__ = ["PARAMETER_FLAGS", "FlagRecords", "as_flags", "flags_in_log_records"]
 
-#: Parameter of the library -> the command line's flag.
+def _declared() -> dict[str, str]:
+    """Each parameter a synthesizer's command sets -> its flag, as the command declares it beside its recipe
+    (:class:`bayessdc.command.Option`): a new synthesizer's flags join the table with its command."""
+    from bayessdc.recipes import RECIPES
+
+    declared: dict[str, str] = {}
+    for package in RECIPES.values():
+        for option in importlib.import_module(f"{package}.command").COMMAND.options:
+            declared.setdefault(option.parameter, option.flags[0])
+    return declared
+
+
+#: Parameter of the library -> the command line's flag: the synthesizers' declared options, and the flags of the
+#: other commands and of parameters named otherwise.
 PARAMETER_FLAGS: dict[str, str] = {
+    **_declared(),
     "allow_unconverged": "--allow-unconverged",
     "alpha": "--alpha",
     "approximation": "--approximation",

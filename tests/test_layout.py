@@ -183,6 +183,24 @@ def test_each_cli_module_only_wires():
         assert len(path.read_text().splitlines()) < 200, path.name
 
 
+def test_the_command_line_names_no_synthesizer():
+    """Issue 50: a synthesizer's subcommand is built from the command its recipe package declares; no module of
+    cli/ reaches a recipe class (``bsd.DPMPM``), a recipe's module or a recipe's field (``"DPMPM.K"``)."""
+    from bayessdc.recipes import RECIPES
+
+    found = []
+    for path in _python_files("cli"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in RECIPES:
+                found.append(f"{path.name}: .{node.attr}")
+            if isinstance(node, ast.Call) and any(k.arg == "to" for k in node.keywords):
+                found += [f"{path.name}: to={ast.unparse(k.value)}" for k in node.keywords if k.arg == "to"
+                          and isinstance(k.value, ast.Constant) and str(k.value.value).split(".")[0] in RECIPES]
+        found += [f"{path.name}: import {m}" for m, _ in _imported(path) if _recipe_of(m) is not None]
+    assert not found, found
+
+
 def test_recipes_and_the_pipeline_hold_no_string_keyed_state():
     """A recipe's prepared input and fit are typed dataclasses, never a dictionary read by string keys
     (``extra[...]``, ``state[...]``)."""

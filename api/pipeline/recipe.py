@@ -143,6 +143,9 @@ class Drawn:
         Figures a summary or report shows besides the measures (records, cells, groups, ...).
     private_json, private_tables
         Further private outputs by file name under ``private/``.
+    diagnostics
+        How far the draw step's own approximations can be trusted (the importance sampling of the Bayesian attribute
+        risk), added to the fit's diagnostics in the release (``private/diagnostics.json``).
     """
 
     synthetic: pd.DataFrame
@@ -151,6 +154,7 @@ class Drawn:
     facts: dict[str, Any] = field(default_factory=dict)
     private_json: dict[str, dict[str, Any]] = field(default_factory=dict)
     private_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

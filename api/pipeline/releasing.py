@@ -53,7 +53,7 @@ def build_release(
         synthesizer=recipe.name,
         synthetic=drawn.synthetic,
         description=description,
-        diagnostics=fitted.diagnostics,
+        diagnostics=replace(fitted.diagnostics, summary={**fitted.diagnostics.summary, **drawn.diagnostics}),
         identity=identity,
         m=m,
         seed=seed,

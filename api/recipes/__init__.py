@@ -1,12 +1,20 @@
 """One home per synthesizer: each package holds its recipe (:class:`bayessdc.pipeline.Recipe`): the prepared
-input and its checks, the fit, the draw, the description, the levers and the report content; the generic steps are
-:mod:`bayessdc.pipeline`'s. A recipe imports :mod:`bayessdc.pipeline`'s base and the model layer, never another
-recipe but its base (the DPMPM and the DP-areal build on :mod:`bayessdc.recipes.categorical`); the pipeline
-imports no recipe. A new synthesizer is its model folder, its package here and one line in
-:data:`bayessdc.recipes.RECIPES`.
+input and its checks, the fit, the draw, the description, the levers and the report content, and its command
+(``command.py``, a :class:`bayessdc.command.Command`: the options, summary and demo of ``bayessdc NAME``); the
+generic steps are :mod:`bayessdc.pipeline`'s. A recipe imports :mod:`bayessdc.pipeline`'s base and the model layer,
+never another recipe but its base (the DPMPM and the DP-areal build on :mod:`bayessdc.recipes.categorical`); the
+pipeline imports no recipe. A new synthesizer is its model folder, its package here and one line in
+:data:`RECIPES`: ``bsd.NAME`` and ``bayessdc NAME`` come from it.
 """
 
-#: Each synthesizer's public recipe class, by the name ``import bayessdc as bsd`` gives it, and its module.
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: Each synthesizer's public recipe class, by the name ``import bayessdc as bsd`` gives it, and its package, in the
+#: order ``bayessdc --help`` and ``bayessdc demo`` take them.
 RECIPES = {
     "Flows": "bayessdc.recipes.flows",
     "Spatial": "bayessdc.recipes.spatial",
@@ -15,4 +23,31 @@ RECIPES = {
     "CART": "bayessdc.recipes.cart",
 }
 
-__all__ = ["RECIPES"]
+__all__ = ["RECIPES", "exports"]
+
+
+def exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of a recipe package: its public names loaded from their modules on first use.
+
+    A package's ``command`` module is read by ``bayessdc --help`` without its recipe, which imports the models
+    (PyMC, numba): the package itself imports nothing until a name of it is asked for.
+
+    Parameters
+    ----------
+    package
+        The package's ``__name__``.
+    names
+        Public name -> the package's module defining it (``{"DPMPM": "recipe"}``).
+
+    Returns
+    -------
+    callable
+        ``__getattr__(name)`` for the package (PEP 562).
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+
+    return __getattr__

@@ -26,7 +26,8 @@ def test_a_negative_weight_is_refused_with_its_row(tmp_path, capsys):
     data.loc[11, "wt"] = -1.0
     data.to_csv(tmp_path / "data.csv", index=False)
     assert main(_args(tmp_path / "data.csv", tmp_path / "out")) == 2
-    assert "weights='wt': the survey weight is zero or negative at data row 12 (1 row)" in capsys.readouterr().err
+    # the library's weights='wt' said as the flag the user typed
+    assert "--weights wt: the survey weight is zero or negative at data row 12 (1 row)" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

@@ -157,11 +157,11 @@ def test_bad_input_exits_2_before_sampling(tmp_path, capsys):
 def test_nuts_takes_the_target_acceptance_the_library_holds_for_the_model():
     """``--sampler nuts`` holds no default of its own: the library's NUTS settings of the model (issue 50)."""
     import bayessdc as bsd
-    from bayessdc.cli.dp_areal import _sampler
+    from bayessdc.recipes.dp_areal.command import sampler_settings
 
     assert bsd.DPAreal.nuts_settings().target_accept == bsd.DPAreal.nuts_target_accept == 0.9
     assert bsd.DPAreal.nuts_settings(target_accept=0.95, draws=300).target_accept == 0.95
-    options = _sampler(bsd, "nuts", {"settings": {"draws": 300}})
+    options = sampler_settings({"sampler": "nuts", "settings": {"draws": 300}})
     assert options["settings"] == bsd.DPAreal.nuts_settings(draws=300)
 
 

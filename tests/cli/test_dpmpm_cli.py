@@ -262,7 +262,7 @@ def test_chains_that_disagree_beyond_tolerance_exit_3_naming_the_figure_and_the_
 
 def test_demo_table_says_when_the_gate_failed():
     """An unconverged demo run is named as such in the table, not left to the r_hat figure."""
-    from bayessdc.cli.categorical import gate_verdict
+    from bayessdc.recipes.categorical.command import gate_verdict
 
     assert gate_verdict({"passed": True}) == "passed"
     assert gate_verdict({"passed": False}).startswith("FAILED")

@@ -1,7 +1,8 @@
 """The sequential CART synthesizer's recipe with a Bayesian bootstrap (Rodriguez, Freiman, Reiter & Lauger): its
 prepared input, checks, trees, draw, record measures and their cross-fitted reference, description and report
-content."""
+content; its command (``command.py``)."""
 
-from .recipe import CART, CartPrepared
+from .. import exports
 
 __all__ = ["CART", "CartPrepared"]
+__getattr__ = exports(__name__, {"CART": "recipe", "CartPrepared": "recipe"})

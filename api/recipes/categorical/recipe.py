@@ -159,7 +159,7 @@ class CategoricalRecipe(Recipe):
         """``fitted`` decided by the release gate: the parameter gate's verdict kept as a diagnostic."""
         fitted.release_gate = gate
         fitted.parameter_passed = bool(parameter_passed)
-        fitted.diagnostics.passed = gate.passed  # the summary says so when it is written (diagnostics_summary)
+        fitted.diagnostics = replace(fitted.diagnostics, passed=gate.passed)  # said when written (diagnostics_summary)
         if not gate.passed:
             fitted.report = gate
             needed = gate.chains_needed()
@@ -233,12 +233,12 @@ class CategoricalRecipe(Recipe):
             x.original, synthetic, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed,
             bayesian=None if bayesian is None else bayesian[0], inherent=state.inherent, measured=measured,
         )  # fmt: skip
-        items = None
+        items, sampling = None, {}
         if bayesian is not None:
             items = bayesian[0].drop(columns="record").rename(columns={"relevant_khat": "khat"})
             # how far the importance sampling can be trusted (its figures are the intruder measures')
-            fitted.diagnostics.summary["importance_sampling"] = {
-                k: bayesian[1][k] for k in ("records_assessed", "khat_over_0_7", "intruder") if k in bayesian[1]}
+            sampling = {"importance_sampling": {
+                k: bayesian[1][k] for k in ("records_assessed", "khat_over_0_7", "intruder") if k in bayesian[1]}}
         data = MeasureInput(
             synthetic, x.original, released=x.keep + x.synthesize, synthesized=x.synthesize, kept=x.keep,
             known_sets=x.known, partially_synthetic=True, inherent=state.inherent, repetitions=self.repetitions,
@@ -257,6 +257,7 @@ class CategoricalRecipe(Recipe):
             measures=CategoricalMeasures(x.original, synthetic, x.synthesize, x.keep, self.repetitions, seed,
                                          ordered_logits=x.ordered_logits),
             measure_input=data,
+            diagnostics=sampling,
         )
 
     def _drawing(self) -> str:

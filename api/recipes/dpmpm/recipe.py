@@ -216,6 +216,7 @@ class DPMPM(CategoricalRecipe):
             report,
             what="the DPMPM",
             hint=hint,
+            advice="Sample longer (draws=, burn=)",  # a Gibbs sampler: burn-in, no tuning
             state=state,
             private_files={"posterior.nc": lambda path: posterior.to_netcdf(path, engine="h5netcdf")},
             reports={"all": report.to_dict()},
