@@ -10,8 +10,9 @@ The public face, in a few verbs for every synthesizer::
 
 Synthesizers: :class:`Flows` (Hawala, Reiter & Wang), :class:`Spatial` (Quick, Holan & Wikle),
 :class:`DPMPM` and :class:`DPAreal` (Hu & Savitsky), :class:`CART` (Rodriguez, Freiman, Reiter & Lauger);
-:func:`adjust` for controlled tabular adjustment (Cox). The layers below (``bayessdc.models``,
-``bayessdc.synthesis``, ``bayessdc.risk``, ``bayessdc.cta``) stay importable for their details.
+:func:`adjust` for controlled tabular adjustment (Cox), its options in :class:`AdjustmentSettings` and
+:class:`SolverSettings`. The layers below (``bayessdc.models``, ``bayessdc.synthesis``, ``bayessdc.risk``,
+``bayessdc.cta``) stay importable for their details.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ _LAZY = {
     "synthesize": "bayessdc.pipeline",
     **RECIPES,
     "adjust": "bayessdc.recipes.cta",
+    "AdjustmentSettings": "bayessdc.cta",
+    "SolverSettings": "bayessdc.cta",
     "Adjustment": "bayessdc.recipes.cta",
     "ProtectionNotMetError": "bayessdc.recipes.cta",
     "Diagnostics": "bayessdc.release",
@@ -74,6 +77,7 @@ __all__ = [
     "DPAreal",
     "DPMPM",
     "Adjustment",
+    "AdjustmentSettings",
     "AttackSettings",
     "Spatial",
     "adjust",
@@ -98,6 +102,7 @@ __all__ = [
     "ReleaseGatePolicy",
     "RunMismatchError",
     "SamplerSettings",
+    "SolverSettings",
     "__version__",
     "compare_releases",
     "default_policy",

@@ -47,7 +47,14 @@ def cube_table(size: int, sensitive_share: float, seed: int):
 
 def run_case(name: str, options: dict) -> dict:
     """Build and solve one case; returns the figures (run in a child process)."""
-    from bayessdc.cta import adjust_table, cox_4x9_frame, quality_report, table_from_long
+    from bayessdc.cta import (
+        AdjustmentSettings,
+        SolverSettings,
+        adjust_table,
+        cox_4x9_frame,
+        quality_report,
+        table_from_long,
+    )
 
     started = time.perf_counter()
     if name == "cox":
@@ -59,9 +66,10 @@ def run_case(name: str, options: dict) -> dict:
     first_solve = None
     if name == "cox":  # the first solve in a process pays for cvxpy's and HiGHS's set-up
         first_solve = adjust_table(table, protection).solve_seconds
+    settings = AdjustmentSettings(**{key: options[key] for key in ("method", "capacity") if key in options})
+    solver = SolverSettings(**{key: options[key] for key in ("time_limit",) if key in options})
     try:
-        result = adjust_table(table, protection, method=options.get("method", "milp"),
-                              time_limit=options.get("time_limit"), capacity=options.get("capacity", 0.2))
+        result = adjust_table(table, protection, settings=settings, solver=solver)
     except ValueError as err:  # no feasible point within the time limit
         return {"case": options["label"], "cells": table.n_cells, "equations": table.additivity.shape[0],
                 "build_s": built, "solve_s": time.perf_counter() - started - built,

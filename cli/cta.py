@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+from typing import Any
 
 from .failures import said
-from .options import given, option
+from .options import build, given, option
 
 OBJECTIVE_CHOICES = ("l1", "relative", "weighted", "variance", "compromise")
 
@@ -42,34 +43,53 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
            help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)")  # fmt: skip
     option(parser, "--contributor", to="adjust.contributor", metavar="COL",
            help="the input is microdata: this column identifies contributors; cells are sums")  # fmt: skip
-    option(parser, "--kind", to="adjust.kind", choices=("magnitude", "count"),
-           help="count tables get integer adjustments and the threshold rule on counts (default {default})")
     option(
-        parser, "--objective", to="adjust.objective", choices=OBJECTIVE_CHOICES,
+        parser, "--kind", to="adjust.kind", choices=("magnitude", "count"),
+        help="count tables get integer adjustments and the threshold rule on counts (default {default})",
+    )  # fmt: skip
+    option(
+        parser, "--objective", to="AdjustmentSettings.objective", choices=OBJECTIVE_CHOICES,
         help="l1: min sum|y|; relative: min sum|y|/value; weighted: min sum cost*|y|; "
         "variance: keep the variance; compromise: min |L(y)| (slope, correlation); default {default}",
     )  # fmt: skip
-    option(parser, "--preserve-mean", to="adjust.preserve_mean", action="store_true",
+    option(parser, "--preserve-mean", to="AdjustmentSettings.preserve_mean", action="store_true",
            help="net adjustment of the sensitive cells zero")  # fmt: skip
-    option(parser, "--zero-l", to="adjust.zero_l", action="store_true",
+    option(parser, "--zero-l", to="AdjustmentSettings.zero_l", action="store_true",
            help="constrain L(y) = Cov(a, y)/Var(a) to zero")  # fmt: skip
-    option(parser, "--integer", to="adjust.integer", action="store_true", help="integer adjustments")
-    option(parser, "--method", to="adjust.method", choices=("milp", "heuristic"),
-           help="milp: solver picks directions; heuristic: directions first, then an LP (default {default})")
-    option(parser, "--capacity", to="adjust.capacity", type=float,
+    option(parser, "--integer", to="AdjustmentSettings.integer", action="store_true", help="integer adjustments")
+    option(
+        parser, "--method", to="AdjustmentSettings.method", choices=("milp", "heuristic"),
+        help="milp: solver picks directions; heuristic: directions first, then an LP (default {default})",
+    )  # fmt: skip
+    option(parser, "--capacity", to="AdjustmentSettings.capacity", type=float,
            help="capacity of non-sensitive cells as a fraction of their value (default {default})")  # fmt: skip
     option(parser, "--capacity-column", to="adjust.capacity_column", metavar="COL",
            help="column of absolute capacities")  # fmt: skip
     option(parser, "--cost", to="adjust.cost", metavar="COL", help="column of costs for --objective weighted")
-    option(parser, "--widen", to="adjust.widen", type=float,
-           help="upper bounds q = widen * p (default 1, or 1.5 with mean/L constraints and statistical objectives)")
+    option(
+        parser, "--widen", to="AdjustmentSettings.widen", type=float,
+        help="upper bounds q = widen * p (default 1, or 1.5 with mean/L constraints and statistical objectives)",
+    )  # fmt: skip
     option(parser, "--total-label", to="adjust.total_label", help="label of a total (default {default})")
-    option(parser, "--solver", to="adjust.solver", help="cvxpy solver (default {default})")
-    option(parser, "--time-limit", to="adjust.time_limit", type=float, help="solver time limit in seconds")
-    option(parser, "--mip-gap", to="adjust.mip_gap", type=float, help="relative MIP gap at which to stop")
+    option(parser, "--solver", to="SolverSettings.solver", help="cvxpy solver (default {default})")
+    option(parser, "--time-limit", to="SolverSettings.time_limit", type=float, help="solver time limit in seconds")
+    option(parser, "--mip-gap", to="SolverSettings.mip_gap", type=float, help="relative MIP gap at which to stop")
     parser.add_argument("--out", required=True, type=pathlib.Path, help="output directory")
     parser.set_defaults(func=run)
     return parser
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options given for ``bsd.adjust``: its own parameters as they are, and ``settings`` and ``solver`` made
+    from the fields given for them (``AdjustmentSettings.capacity``, ``SolverSettings.time_limit``: the other
+    fields keep their defaults, and the dataclass checks them); a parameter none of whose options is given is
+    left out."""
+    options = given(args, "adjust")
+    for name, owner in (("settings", "AdjustmentSettings"), ("solver", "SolverSettings")):
+        fields = given(args, owner)
+        if fields:
+            options[name] = build(owner, fields)
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_root(args.out)  # before the table is solved: an InputError, exit status 2
     try:
-        result = bsd.adjust(args.table, args.dims, args.value, policy=args.policy, **given(args, "adjust"))
+        result = bsd.adjust(args.table, args.dims, args.value, policy=args.policy, **_options(args))
     except InfeasibleError as err:  # no table meets the protection: a refusal, nothing written
         print(f"bayessdc cta: refused: nothing released: {said(err)}", file=sys.stderr)
         return 3
@@ -117,7 +137,8 @@ def demo(out: pathlib.Path, seed: int) -> list[dict]:
     import bayessdc as bsd
     from bayessdc import cta
 
-    adjustment = bsd.adjust(cta.cox_4x9_frame(), "row,column", "value", protection="protection", integer=True)
+    settings = bsd.AdjustmentSettings(integer=True)
+    adjustment = bsd.adjust(cta.cox_4x9_frame(), "row,column", "value", protection="protection", settings=settings)
     adjustment.save(pathlib.Path(out) / "cta")
     report = adjustment.quality
     figures = {

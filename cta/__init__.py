@@ -2,8 +2,9 @@
 
 Build a table (:func:`table_from_long`, :func:`table_from_microdata`, :func:`link_tables`), decide its
 sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), adjust it
-(:func:`adjust_table`) and measure the result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and
-writes the release/private output folder.
+(:func:`adjust_table`, its options in :class:`AdjustmentSettings` and :class:`SolverSettings`) and measure the
+result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and writes the release/private output
+folder.
 
 References
 ----------
@@ -13,7 +14,7 @@ References
 
 from .examples import cox_4x9_frame
 from .heuristic import balanced_directions
-from .problem import OBJECTIVES, Adjustment, InfeasibleError, adjust_table
+from .problem import Adjustment, InfeasibleError, adjust_table
 from .quality import cell_statistics, protection_shortfalls, quality_report
 from .rules import (
     DominanceRule,
@@ -24,6 +25,7 @@ from .rules import (
     protection_from_rules,
     protection_from_table,
 )
+from .settings import OBJECTIVES, AdjustmentSettings, SolverSettings
 from .table import (
     TOTAL_LABEL,
     Dimension,
@@ -38,11 +40,13 @@ __all__ = [
     "OBJECTIVES",
     "TOTAL_LABEL",
     "Adjustment",
+    "AdjustmentSettings",
     "Dimension",
     "DominanceRule",
     "InfeasibleError",
     "PPercentRule",
     "Protection",
+    "SolverSettings",
     "Table",
     "ThresholdRule",
     "adjust_table",

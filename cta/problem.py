@@ -28,6 +28,11 @@ The statistical objectives are solved lexicographically: after the optimum is fo
 adds the constraint ``L(y) = 0``; ``preserve_mean=True`` adds ``sum_{sensitive} y_i = 0``; ``mean_subsets``
 adds the same for any given sets of cells. These need room, so by default the bounds are widened to
 ``q_i = 1.5 p_i`` when any of them is used (``q_i = p_i`` otherwise).
+
+The objective, the method, the capacity, the widening and these constraints are fields of
+:class:`~bayessdc.cta.settings.AdjustmentSettings`, the solver and its limits those of
+:class:`~bayessdc.cta.settings.SolverSettings`; :func:`adjust_table` takes both, and what names cells
+(``mean_subsets``, the statistics cells, fixed cells, directions, costs) as its own parameters.
 """
 
 from __future__ import annotations
@@ -44,14 +49,11 @@ import scipy.sparse as sp
 
 from .heuristic import balanced_directions
 from .rules import Protection, protection_from_table
+from .settings import DEFAULT_ADJUSTMENT, DEFAULT_SOLVER, AdjustmentSettings, SolverSettings, check_settings
 from .table import Table
 
-OBJECTIVES = ("l1", "relative", "weighted", "variance", "compromise", "max_l")
-METHODS = ("milp", "heuristic")
 STATISTICAL_OBJECTIVES = ("variance", "compromise", "max_l")
 
-#: Default capacity of a non-sensitive cell, as a fraction of its value.
-DEFAULT_CAPACITY = 0.2
 #: Default widening q_i = WIDEN * p_i when mean or L constraints or statistical objectives are used.
 DEFAULT_WIDEN = 1.5
 _TIE_TOLERANCE = 1e-6
@@ -354,25 +356,13 @@ def adjust_table(
     table: Table,
     protection: Protection | None = None,
     *,
-    objective: str = "l1",
-    method: str = "milp",
-    capacity: float | np.ndarray | Sequence[float] = DEFAULT_CAPACITY,
-    widen: float | None = None,
-    preserve_mean: bool = False,
     mean_subsets: Sequence[np.ndarray] = (),
-    zero_l: bool = False,
     statistics_cells: np.ndarray | None = None,
-    integer: bool | None = None,
     cost: np.ndarray | Sequence[float] | None = None,
     fixed_cells: np.ndarray | None = None,
     directions: np.ndarray | None = None,
-    solver: str = "HIGHS",
-    time_limit: float | None = None,
-    mip_gap: float | None = None,
-    tie_break: bool = True,
-    strengthen: bool = True,
-    solver_options: dict | None = None,
-    verbose: bool = False,
+    settings: AdjustmentSettings = DEFAULT_ADJUSTMENT,
+    solver: SolverSettings = DEFAULT_SOLVER,
 ) -> Adjustment:
     """Adjust a table so that every sensitive cell moves by at least its protection and all totals add up.
 
@@ -382,46 +372,21 @@ def adjust_table(
         The table (or linked tables).
     protection : Protection, optional
         Protection levels; by default the table's ``protection`` column.
-    objective : {"l1", "relative", "weighted", "variance", "compromise", "max_l"}
-        See the module documentation.
-    method : {"milp", "heuristic"}
-        ``"milp"`` lets the solver choose every direction (Cox's MILP); ``"heuristic"`` fixes them with
-        :func:`~bayessdc.cta.heuristic.balanced_directions` and solves an LP (an integer program for counts).
-    capacity : float or array, default 0.2
-        Capacity of the non-sensitive cells: a fraction of each cell's value, or absolute capacities per
-        cell. The table's ``capacity`` column, where given, takes precedence.
-    widen : float, optional
-        Upper bound factor ``q_i = widen * p_i``; default 1.5 with mean/L constraints or statistical
-        objectives, else 1.
-    preserve_mean : bool
-        Keep the net adjustment of the sensitive cells at zero.
     mean_subsets : sequence of boolean masks
         Further cell sets whose net adjustment must be zero.
-    zero_l : bool
-        Constrain ``L(y) = 0``.
     statistics_cells : boolean mask, optional
         Cells over which L(y) is taken (default: the sensitive cells).
-    integer : bool, optional
-        Integer adjustments (default: True for count tables).
     cost : array, optional
         Per-cell costs for ``objective="weighted"`` (default: the table's ``cost`` column).
     fixed_cells : boolean mask, optional
         Cells that must not change (e.g. the grand total).
     directions : array, optional
         +1/-1 per cell fixing the direction of each sensitive cell (then the problem is an LP).
-    solver : str, default "HIGHS"
-        Any cvxpy solver that handles (mixed-integer) LPs.
-    time_limit, mip_gap : float, optional
-        Solver limits (passed to HiGHS as ``time_limit`` and ``mip_rel_gap``).
-    tie_break : bool, default True
-        For the statistical objectives, a second solve minimising ``sum |y|`` at the optimum.
-    strengthen : bool, default True
-        Add valid inequalities that tighten the MILP (see the module documentation); they never cut off
-        a feasible adjustment.
-    solver_options : dict, optional
-        Further options passed to the solver through cvxpy (e.g. HiGHS option names).
-    verbose : bool
-        Show the solver log.
+    settings : AdjustmentSettings
+        The problem: objective, method, capacity, widening, mean and L constraints, integrality (the defaults
+        of :class:`AdjustmentSettings`: min ``sum |y|`` by the MILP, capacity 0.2).
+    solver : SolverSettings
+        The solver and its limits (the defaults of :class:`SolverSettings`: HiGHS, no limits).
 
     Returns
     -------
@@ -433,13 +398,24 @@ def adjust_table(
         With an explanation of which sensitive cells cannot be protected and what to relax.
     ValueError
         For bad options or input.
+
+    Examples
+    --------
+    >>> from bayessdc import cta
+    >>> table = cta.table_from_long(cta.cox_4x9_frame(), "row,column", "value", protection="protection")
+    >>> result = cta.adjust_table(table, settings=cta.AdjustmentSettings(objective="compromise", integer=True),
+    ...                           solver=cta.SolverSettings(time_limit=60))
+    >>> result.objective, result.status
+    ('compromise', 'optimal')
     """
     import cvxpy as cp
 
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    check_settings(settings, solver)
+    objective, method, capacity = settings.objective, settings.method, settings.capacity
+    widen, preserve_mean, zero_l, integer = settings.widen, settings.preserve_mean, settings.zero_l, settings.integer
+    tie_break, strengthen = settings.tie_break, settings.strengthen
+    solver_name, time_limit, mip_gap = solver.solver, solver.time_limit, solver.mip_gap
+    verbose, solver_options = solver.verbose, solver.solver_options
     if protection is None:
         protection = protection_from_table(table)
     n = table.n_cells
@@ -451,8 +427,6 @@ def adjust_table(
     uses_statistics = objective in STATISTICAL_OBJECTIVES or zero_l or preserve_mean or bool(mean_subsets)
     if widen is None:
         widen = DEFAULT_WIDEN if uses_statistics else 1.0
-    if widen < 1:
-        raise ValueError("widen must be >= 1 (q_i >= p_i)")
     if integer is None:
         integer = table.kind == "count"
     fixed = np.zeros(n, dtype=bool) if fixed_cells is None else np.asarray(fixed_cells, dtype=bool)
@@ -485,7 +459,7 @@ def adjust_table(
     else:
         weights = np.ones(n)
 
-    settings = {
+    recorded = {  # the options used, as Adjustment.settings reports them
         "capacity": capacity if np.isscalar(capacity) else "per cell",
         "widen": widen,
         "preserve_mean": preserve_mean,
@@ -556,7 +530,7 @@ def adjust_table(
             primary = cp.abs(2 * l_scaled + v_lin)
 
         problem = cp.Problem(cp.Minimize(l1 if primary is None else primary), constraints)
-        status, gap = _solve(problem, solver, time_limit, mip_gap, verbose, solver_options)
+        status, gap = _solve(problem, solver_name, time_limit, mip_gap, verbose, solver_options)
         if status in ("infeasible", "infeasible_or_unbounded"):
             raise _Infeasible()
         if status == "no_solution" or y_up.value is None:
@@ -570,7 +544,7 @@ def adjust_table(
             best = float(primary.value)
             second = cp.Problem(cp.Minimize(weights @ (y_up + y_down)),
                                 constraints + [primary <= best + _TIE_TOLERANCE * max(1.0, abs(best))])
-            status2, gap2 = _solve(second, solver, time_limit, mip_gap, verbose, solver_options)
+            status2, gap2 = _solve(second, solver_name, time_limit, mip_gap, verbose, solver_options)
             if y_up.value is not None and status2 in ("optimal", "optimal_inaccurate", "user_limit"):
                 status, gap = status2, gap2
                 up_value, down_value = np.asarray(y_up.value), np.asarray(y_down.value)
@@ -597,14 +571,14 @@ def adjust_table(
             if method_used == "heuristic+lp" and repair < HEURISTIC_REPAIRS:
                 # Heuristic directions can contradict each other (e.g. a total and all its parts sensitive):
                 # flip the cells that the elastic problem leaves short, and try again.
-                short = _shortfalls(table, b, solver, time_limit)
+                short = _shortfalls(table, b, solver_name, time_limit)
                 if short is not None:
                     flip = _cells_to_flip(table, b, short, tolerance=1e-6 * max(1.0, float(np.abs(a).max())))
             if not flip.any():
                 raise explain_infeasibility(
                     table, b, widen=widen, capacity=capacity, method=method_used,
                     statistical=_statistical_names(preserve_mean, mean_subsets, zero_l),
-                    solver=solver, time_limit=time_limit) from None
+                    solver=solver_name, time_limit=time_limit) from None
             directions = np.where(flip, -b.directions, b.directions)
             b = _bounds(table, protection, caps, widen, integer, fixed, directions)
             bs = _scaled_bounds(b, unit)
@@ -622,12 +596,12 @@ def adjust_table(
         statistics_cells=stats_mask,
         objective=objective,
         method=method_used,
-        solver=solver.upper(),
+        solver=solver_name.upper(),
         status=status_name,
         optimality_gap=gap,
         objective_value=objective_value,
         solve_seconds=elapsed,
-        settings=settings,
+        settings=recorded,
     )
 
 

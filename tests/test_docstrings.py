@@ -15,6 +15,7 @@ MODULES = (
     "bayessdc.recipes.flows.recipe",
     "bayessdc.recipes.spatial.recipe",
     "bayessdc.recipes.cta.recipe",
+    "bayessdc.cta.problem",
     "bayessdc.release",
     "bayessdc.loading",
     "bayessdc.evaluation",

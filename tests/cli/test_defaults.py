@@ -85,7 +85,11 @@ def test_cta_and_evaluate_pass_only_the_options_given(monkeypatch, tmp_path):
     assert set(seen["options"]) == {"policy"}
     seen = _call(["cta", "--dims", "a", "--value", "b", "--capacity", "0.3", "--integer"], "adjust", monkeypatch,
                  tmp_path, data="--table")  # fmt: skip
-    assert seen["options"] == {"policy": None, "capacity": 0.3, "integer": True}
+    assert seen["options"] == {"policy": None, "settings": bsd.AdjustmentSettings(capacity=0.3, integer=True)}
+    seen = _call(["cta", "--dims", "a", "--value", "b", "--objective", "compromise", "--time-limit", "5", "--kind",
+                  "count"], "adjust", monkeypatch, tmp_path, data="--table")  # fmt: skip
+    assert seen["options"] == {"policy": None, "kind": "count", "solver": bsd.SolverSettings(time_limit=5.0),
+                               "settings": bsd.AdjustmentSettings(objective="compromise")}  # fmt: skip
     seen = _call(["evaluate", "--synthetic", str(tmp_path / "data.csv")], "evaluate", monkeypatch, tmp_path,
                  data="--original")  # fmt: skip
     assert set(seen["options"]) <= WIRING

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import bayessdc.cli as cli
+import bayessdc.cta
 from bayessdc.cta import cell_statistics, cox_4x9_frame
 
 
@@ -91,6 +92,29 @@ def test_cli_refuses_a_protection_that_cannot_be_met(tmp_path, cta_main, capsys)
     assert not (out / "release").exists()
 
 
+def test_cli_options_reach_the_settings_by_hand(tmp_path, cta_main, capsys, monkeypatch):
+    """--objective relative --capacity 0.025 on a + b + c = Total (a = 2 with protection 3 moves up): the total
+    (1/72 a unit) takes its 1.8, c (1/50) the other 1.2 of c's 1.25. A bad setting: exit 2 naming it, unsolved."""
+    path = tmp_path / "one_way.csv"
+    pd.DataFrame({"g": ["a", "b", "c"], "v": [2.0, 20.0, 50.0], "p": [3.0, 0.0, 0.0]}).to_csv(path, index=False)
+    base = ["cta", "--table", str(path), "--dims", "g", "--value", "v", "--protection", "p"]
+    assert cta_main([*base, "--objective", "relative", "--capacity", "0.025", "--out", str(tmp_path / "out")]) == 0
+    released = pd.read_csv(tmp_path / "out" / "release" / "adjusted.csv").set_index("g")["v"]
+    assert released.to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, "Total": 73.8})
+    capsys.readouterr()
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved")
+
+    monkeypatch.setattr(bayessdc.cta, "adjust_table", no_solve)
+    for option, message in ((["--capacity", "-1"], "capacity must be >= 0"),
+                            (["--widen", "0.5"], "widen must be >= 1"),
+                            (["--time-limit", "-1"], "time_limit must be a number >= 0")):  # fmt: skip
+        assert cta_main([*base, *option, "--out", str(tmp_path / "bad")]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "bad").exists()
+
+
 def test_cli_microdata_with_rules(tmp_path, cta_main):
     rng = np.random.default_rng(0)
     micro = pd.DataFrame({
@@ -140,7 +164,9 @@ def test_an_unsafe_adjustment_is_not_released(tmp_path):
     import bayessdc as bsd
     from bayessdc.recipes.cta import ProtectionNotMetError
 
-    result = bsd.adjust(cox_4x9_frame(), "row,column", "value", protection="protection", integer=True)
+    result = bsd.adjust(
+        cox_4x9_frame(), "row,column", "value", protection="protection", settings=bsd.AdjustmentSettings(integer=True)
+    )
     sensitive = result.table.index[result.table["sensitive"]][0]
     result.quality["checks"]["protection_met"] = False  # as a solver stopped early would report
     result.quality["checks"]["cells_below_protection"] = [result.solution.table.describe_cell(sensitive)]

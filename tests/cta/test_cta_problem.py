@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -9,11 +10,14 @@ import pandas as pd
 import pytest
 
 from bayessdc.cta import (
+    AdjustmentSettings,
     InfeasibleError,
     Protection,
+    SolverSettings,
     ThresholdRule,
     adjust_table,
     balanced_directions,
+    problem,
     protection_from_rules,
     quality_report,
     table_from_long,
@@ -39,7 +43,7 @@ def test_minimum_total_adjustment_worked_by_hand(small_frame):
     # Moving (a, x) by 3 forces a second change of 3 in its row equation and in its column equation,
     # and each of those a fourth one: the optimum is 4 * 3 = 12.
     table = table_from_long(small_frame, "r,c", "v", protection="p")
-    result = adjust_table(table, capacity=1.0)
+    result = adjust_table(table, settings=AdjustmentSettings(capacity=1.0))
     assert result.objective_value == pytest.approx(12.0)
     assert np.abs(result.adjustment).sum() == pytest.approx(12.0)
     assert result.status == "optimal" and result.optimality_gap == pytest.approx(0.0, abs=1e-9)
@@ -50,7 +54,7 @@ def test_relative_objective_moves_the_large_totals(small_frame):
     # Cost |y_i| / a_i: the cheapest compensation runs through row total a (30), column total x (40) and
     # the grand total (100): 3/10 + 3/30 + 3/40 + 3/100 = 0.505; any interior route costs more.
     table = table_from_long(small_frame, "r,c", "v", protection="p")
-    result = adjust_table(table, objective="relative", capacity=1.0)
+    result = adjust_table(table, settings=AdjustmentSettings(objective="relative", capacity=1.0))
     assert result.objective_value == pytest.approx(0.505)
     frame = result.to_frame().set_index(["r", "c"])
     assert frame.loc[("Total", "Total"), "adjustment"] == pytest.approx(frame.loc[("a", "x"), "adjustment"])
@@ -62,13 +66,13 @@ def test_weighted_objective_uses_costs(small_frame):
     table = table_from_long(small_frame, "r,c", "v", protection="p")
     cost = np.ones(table.n_cells)
     cost[~table.cells["interior"].to_numpy()] = 100.0  # make moving totals expensive
-    result = adjust_table(table, objective="weighted", cost=cost, capacity=1.0)
+    result = adjust_table(table, cost=cost, settings=AdjustmentSettings(objective="weighted", capacity=1.0))
     assert np.all(result.adjustment[~table.cells["interior"].to_numpy()] == 0)
     assert result.objective_value == pytest.approx(12.0)
 
 
 def test_cox_milp_protects_every_cell_and_keeps_totals(cox_table):
-    result = adjust_table(cox_table, integer=True)
+    result = adjust_table(cox_table, settings=AdjustmentSettings(integer=True))
     assert result.method == "milp"
     assert_safe_and_additive(result)
     assert result.sensitive.sum() == len(COX_PROTECTION)
@@ -84,14 +88,16 @@ def test_cox_table_2_and_3_shape(cox_table):
     paper = {(1, 9): 1, (2, 1): 1, (2, 9): -1, (3, 8): -1, (4, 2): 1, (4, 4): -1, (4, 9): -1}
     for (r, c), d in paper.items():
         directions[((frame["row"] == f"R{r}") & (frame["column"] == f"C{c}")).to_numpy()] = d
-    l1 = quality_report(adjust_table(cox_table, directions=directions, integer=True))
+    l1 = quality_report(adjust_table(cox_table, directions=directions, settings=AdjustmentSettings(integer=True)))
     # With Cox's directions the sensitive cells are fully determined: his row "min sum|y|".
     assert l1["sensitive_cells"]["correlation"] == pytest.approx(0.98, abs=0.005)
     assert l1["sensitive_cells"]["slope"] == pytest.approx(0.82, abs=0.005)
     assert l1["sensitive_cells"]["variance_ratio"] == pytest.approx(0.70, abs=0.005)
 
     reports = {
-        name: quality_report(adjust_table(cox_table, objective=name, preserve_mean=True, integer=True))
+        name: quality_report(
+            adjust_table(cox_table, settings=AdjustmentSettings(objective=name, preserve_mean=True, integer=True))
+        )
         for name in ("variance", "max_l", "compromise")
     }
     sens = {name: r["sensitive_cells"] for name, r in reports.items()}
@@ -109,7 +115,9 @@ def test_cox_table_2_and_3_shape(cox_table):
 
 
 def test_zero_l_constraint_gives_unit_slope_and_variance_identity(cox_table):
-    result = adjust_table(cox_table, objective="l1", zero_l=True, preserve_mean=True, widen=3.0)
+    result = adjust_table(
+        cox_table, settings=AdjustmentSettings(objective="l1", zero_l=True, preserve_mean=True, widen=3.0)
+    )
     stats = quality_report(result)["sensitive_cells"]
     assert stats["slope"] == pytest.approx(1.0, abs=1e-9)
     assert stats["intercept"] == pytest.approx(0.0, abs=1e-6)
@@ -123,19 +131,19 @@ def test_zero_l_constraint_gives_unit_slope_and_variance_identity(cox_table):
 
 def test_mean_subsets_are_preserved(cox_table):
     row_1 = (cox_table.cells["row"] == "R1").to_numpy() & cox_table.cells["interior"].to_numpy()
-    result = adjust_table(cox_table, mean_subsets=[row_1], integer=True)
+    result = adjust_table(cox_table, mean_subsets=[row_1], settings=AdjustmentSettings(integer=True))
     assert result.adjustment[row_1].sum() == 0
     assert_safe_and_additive(result)
 
 
 def test_heuristic_directions_then_lp(cox_table):
-    result = adjust_table(cox_table, method="heuristic", objective="compromise", preserve_mean=True,
-                          integer=False)
+    settings = AdjustmentSettings(method="heuristic", objective="compromise", preserve_mean=True, integer=False)
+    result = adjust_table(cox_table, settings=settings)
     assert result.method == "heuristic+lp"
     assert abs(result.adjustment[result.sensitive].sum()) < 1e-6
     assert_safe_and_additive(result)
     milp = adjust_table(cox_table)
-    heuristic_l1 = adjust_table(cox_table, method="heuristic")
+    heuristic_l1 = adjust_table(cox_table, settings=AdjustmentSettings(method="heuristic"))
     assert heuristic_l1.objective_value >= milp.objective_value - 1e-6
 
 
@@ -146,7 +154,7 @@ def test_count_table_threshold_rule_integer_and_non_negative():
     grid.loc[[1, 6, 11], "n"] = [1, 2, 1]
     table = table_from_long(grid, "r,c", "n", kind="count")
     protection = ThresholdRule(3).protection(table)
-    result = adjust_table(table, protection, capacity=0.5)
+    result = adjust_table(table, protection, settings=AdjustmentSettings(capacity=0.5))
     assert result.settings["integer"]
     assert np.array_equal(result.adjustment, np.round(result.adjustment))
     assert np.all(table.additivity @ result.adjusted == 0)  # exact in integers
@@ -166,7 +174,7 @@ def test_infeasible_problem_names_cells_and_totals(small_frame):
     table = table_from_long(small_frame, "r,c", "v", protection="p")
     fixed = ~table.cells["interior"].to_numpy()
     with pytest.raises(InfeasibleError) as err:
-        adjust_table(table, capacity=0.05, fixed_cells=fixed)  # others may move 1..2 < 3
+        adjust_table(table, fixed_cells=fixed, settings=AdjustmentSettings(capacity=0.05))  # others may move 1..2 < 3
     message = str(err.value)
     assert "1 sensitive cell(s) cannot be protected" in message
     assert "r=a, c=x: needs a move of 3, at most 1 is possible" in message
@@ -182,18 +190,18 @@ def test_infeasible_statistical_constraints_are_blamed(small_frame):
     # Two sensitive cells with different values, moved by exactly p: L(y) = 0 needs y_1 = y_2 ... and the
     # mean constraint y_1 + y_2 = 0 then forces both to zero.
     with pytest.raises(InfeasibleError, match="not together with mean preservation") as err:
-        adjust_table(table, preserve_mean=True, zero_l=True, widen=1.0, capacity=1.0)
+        adjust_table(table, settings=AdjustmentSettings(preserve_mean=True, zero_l=True, widen=1.0, capacity=1.0))
     assert "L(y) = 0" in str(err.value)
     assert err.value.unprotectable == []
 
 
 def test_protection_object_and_bad_options(cox_table):
     with pytest.raises(ValueError, match="objective must be one of"):
-        adjust_table(cox_table, objective="median")
+        AdjustmentSettings(objective="median")
     with pytest.raises(ValueError, match="no sensitive cells"):
         adjust_table(cox_table, Protection.symmetric(np.zeros(cox_table.n_cells)))
     with pytest.raises(ValueError, match="widen must be >= 1"):
-        adjust_table(cox_table, widen=0.5)
+        AdjustmentSettings(widen=0.5)
 
 
 def test_contradictory_heuristic_directions_are_repaired():
@@ -204,15 +212,15 @@ def test_contradictory_heuristic_directions_are_repaired():
     adult = pd.read_csv(path).dropna(subset=["occupation"])
     gains = table_from_microdata(adult, "occupation,sex,race", "capital_gain", contributor="person")
     protection = protection_from_rules(gains, ["p%=15", "nk=2,85"])
-    options = dict(widen=3.0, capacity=0.5)
+    settings = AdjustmentSettings(widen=3.0, capacity=0.5)
     raw = balanced_directions(gains.additivity, protection.lower, protection.upper,
                               can_go_down=np.ones(gains.n_cells, dtype=bool))
     with pytest.raises(InfeasibleError):
-        adjust_table(gains, protection, directions=raw, **options)
-    repaired = adjust_table(gains, protection, method="heuristic", **options)
+        adjust_table(gains, protection, directions=raw, settings=settings)
+    repaired = adjust_table(gains, protection, settings=dataclasses.replace(settings, method="heuristic"))
     assert repaired.method == "heuristic+lp"
     assert_safe_and_additive(repaired)
-    milp = adjust_table(gains, protection, **options)
+    milp = adjust_table(gains, protection, settings=settings)
     assert milp.objective_value <= repaired.objective_value + 1e-6
 
 
@@ -224,7 +232,7 @@ def test_linked_tables_adjusted_as_one_system(small_frame):
     t1 = table_from_long(small_frame, "r,c", "v", protection="p")
     t2 = table_from_long(other, "r,s", "v", protection="p")
     linked = link_tables([t1, t2])
-    result = adjust_table(linked, capacity=0.5)
+    result = adjust_table(linked, settings=AdjustmentSettings(capacity=0.5))
     assert result.sensitive.sum() == 2
     assert_safe_and_additive(result)  # both tables' equations, with the shared row totals adjusted once
     frame = result.to_frame().set_index(["r", "c", "s"])
@@ -233,3 +241,82 @@ def test_linked_tables_adjusted_as_one_system(small_frame):
                                                                                            "adjusted"])
     assert row_a == pytest.approx(frame.loc[("a", "Total", "m"), "adjusted"] + frame.loc[("a", "Total", "f"),
                                                                                            "adjusted"])
+
+
+@pytest.fixture
+def one_way():
+    """a + b + c = Total with a = 2 sensitive (protection 3, so it can only move up: 2 - 3 < 0), b = 20, c = 50."""
+    frame = pd.DataFrame({"g": ["a", "b", "c"], "v": [2.0, 20.0, 50.0], "p": [3.0, 0.0, 0.0]})
+    return table_from_long(frame, "g", "v", protection="p")
+
+
+def test_the_settings_reach_the_solve_worked_by_hand(one_way):
+    """min sum |y_i| / max(a_i, 1): a moves up by 3 and the equation a + b + c - Total = 0 takes 3 more, from the
+    cheapest cells within their capacities: the total (1/72 a unit), then c (1/50), then b (1/20).
+
+    Capacity 0.2 (the default): the total can take all 3 (its capacity 14.4): a 5, Total 75; cost 3/2 + 3/72.
+    Capacity 0.025: the total takes its 1.8, c the other 1.2 (its capacity 1.25), b nothing: a 5, c 48.8, Total
+    73.8; cost 3/2 + 1.8/72 + 1.2/50 = 1.549."""
+    default = adjust_table(one_way, settings=AdjustmentSettings(objective="relative"))
+    narrow = adjust_table(one_way, settings=AdjustmentSettings(objective="relative", capacity=0.025))
+    cases = [(default, [5.0, 20.0, 50.0, 75.0], 1.5 + 3 / 72), (narrow, [5.0, 20.0, 48.8, 73.8], 1.549)]
+    for result, values, cost in cases:
+        adjusted = result.to_frame().set_index("g")["adjusted"]
+        assert adjusted[["a", "b", "c", "Total"]].tolist() == pytest.approx(values)
+        assert result.objective_value == pytest.approx(cost)
+        assert_safe_and_additive(result)
+    assert default.objective == narrow.objective == "relative"
+    assert (default.settings["capacity"], narrow.settings["capacity"]) == (0.2, 0.025)
+
+
+def test_the_solver_settings_reach_the_solver(cox_table, monkeypatch):
+    calls = []
+
+    def spy(model, solver, time_limit, mip_gap, verbose, solver_options=None):
+        calls.append((solver, time_limit, mip_gap, verbose, solver_options))
+        return solve(model, solver, time_limit, mip_gap, verbose, solver_options)
+
+    solve = problem._solve
+    monkeypatch.setattr(problem, "_solve", spy)
+    given = SolverSettings(solver="highs", time_limit=60.0, mip_gap=0.01, solver_options={"random_seed": 1})
+    result = adjust_table(cox_table, solver=given)
+    assert calls and all(call == ("highs", 60.0, 0.01, False, {"random_seed": 1}) for call in calls)
+    assert result.solver == "HIGHS" and (result.settings["time_limit"], result.settings["mip_gap"]) == (60.0, 0.01)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: AdjustmentSettings(objective="median"), "objective"),
+        (lambda: AdjustmentSettings(method="exact"), "method"),
+        (lambda: AdjustmentSettings(capacity=-0.1), "capacity"),
+        (lambda: AdjustmentSettings(widen=0.5), "widen"),
+        (lambda: SolverSettings(time_limit=-1.0), "time_limit"),
+        (lambda: SolverSettings(mip_gap=-0.01), "mip_gap"),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_its_field(make, field):
+    with pytest.raises(ValueError, match=rf"^{field} must be"):
+        make()
+
+
+def test_settings_of_another_type_are_refused_before_anything_is_solved(cox_table, monkeypatch):
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved")
+
+    monkeypatch.setattr(problem, "_solve", no_solve)
+    with pytest.raises(TypeError, match=r"solver= takes SolverSettings\(...\), not str 'HIGHS'"):
+        adjust_table(cox_table, solver="HIGHS")
+    with pytest.raises(TypeError, match=r"settings= takes AdjustmentSettings\(...\), not dict"):
+        adjust_table(cox_table, settings={"objective": "relative"})
+
+
+def test_per_cell_capacities_are_held_as_a_tuple(one_way):
+    """Frozen settings stay immutable and comparable with per-cell capacities; the solve takes them as given."""
+    settings = AdjustmentSettings(objective="relative", capacity=np.array([0.0, 0.0, 5.0, 1.0]))
+    assert settings.capacity == (0.0, 0.0, 5.0, 1.0)
+    assert settings == AdjustmentSettings("relative", capacity=[0, 0, 5, 1])
+    result = adjust_table(one_way, settings=settings)  # the total takes 1, c the other 2
+    adjusted = result.to_frame().set_index("g")["adjusted"]
+    assert adjusted[["a", "b", "c", "Total"]].tolist() == pytest.approx([5.0, 20.0, 48.0, 73.0])
+    assert result.settings["capacity"] == "per cell"

@@ -84,8 +84,8 @@ def test_spatial_refused(tmp_path):
 
 def test_cta_refused(tmp_path):
     policy = _policy(tmp_path, "unprotected_cells", -1, statistic="worst")
-    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", integer=True,
-                        policy=policy)  # fmt: skip
+    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection",
+                        settings=bsd.AdjustmentSettings(integer=True), policy=policy)  # fmt: skip
     assert result.policy.failed()[0].figure == 0  # every cell protected, but the policy asks for the impossible
     with pytest.raises(bsd.DisclosureRefused, match="unprotected_cells"):
         result.save(tmp_path / "out")
@@ -94,7 +94,8 @@ def test_cta_refused(tmp_path):
 
 
 def test_the_default_policy_releases_the_cta_example(tmp_path):
-    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", integer=True)
+    integer = bsd.AdjustmentSettings(integer=True)
+    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", settings=integer)
     assert result.policy.passed and result.policy.judgements[0].figure == 0
     result.save(tmp_path / "out")
     model = json.loads((tmp_path / "out" / "release" / "model.json").read_text())
@@ -103,7 +104,8 @@ def test_the_default_policy_releases_the_cta_example(tmp_path):
 
 def test_measure_tables_have_one_shape(tmp_path):
     """The CTA and a categorical measure set give the same columns."""
-    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", integer=True)
+    integer = bsd.AdjustmentSettings(integer=True)
+    result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", settings=integer)
     table = result.measured.summary()
     assert list(table.columns[:9]) == ["measure", "kind", "subset", "datasets", "pooled", "mc_se", "lower",
                                        "upper", "worst"]  # fmt: skip

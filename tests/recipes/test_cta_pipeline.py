@@ -11,12 +11,13 @@ from bayessdc.cli import main
 from bayessdc.cta import cox_4x9_frame
 
 TOTAL = "Total"
+INTEGER = bsd.AdjustmentSettings(integer=True)
 
 
 @pytest.fixture(scope="module")
 def cox():
     frame = cox_4x9_frame()
-    return frame, bsd.adjust(frame, "row,column", "value", protection="protection", integer=True)
+    return frame, bsd.adjust(frame, "row,column", "value", protection="protection", settings=INTEGER)
 
 
 def test_adjusted_table_adds_up_by_hand(cox):
@@ -65,7 +66,7 @@ def test_adjust_equals_the_cli(cox, tmp_path):
     for quality in (api_quality, cli_quality):
         quality["solver"].pop("solve_seconds")
     assert api_quality == cli_quality
-    from_file = bsd.adjust(path, "row,column", "value", protection="protection", integer=True)
+    from_file = bsd.adjust(path, "row,column", "value", protection="protection", settings=INTEGER)
     pd.testing.assert_frame_equal(from_file.table, result.table)
 
 
@@ -77,3 +78,30 @@ def test_input_errors_are_named(cox):
         bsd.adjust(frame, "row,column", "value", protection="protection", rule="p%=15")
     with pytest.raises(ValueError, match="column\\(s\\) not in the data: amount"):
         bsd.adjust(frame, "row,column", "amount", protection="protection")
+
+
+def test_the_settings_reach_the_adjustment_its_release_and_identity(tmp_path):
+    """a + b + c = Total, a = 2 sensitive with protection 3 (so it moves up), min sum |y_i| / max(a_i, 1): the
+    total (1/72 a unit) takes the 3 when its capacity allows (0.2 x 72 = 14.4, the default); at capacity 0.025 it
+    takes its 1.8 and c (1/50 a unit, capacity 1.25) the other 1.2: a 5, b 20, c 48.8, Total 73.8."""
+    frame = pd.DataFrame({"g": ["a", "b", "c"], "v": [2.0, 20.0, 50.0], "p": [3.0, 0.0, 0.0]})
+    default = bsd.adjust(frame, "g", "v", protection="p", settings=bsd.AdjustmentSettings(objective="relative"))
+    narrow = bsd.adjust(frame, "g", "v", protection="p",
+                        settings=bsd.AdjustmentSettings(objective="relative", capacity=0.025),
+                        solver=bsd.SolverSettings(time_limit=60.0, mip_gap=0.01))  # fmt: skip
+    assert default.released_table.set_index("g")["v"].to_dict() == pytest.approx(
+        {"a": 5.0, "b": 20.0, "c": 50.0, TOTAL: 75.0})  # fmt: skip
+    released = pd.read_csv(narrow.save(tmp_path / "out") / "release" / "adjusted.csv")
+    assert released.set_index("g")["v"].to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, TOTAL: 73.8})
+    assert narrow.description["capacity"] == 0.025 and narrow.description["objective"] == "relative"
+    run = json.loads((tmp_path / "out" / "private" / "run.json").read_text())
+    assert (run["objective"], run["capacity"], run["time_limit"], run["mip_gap"]) == ("relative", 0.025, 60.0, 0.01)
+    # the settings bsd.adjust did not take before they were grouped: in the identity only when set
+    assert not {"tie_break", "strengthen", "solver_options"} & set(run)
+    tied = bsd.adjust(frame, "g", "v", protection="p", settings=bsd.AdjustmentSettings(tie_break=False))
+    assert tied.identity["tie_break"] is False
+
+
+def test_settings_of_another_type_are_refused_before_the_table_is_read(tmp_path):
+    with pytest.raises(TypeError, match=r"solver= takes SolverSettings\(...\), not str 'HIGHS'"):
+        bsd.adjust(tmp_path / "absent.csv", "g", "v", protection="p", solver="HIGHS")

@@ -48,24 +48,17 @@ def adjust(
     protection: str | None = None,
     contributor: str | None = None,
     kind: str = "magnitude",
-    objective: str = "l1",
-    preserve_mean: bool = False,
-    zero_l: bool = False,
-    integer: bool | None = None,
-    method: str = "milp",
-    capacity: float = cta.problem.DEFAULT_CAPACITY,
     capacity_column: str | None = None,
     cost: str | None = None,
-    widen: float | None = None,
     total_label: str = cta.TOTAL_LABEL,
-    solver: str = "HIGHS",
-    time_limit: float | None = None,
-    mip_gap: float | None = None,
+    settings: cta.AdjustmentSettings = cta.settings.DEFAULT_ADJUSTMENT,
+    solver: cta.SolverSettings = cta.settings.DEFAULT_SOLVER,
     policy: Policy | str | os.PathLike[str] | None = None,
 ) -> Adjustment:
     """Adjust a table so that every sensitive cell moves by at least its protection and all totals add up.
 
-    The options are those of ``bayessdc cta`` (the flag of each in brackets).
+    The options are those of ``bayessdc cta`` (the flag of each in brackets): the parameters describe the table
+    and which cells are sensitive; ``settings`` and ``solver`` say what is solved and how.
 
     Parameters
     ----------
@@ -87,27 +80,27 @@ def adjust(
     kind
         ``"magnitude"`` or ``"count"`` (``--kind``): count tables get integer adjustments and the threshold
         rule on counts.
-    objective
-        ``"l1"``, ``"relative"``, ``"weighted"``, ``"variance"``, ``"compromise"`` (or ``"max_l"``)
-        (``--objective``); see :mod:`bayessdc.cta.problem`.
-    preserve_mean, zero_l
-        Net adjustment of the sensitive cells zero (``--preserve-mean``); ``L(y) = 0`` (``--zero-l``).
-    integer
-        Integer adjustments (``--integer``; default: True for count tables).
-    method
-        ``"milp"`` (the solver picks the directions) or ``"heuristic"`` (directions first, then an LP).
-    capacity, capacity_column
-        Capacity of the non-sensitive cells as a fraction of their value (``--capacity``, default 0.2), or a
-        column of absolute capacities of a long-form table (``--capacity-column``).
+    capacity_column
+        Column of absolute capacities of the non-sensitive cells of a long-form table (``--capacity-column``);
+        where it holds a value, it takes the place of ``settings.capacity``.
     cost
-        Column of costs of a long-form table for ``objective="weighted"`` (``--cost``).
-    widen
-        Upper bounds ``q = widen * p`` (``--widen``; default 1, or 1.5 with mean/L constraints and
-        statistical objectives).
+        Column of costs of a long-form table for the objective ``"weighted"`` (``--cost``).
     total_label
         Label of a total (``--total-label``).
-    solver, time_limit, mip_gap
-        The cvxpy solver and its limits (``--solver``, ``--time-limit``, ``--mip-gap``).
+    settings
+        The problem (:class:`bayessdc.AdjustmentSettings`): ``objective`` (``--objective``): ``"l1"``,
+        ``"relative"``, ``"weighted"``, ``"variance"``, ``"compromise"`` (or ``"max_l"``), see
+        :mod:`bayessdc.cta.problem`; ``method`` (``--method``): ``"milp"`` (the solver picks the directions) or
+        ``"heuristic"`` (directions first, then an LP); ``capacity`` (``--capacity``, default 0.2): capacity of
+        the non-sensitive cells as a fraction of their value; ``widen`` (``--widen``): upper bounds
+        ``q = widen * p`` (default 1, or 1.5 with mean/L constraints and statistical objectives);
+        ``preserve_mean`` (``--preserve-mean``): net adjustment of the sensitive cells zero; ``zero_l``
+        (``--zero-l``): ``L(y) = 0``; ``integer`` (``--integer``; default: True for count tables); ``tie_break``
+        and ``strengthen`` (no flag; both on).
+    solver
+        The solver and its limits (:class:`bayessdc.SolverSettings`): ``solver`` (``--solver``, default HiGHS),
+        ``time_limit`` (``--time-limit``), ``mip_gap`` (``--mip-gap``); ``solver_options`` and ``verbose`` (no
+        flag).
     policy
         The disclosure policy the adjusted table is judged by (a TOML file or a :class:`bayessdc.Policy`;
         default bayessdc's own, whose criterion here is that every sensitive cell meets its protection). Read
@@ -125,14 +118,23 @@ def adjust(
         No adjustment meets the protections; the message names the cells and what to relax.
     ValueError
         Bad data or totals (the message names the cell).
+    TypeError
+        ``settings`` or ``solver`` not an :class:`~bayessdc.AdjustmentSettings` or a
+        :class:`~bayessdc.SolverSettings`, before anything is read.
 
     Examples
     --------
     >>> import bayessdc as bsd
-    >>> result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection", integer=True)
+    >>> result = bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection",
+    ...                     settings=bsd.AdjustmentSettings(integer=True))
     >>> result.policy.passed  # every sensitive cell moved by at least its protection level
     True
+    >>> bsd.adjust(bsd.examples.cox_table(), "row,column", "value", protection="protection",
+    ...            settings=bsd.AdjustmentSettings(objective="compromise", preserve_mean=True, integer=True),
+    ...            solver=bsd.SolverSettings(time_limit=60)).quality["checks"]["protection_met"]
+    True
     """
+    cta.settings.check_settings(settings, solver)
     disclosure_policy = load_policy(policy)
     data = table if isinstance(table, pd.DataFrame) else read_table(table)
     try:
@@ -163,17 +165,15 @@ def adjust(
         raise InputError("cost= applies to long-form tables")
     if capacity_column is not None and "capacity" not in built.cells:
         raise InputError("capacity_column= applies to long-form tables")
-    solution = cta.adjust_table(
-        built, levels, objective=objective, method=method, capacity=capacity, widen=widen,
-        preserve_mean=preserve_mean, zero_l=zero_l, integer=integer, solver=solver, time_limit=time_limit,
-        mip_gap=mip_gap,
-    )  # fmt: skip
+    solution = cta.adjust_table(built, levels, settings=settings, solver=solver)
     options = {
         "dims": dims if isinstance(dims, str) else [d if isinstance(d, str) else list(d) for d in dims],
         "value": value, "rules": [str(r) for r in rules], "protection": protection, "contributor": contributor,
-        "kind": kind, "objective": objective, "method": method, "preserve_mean": preserve_mean, "zero_l": zero_l,
-        "integer": integer, "capacity": capacity, "capacity_column": capacity_column, "cost": cost, "widen": widen,
-        "total_label": total_label, "solver": solver, "time_limit": time_limit, "mip_gap": mip_gap,
+        "kind": kind, "objective": settings.objective, "method": settings.method,
+        "preserve_mean": settings.preserve_mean, "zero_l": settings.zero_l, "integer": settings.integer,
+        "capacity": settings.capacity, "capacity_column": capacity_column, "cost": cost, "widen": settings.widen,
+        "total_label": total_label, "solver": solver.solver, "time_limit": solver.time_limit,
+        "mip_gap": solver.mip_gap, **_changed(settings, solver),
     }  # fmt: skip
     identity = {"synthesizer": "cta", "input": fingerprint_frame(data), **options}
     if not disclosure_policy.builtin:
@@ -189,6 +189,19 @@ def adjust(
     result.measured = compute_measures(MeasureInput(released, cells=cells))
     result.policy = judge(disclosure_policy, result.measured, "cta")
     return result
+
+
+def _changed(settings: cta.AdjustmentSettings, solver: cta.SolverSettings) -> dict[str, Any]:
+    """For the run's identity, the settings ``bsd.adjust`` took only once its options were grouped (``tie_break``,
+    ``strengthen``, ``solver_options``), each named only when it differs from its default: a run that leaves
+    them alone keeps the identity it had, so that its rerun into the same folder is the same run. ``verbose``
+    changes nothing of the table."""
+    defaults, solver_defaults = type(settings)(), type(solver)()
+    changed = {name: getattr(settings, name) for name in ("tie_break", "strengthen")
+               if getattr(settings, name) != getattr(defaults, name)}  # fmt: skip
+    if solver.solver_options != solver_defaults.solver_options:
+        changed["solver_options"] = solver.solver_options
+    return changed
 
 
 def _description(solution: cta.Adjustment, options: dict[str, Any]) -> dict[str, Any]:
