@@ -52,11 +52,13 @@ def _format(value: Any) -> str:
 
 
 def _policy_rows(name: str, out: Path) -> list[dict[str, Any]]:
-    """The disclosure policy's verdict of a demo run, read from its ``private/policy.json``."""
-    folder = next((out / d for d in (name, name.replace("_", "-")) if (out / d / "private" / "policy.json").exists()),
-                  None)  # fmt: skip
-    if folder is None:
+    """The disclosure policy's verdict of a demo's release, read from its ``private/policy.json`` (a demo that
+    tries a second setting, as flows does in ``flows-pooled/``, by its latest run)."""
+    runs = [d for d in (out.iterdir() if out.is_dir() else []) if d.name == name or d.name.startswith(f"{name}-")]
+    written = [d / "private" / "policy.json" for d in runs if (d / "private" / "policy.json").exists()]
+    if not written:
         return []
+    folder = max(written, key=lambda p: p.stat().st_mtime_ns).parent.parent
     verdict = json.loads((folder / "private" / "policy.json").read_text())
     judged = [j for j in verdict["judgements"] if j["passed"] is not None]
     met = sum(bool(j["passed"]) for j in judged)
@@ -67,7 +69,7 @@ def _policy_rows(name: str, out: Path) -> list[dict[str, Any]]:
     if verdict.get("setting"):
         value += " under " + ", ".join(f"{k} = {v}" for k, v in verdict["setting"].items())
     label = f"disclosure policy ({verdict['policy']['name']})"
-    return [{"synthesizer": name.replace("_", "-"), "measure": label, "value": value}]
+    return [{"synthesizer": name, "measure": label, "value": value}]
 
 
 def run(args: argparse.Namespace) -> int:

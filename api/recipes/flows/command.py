@@ -59,7 +59,6 @@ def demo(out: Path, seed: int = 0) -> list[tuple[str, Any]]:
         rows.append(("precision prior, pooled", "Gamma(100, 1) (the refusal's lever 'priors')"))
         release = bsd.synthesize(table, bsd.Flows(risk_draws=500, priors=bsd.FlowPriors(phi_shape=100.0, phi_rate=1.0)),
                                  m=5, seed=seed, out=Path(out) / "flows-pooled", progress=False)  # fmt: skip
-        rows.append(("disclosure policy, pooled", release.policy.sentence()))
     d = release.diagnostics
     return [
         *rows,
