@@ -51,6 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .records import Columns, GrownTree, Limits, Predictors, Splits, Target
+
 __all__ = ["NativeTree", "TreeArrays", "fit_native_tree"]
 
 #: scikit-learn's ``FEATURE_THRESHOLD`` (float32): sorted values closer than this are not split apart.
@@ -135,13 +137,15 @@ class NativeTree:
         n
             Number of records (a tree without predictors has no array to count them).
         """
-        cat, levels, num, kinds, index, offsets = _predictor_arrays(predictors, n_levels, n)
+        arrays = _predictor_arrays(predictors, n_levels, n)
         widths = np.array([k if k else 1 for k in n_levels], dtype=np.int64)
-        column_of = np.repeat(np.arange(len(kinds)), widths)
+        column_of = np.repeat(np.arange(len(arrays.kinds)), widths)
         level_of = np.concatenate([np.arange(w) for w in widths]) if len(widths) else np.zeros(0, dtype=np.int64)
-        return _apply_predictors(cat, num, kinds[column_of], index[column_of], level_of.astype(np.int64),
-                                 self.tree_.children_left, self.tree_.children_right, self.tree_.feature,
-                                 self.tree_.threshold, n)  # fmt: skip
+        columns = Columns(kind=arrays.kinds[column_of], index=arrays.index[column_of], level=level_of.astype(np.int64))
+        tree = self.tree_
+        splits = Splits(left=tree.children_left, right=tree.children_right, feature=tree.feature,
+                        threshold=tree.threshold)  # fmt: skip
+        return _apply_predictors(arrays, columns, splits, n)
 
     def get_n_leaves(self) -> int:
         """Number of leaves."""
@@ -192,11 +196,11 @@ def fit_native_tree(
         The tree; its ``feature`` are columns of the one-hot design.
     """
     n = len(target)
-    cat, levels, num, kinds, index, offsets = _predictor_arrays(predictors, n_levels, n)
-    order = np.empty(num.shape, dtype=np.int32)
+    arrays = _predictor_arrays(predictors, n_levels, n)
+    order = np.empty(arrays.num.shape, dtype=np.int32)
     given = [r for r, k in zip(sorted_rows or [None] * len(n_levels), n_levels, strict=True) if not k]
-    for f in range(len(num)):
-        order[f] = np.argsort(num[f], kind="stable") if given[f] is None else given[f]
+    for f in range(len(arrays.num)):
+        order[f] = np.argsort(arrays.num[f], kind="stable") if given[f] is None else given[f]
     if classification:
         y_class, y_real, width = np.asarray(target, dtype=np.int32), np.zeros(0), max(int(n_classes), 1)
     else:
@@ -204,13 +208,14 @@ def fit_native_tree(
     depth = np.iinfo(np.int32).max if max_depth is None else int(max_depth)
     leaf = max(int(min_samples_leaf), 1)
     max_nodes = 2 * max(n // leaf, 1) + 1
-    grown = _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, width, classification, leaf,
-                  depth, max_nodes)  # fmt: skip
-    left, right, feature, threshold, impurity, samples, value, leaf_of = grown
+    goal = Target(y_class=y_class, y_real=y_real, n_classes=width, classification=bool(classification))
+    limits = Limits(min_leaf=leaf, max_depth=depth, max_nodes=max_nodes)
+    grown, leaf_of = _grow(arrays, order, goal, limits)
+    kept = grown
     if ccp_alpha > 0.0:
-        keep_leaf = _prune(left, right, samples.astype(np.float64), impurity, float(ccp_alpha))
-        rebuilt = _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, value)
-        new_of_old = rebuilt[-1]
+        keep_leaf = _prune(grown, grown.samples.astype(np.float64), float(ccp_alpha))
+        kept, new_of_old = _rebuild(keep_leaf, grown)
+        left, right = grown.left, grown.right
         parent = np.full(len(left), -1, dtype=np.int64)
         inner = np.flatnonzero(left != _LEAF)
         parent[left[inner]], parent[right[inner]] = inner, inner
@@ -218,28 +223,26 @@ def fit_native_tree(
             if new_of_old[old] < 0:
                 new_of_old[old] = new_of_old[parent[old]]
         leaf_of = new_of_old[leaf_of]
-        left, right, feature, threshold, impurity, samples, value = rebuilt[:-1]
     tree = NativeTree(
         TreeArrays(
-            children_left=left,
-            children_right=right,
-            feature=feature,
-            threshold=threshold,
-            impurity=impurity,
-            n_node_samples=samples,
-            weighted_n_node_samples=samples.astype(np.float64),
-            value=value[:, None, :],
+            children_left=kept.left,
+            children_right=kept.right,
+            feature=kept.feature,
+            threshold=kept.threshold,
+            impurity=kept.impurity,
+            n_node_samples=kept.samples,
+            weighted_n_node_samples=kept.samples.astype(np.float64),
+            value=kept.value[:, None, :],
         )
     )
     tree.fitted_leaves = leaf_of
     return tree
 
 
-def _predictor_arrays(
-    predictors: Sequence[np.ndarray], n_levels: Sequence[int], n: int | None = None
-) -> tuple[np.ndarray, ...]:
-    """The predictors as the compiled code takes them: codes ``(categorical, n)`` int32, levels, numbers
-    ``(numeric, n)`` float32, and per predictor its kind (0 categorical, 1 numeric), row and design offset."""
+def _predictor_arrays(predictors: Sequence[np.ndarray], n_levels: Sequence[int], n: int | None = None) -> Predictors:
+    """The predictors as the compiled code takes them (:class:`~bayessdc.models.cart.records.Predictors`): codes
+    ``(categorical, n)`` uint8 or int32, levels, numbers ``(numeric, n)`` float32, and per predictor its kind (0
+    categorical, 1 numeric), row and design offset."""
     if n is None:
         n = len(predictors[0]) if len(predictors) else 0
     kinds = np.array([0 if k else 1 for k in n_levels], dtype=np.int64)
@@ -258,7 +261,7 @@ def _predictor_arrays(
         else:
             num[row] = np.asarray(values, dtype=np.float32)
     levels = np.array([k for k in n_levels if k], dtype=np.int64)
-    return cat, levels, num, kinds, index, offsets
+    return Predictors(cat=cat, levels=levels, num=num, kinds=kinds, index=index, offsets=offsets)
 
 
 def _depths(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -311,7 +314,13 @@ def _apply(design, nodes):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def _apply_predictors(cat, num, kind_of, index_of, level_of, left, right, feature, threshold, n):  # pragma: no cover
+def _apply_predictors(predictors, columns, splits, n):  # pragma: no cover - compiled
+    """The leaf of each of the ``n`` records of ``predictors`` (:class:`~bayessdc.models.cart.records.Predictors`),
+    walked down the ``splits`` (:class:`~bayessdc.models.cart.records.Splits`) whose design columns ``columns``
+    (:class:`~bayessdc.models.cart.records.Columns`) maps back to the predictors."""
+    cat, num = predictors.cat, predictors.num
+    kind_of, index_of, level_of = columns.kind, columns.index, columns.level
+    left, right, feature, threshold = splits.left, splits.right, splits.feature, splits.threshold
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         node = 0
@@ -338,8 +347,16 @@ def _gini(counts, total):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_classes, classification, min_leaf,
-          max_depth, max_nodes):  # fmt: skip  # pragma: no cover - compiled
+def _grow(predictors, order, target, limits):  # pragma: no cover - compiled
+    """Grow the tree (the module's docstring) of ``target`` (:class:`~bayessdc.models.cart.records.Target`) on
+    ``predictors`` (:class:`~bayessdc.models.cart.records.Predictors`) within ``limits``
+    (:class:`~bayessdc.models.cart.records.Limits`); ``order`` ``(P_num, n)`` holds every numeric predictor's
+    records in the order of its values and is partitioned in place. Returns the
+    :class:`~bayessdc.models.cart.records.GrownTree` and the leaf of every record."""
+    cat, levels, num = predictors.cat, predictors.levels, predictors.num
+    kinds, index, offsets = predictors.kinds, predictors.index, predictors.offsets
+    y_class, y_real, n_classes, classification = target.y_class, target.y_real, target.n_classes, target.classification
+    min_leaf, max_depth, max_nodes = limits.min_leaf, limits.max_depth, limits.max_nodes
     n = order.shape[1] if order.shape[0] else (y_class.shape[0] if classification else y_real.shape[0])
     n_pred = kinds.shape[0]
     total_weight = np.float64(n)
@@ -596,7 +613,7 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         st_start[top], st_end[top], st_depth[top] = start, middle, depth + 1
         st_parent[top], st_is_left[top], st_impurity[top] = node, 1, impurity_left
         top += 1
-    return (
+    grown = GrownTree(
         left[:node_count].copy(),
         right[:node_count].copy(),
         feature[:node_count].copy(),
@@ -604,8 +621,8 @@ def _grow(cat, levels, num, order, kinds, index, offsets, y_class, y_real, n_cla
         impurity[:node_count].copy(),
         n_samples[:node_count].copy(),
         value[:node_count].copy(),
-        leaf_of,
     )
+    return grown, leaf_of
 
 
 @njit(nogil=True, cache=True)
@@ -646,8 +663,10 @@ def _partition(rows, start, end, goes_left, buffer):  # pragma: no cover - compi
 
 
 @njit(nogil=True, cache=True)
-def _prune(left, right, weighted, impurity, ccp_alpha):  # pragma: no cover - compiled
-    """The leaves of the pruned tree: scikit-learn's ``_cost_complexity_prune`` with its ``_AlphaPruner``."""
+def _prune(tree, weighted, ccp_alpha):  # pragma: no cover - compiled
+    """The leaves of the pruned ``tree`` (a :class:`~bayessdc.models.cart.records.GrownTree`, ``weighted`` its
+    nodes' records as floats): scikit-learn's ``_cost_complexity_prune`` with its ``_AlphaPruner``."""
+    left, right, impurity = tree.left, tree.right, tree.impurity
     n_nodes = left.shape[0]
     total = weighted[0]
     r_node = np.empty(n_nodes)
@@ -721,8 +740,12 @@ def _prune(left, right, weighted, impurity, ccp_alpha):  # pragma: no cover - co
 
 
 @njit(nogil=True, cache=True)
-def _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, value):  # pragma: no cover - compiled
-    """The pruned tree, renumbered depth-first (left first) as scikit-learn's ``_build_pruned_tree``."""
+def _rebuild(keep_leaf, tree):  # pragma: no cover - compiled
+    """The pruned ``tree`` (a :class:`~bayessdc.models.cart.records.GrownTree`; ``keep_leaf`` its nodes kept as
+    leaves), renumbered depth-first (left first) as scikit-learn's ``_build_pruned_tree``; returns it and every
+    old node's new id (``-1``: pruned)."""
+    left, right, feature, threshold = tree.left, tree.right, tree.feature, tree.threshold
+    impurity, samples, value = tree.impurity, tree.samples, tree.value
     n_nodes = left.shape[0]
     new_left = np.full(n_nodes, _LEAF, dtype=np.int64)
     new_right = np.full(n_nodes, _LEAF, dtype=np.int64)
@@ -760,7 +783,7 @@ def _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, valu
         top += 1
         stack_node[top], stack_parent[top], stack_is_left[top] = left[old], node, 1
         top += 1
-    return (
+    rebuilt = GrownTree(
         new_left[:count].copy(),
         new_right[:count].copy(),
         new_feature[:count].copy(),
@@ -768,5 +791,5 @@ def _rebuild(keep_leaf, left, right, feature, threshold, impurity, samples, valu
         new_impurity[:count].copy(),
         new_samples[:count].copy(),
         new_value[:count].copy(),
-        new_of_old,
     )
+    return rebuilt, new_of_old

@@ -62,7 +62,20 @@ from .lkj import cpc_beta_parameters
 from .marginal import identified_basis
 from .model import DEFAULT_K, DPArealPriors
 from .quadrature import HALF_WIDTH, _cell_integral, _cell_posterior_kernel
-from .records import ChainState, CoefficientPrior, Design, Moves, PairData, PriorValues, SplitProposal
+from .records import (
+    ChainState,
+    CoefficientPrior,
+    Covariance,
+    CovariancePrior,
+    Design,
+    MixtureDraw,
+    Moves,
+    PairData,
+    PriorValues,
+    Quadrature,
+    Scatter,
+    SplitProposal,
+)
 
 __all__ = ["DPArealGibbsSettings", "GibbsState", "covariance_matrix", "run_chain", "slice_covariance"]
 
@@ -196,7 +209,8 @@ class _Problem:
         pairs = PairData(count=self.count, pattern=self.pattern, weight=self.weight, log_fact=self.log_fact,
                          nodes=int(self.nodes))  # fmt: skip
         design = Design(full_t=self.full_t, V=self.V, V_t=self.V_t, basis=self.basis, basis_t=self.basis_t)
-        priors = PriorValues(*(float(value) for value in self.priors), cpc_b=self.cpc_b)
+        *gammas, nu, scale = (float(value) for value in self.priors)
+        priors = PriorValues(*gammas, covariance=CovariancePrior(nu=nu, scale=scale, cpc_b=self.cpc_b))
         return pairs, design, priors, Moves(swaps=int(self.swaps), split_merges=int(self.split_merges))
 
     def sweep(self, rng: np.random.Generator, state: GibbsState) -> None:
@@ -261,13 +275,17 @@ def _allocated_log_likelihood(tau, location, allocation, pairs, half_width):  # 
 
 
 @numba.njit(cache=True)
-def _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b):  # pragma: no cover
+def _covariance_log_density(covariance, statistics, prior):  # pragma: no cover
     """``log p(sigma, cpc) + sum_k log N(y_k | 0, Sigma)`` up to a constant, ``scatter = sum_k y_k y_k'``.
 
-    ``Sigma = diag(sigma) L L' diag(sigma)`` with ``L`` from the partial correlations (:mod:`.lkj`); the
-    prior is half-t(``nu``, ``scale``) on each standard deviation and ``2 Beta(b_j, b_j) - 1`` on each partial
-    correlation, as densities of ``sigma`` and ``cpc``.
+    ``Sigma = diag(sigma) L L' diag(sigma)`` with ``L`` from the partial correlations (:mod:`.lkj`), ``sigma`` and
+    ``cpc`` read from ``covariance`` (a :class:`Covariance`), ``scatter`` and ``n`` from ``statistics`` (a
+    :class:`Scatter`); the prior (a :class:`CovariancePrior`) is half-t(``nu``, ``scale``) on each standard
+    deviation and ``2 Beta(b_j, b_j) - 1`` on each partial correlation, as densities of ``sigma`` and ``cpc``.
     """
+    sigma, cpc = covariance.sigma, covariance.cpc
+    scatter, n = statistics.scatter, statistics.n
+    nu, scale, b = prior.nu, prior.scale, prior.cpc_b
     R = sigma.shape[0]
     total = 0.0
     for i in range(R):
@@ -304,32 +322,44 @@ def _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b):  # pragma: no
 
 
 @numba.njit(cache=True)
-def slice_covariance(rng, sigma, cpc, scatter, n, nu, scale, b):  # pragma: no cover
-    """One sweep of coordinate-wise slice sampling (Neal 2003) of ``Sigma_phi`` given ``scatter`` of ``n`` draws.
+def slice_covariance(rng, covariance, statistics, prior):  # pragma: no cover
+    """One sweep of coordinate-wise slice sampling (Neal 2003) of ``Sigma_phi`` given the scatter of ``n`` draws.
 
     Each ``log sigma_i`` by stepping out and shrinkage (Jacobian included), each partial correlation by
-    shrinkage on ``(-1, 1)``. ``sigma`` and ``cpc`` are updated in place.
+    shrinkage on ``(-1, 1)``, under the density of :func:`_covariance_log_density`.
+
+    Parameters
+    ----------
+    rng
+        numpy ``Generator``.
+    covariance
+        :class:`~bayessdc.models.dp_areal.records.Covariance`: ``sigma`` and ``cpc``, updated in place.
+    statistics
+        :class:`~bayessdc.models.dp_areal.records.Scatter`: ``scatter = sum_k y_k y_k'`` of ``n`` draws.
+    prior
+        :class:`~bayessdc.models.dp_areal.records.CovariancePrior`.
     """
+    sigma, cpc = covariance.sigma, covariance.cpc
     for i in range(sigma.shape[0]):
         u0 = math.log(sigma[i])
-        level = _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + u0 + math.log(rng.random())
+        level = _covariance_log_density(covariance, statistics, prior) + u0 + math.log(rng.random())
         left = u0 - rng.random()
         right = left + 1.0
         for _ in range(60):
             sigma[i] = math.exp(left)
-            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + left <= level:
+            if _covariance_log_density(covariance, statistics, prior) + left <= level:
                 break
             left -= 1.0
         for _ in range(60):
             sigma[i] = math.exp(right)
-            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + right <= level:
+            if _covariance_log_density(covariance, statistics, prior) + right <= level:
                 break
             right += 1.0
         new = u0
         for _ in range(500):
             u = left + (right - left) * rng.random()
             sigma[i] = math.exp(u)
-            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + u > level:
+            if _covariance_log_density(covariance, statistics, prior) + u > level:
                 new = u
                 break
             if u < u0:
@@ -339,13 +369,13 @@ def slice_covariance(rng, sigma, cpc, scatter, n, nu, scale, b):  # pragma: no c
         sigma[i] = math.exp(new)
     for j in range(cpc.shape[0]):
         y0 = cpc[j]
-        level = _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) + math.log(rng.random())
+        level = _covariance_log_density(covariance, statistics, prior) + math.log(rng.random())
         left, right = -1.0, 1.0
         new = y0
         for _ in range(500):
             y = left + (right - left) * rng.random()
             cpc[j] = y
-            if _covariance_log_density(sigma, cpc, scatter, n, nu, scale, b) > level:
+            if _covariance_log_density(covariance, statistics, prior) > level:
                 new = y
                 break
             if y < y0:
@@ -495,8 +525,10 @@ def _log_normal_density(x, centre, chol):  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def _matheron(rng, w, mean, S0, chol_S0, V, V_t, C):  # pragma: no cover
-    """``beta | w``: a prior draw ``N(mean, S0)`` corrected to ``V' beta = w`` (Matheron's rule)."""
+def _matheron(rng, w, prior, design, C):  # pragma: no cover
+    """``beta | w``: a draw from the prior ``N(mean, S0)`` (a :class:`CoefficientPrior`) corrected to ``V' beta =
+    w`` (Matheron's rule), ``V`` of the :class:`Design` and ``C = V' S0 V`` the prior covariance of ``w``."""
+    mean, S0, chol_S0, V, V_t = prior.mean, prior.S0, prior.chol_S0, design.V, design.V_t
     R1 = mean.shape[0]
     e = np.empty(R1)
     for i in range(R1):
@@ -510,8 +542,8 @@ def _update_component(rng, k, state, prior, tau, pairs, design):  # pragma: no c
     """Step 3 for component ``k``: ``w_k`` by independence MH with a t proposal at the mode of its conditional
     (:func:`_conditional_mode`), then ``beta_k | w_k`` (:func:`_matheron`); ``state`` (a :class:`ChainState`) is
     updated in place, ``prior`` is the :class:`CoefficientPrior` around ``state.mean``."""
-    allocation, beta, mean, counters = state.allocation, state.beta, state.mean, state.counters
-    S0, chol_S0, V, V_t = prior.S0, prior.chol_S0, design.V, design.V_t
+    allocation, beta, counters = state.allocation, state.beta, state.counters
+    mean, S0, V, V_t = prior.mean, prior.S0, design.V, design.V_t
     mean_w = V_t @ mean
     C = V_t @ (S0 @ V)
     precision = np.linalg.inv(C)
@@ -528,7 +560,7 @@ def _update_component(rng, k, state, prior, tau, pairs, design):  # pragma: no c
     if math.log(rng.random()) < log_ratio:
         new_w = proposal
         counters[0] += 1
-    beta[k] = _matheron(rng, new_w, mean, S0, chol_S0, V, V_t, C)
+    beta[k] = _matheron(rng, new_w, prior, design, C)
 
 
 @numba.njit(cache=True)
@@ -598,8 +630,8 @@ def split_merge(rng, state, counts, alpha, tau, prior, pairs, design):  # pragma
     :class:`CoefficientPrior` around ``state.mean``, ``alpha`` and ``tau`` (``tau_lambda``) the sweep's current
     values.
     """
-    allocation, beta, mean, counters = state.allocation, state.beta, state.mean, state.counters
-    S0, chol_S0, V, V_t = prior.S0, prior.chol_S0, design.V, design.V_t
+    allocation, beta, counters = state.allocation, state.beta, state.counters
+    mean, S0, chol_S0, V, V_t = prior.mean, prior.S0, prior.chol_S0, design.V, design.V_t
     K, D = allocation.shape
     j = uniform_index(rng, K)
     l = uniform_index(rng, K - 1)
@@ -636,7 +668,7 @@ def split_merge(rng, state, counts, alpha, tau, prior, pairs, design):  # pragma
         allocation[j] = n_m
         allocation[l] = 0
         counts[j], counts[l] = merged_counts[j], 0.0
-        beta[j] = _matheron(rng, w_m, mean, S0, chol_S0, V, V_t, C)
+        beta[j] = _matheron(rng, w_m, prior, design, C)
         e = np.empty(mean.shape[0])
         for i in range(e.shape[0]):
             e[i] = rng.standard_normal()
@@ -677,8 +709,8 @@ def split_merge(rng, state, counts, alpha, tau, prior, pairs, design):  # pragma
     allocation[j] = n_j
     allocation[l] = n_l
     counts[j], counts[l] = split_counts[j], split_counts[l]
-    beta[j] = _matheron(rng, w_j, mean, S0, chol_S0, V, V_t, C)
-    beta[l] = _matheron(rng, w_l, mean, S0, chol_S0, V, V_t, C)
+    beta[j] = _matheron(rng, w_j, prior, design, C)
+    beta[l] = _matheron(rng, w_l, prior, design, C)
     counters[3] += 1
     return True
 
@@ -712,7 +744,7 @@ def _sweep(rng, state, pairs, design, priors, moves):  # pragma: no cover
     (:class:`Moves`) are read only."""
     allocation, stick, beta, mean = state.allocation, state.stick, state.beta, state.mean
     sigma, cpc, scalars, counters = state.sigma, state.cpc, state.scalars, state.counters
-    count, pattern, weight, log_fact, nodes = pairs.count, pairs.pattern, pairs.weight, pairs.log_fact, pairs.nodes
+    weight = pairs.weight
     full_t = design.full_t
     swaps, split_merges = moves.swaps, moves.split_merges
     K, D = allocation.shape
@@ -722,8 +754,8 @@ def _sweep(rng, state, pairs, design, priors, moves):  # pragma: no cover
     # 1. allocations
     location = beta @ full_t
     log_rho = _log_rho(stick)
-    log_resp, _ = _cell_posterior_kernel(location, log_rho, tau_lambda, count, pattern, log_fact, nodes,
-                                         HALF_WIDTH, 8)  # fmt: skip
+    rule = Quadrature(nodes=pairs.nodes, half_width=HALF_WIDTH, steps=8)
+    log_resp, _ = _cell_posterior_kernel(MixtureDraw(location, log_rho, tau_lambda), pairs, rule)
     prob = np.empty(K)
     out = np.empty(K, dtype=np.int64)
     scratch = np.empty(8)
@@ -755,7 +787,7 @@ def _sweep(rng, state, pairs, design, priors, moves):  # pragma: no cover
     # the prior of the coefficients, for the split-merge moves and step 3 (its hyperparameters change in step 5)
     S0 = _prior_blocks(tau_theta, sigma, cpc)
     chol_S0 = np.linalg.cholesky(S0)
-    prior = CoefficientPrior(S0, chol_S0)
+    prior = CoefficientPrior(mean, S0, chol_S0)
     if split_merges:
         for _ in range(K * split_merges):
             split_merge(rng, state, counts, alpha, tau_lambda, prior, pairs, design)
@@ -789,7 +821,7 @@ def _sweep(rng, state, pairs, design, priors, moves):  # pragma: no cover
                     scatter[i, j] += own[1 + i] * own[1 + j]
             total += beta[k]
     tau_theta = rng.gamma(priors.tau_theta_shape + 0.5 * occupied, 1.0 / (priors.tau_theta_rate + 0.5 * theta_ss))
-    slice_covariance(rng, sigma, cpc, scatter, occupied, priors.sigma_nu, priors.sigma_scale, priors.cpc_b)
+    slice_covariance(rng, Covariance(sigma, cpc), Scatter(scatter, occupied), priors.covariance)
     # 6. (mu, mu_phi) given the occupied components, the empty ones from their prior given them, tau_mu, tau_phi
     mu_precision = tau_mu + occupied * tau_theta
     mean[0] = tau_theta * total[0] / mu_precision + rng.standard_normal() / math.sqrt(mu_precision)

@@ -24,6 +24,7 @@ from pytensor.graph.op import Op
 from scipy import special
 
 from .data import ArealData
+from .records import MixtureDraw, PairData, Quadrature
 
 __all__ = [
     "HALF_WIDTH",
@@ -427,10 +428,17 @@ _register_numba()
 
 
 @numba.njit(fastmath=True, cache=True)
-def _cell_posterior_kernel(
-    location, log_rho, tau, count, pattern, log_fact, nodes, half_width, steps
-):  # pragma: no cover
-    """Per component and distinct pair: ``log p(z = k | c, draw)`` and ``E[x | c, z = k, draw]`` (same rule)."""
+def _cell_posterior_kernel(draw, pairs, rule):  # pragma: no cover
+    """Per component and distinct pair: ``log p(z = k | c, draw)`` and ``E[x | c, z = k, draw]`` (same rule).
+
+    ``draw`` is a :class:`~bayessdc.models.dp_areal.records.MixtureDraw`, ``pairs`` a
+    :class:`~bayessdc.models.dp_areal.records.PairData` (its ``count``, ``pattern`` and ``log_fact`` read; its
+    weights and nodes not) and ``rule`` the :class:`~bayessdc.models.dp_areal.records.Quadrature` of every
+    integral.
+    """
+    location, log_rho, tau = draw.location, draw.log_rho, draw.tau
+    count, pattern, log_fact = pairs.count, pairs.pattern, pairs.log_fact
+    nodes, half_width, steps = rule.nodes, rule.half_width, rule.steps
     K = location.shape[0]
     D = count.shape[0]
     log_resp = np.empty((K, D))
@@ -471,14 +479,12 @@ def cell_posterior(
     """
     with np.errstate(divide="ignore"):
         log_rho = np.log(np.asarray(rho, dtype=float))
-    return _cell_posterior_kernel(
-        np.ascontiguousarray(location, dtype=float),
-        log_rho,
-        float(tau_lambda),
-        data.distinct_count.astype(float),
-        data.distinct_pattern,
-        special.gammaln(data.distinct_count + 1.0),
-        nodes,
-        HALF_WIDTH,
-        8,
+    draw = MixtureDraw(location=np.ascontiguousarray(location, dtype=float), log_rho=log_rho, tau=float(tau_lambda))
+    pairs = PairData(
+        count=data.distinct_count.astype(float),
+        pattern=data.distinct_pattern,
+        weight=data.distinct_weight,
+        log_fact=special.gammaln(data.distinct_count + 1.0),
+        nodes=int(nodes),
     )
+    return _cell_posterior_kernel(draw, pairs, Quadrature(nodes=int(nodes), half_width=HALF_WIDTH, steps=8))

@@ -2,10 +2,13 @@
 
 A kernel reads its inputs by field name (``pairs.count``, ``priors.tau_lambda_rate``), never by position, so two
 arguments of the same type cannot be swapped silently. The read-only records (:class:`PairData`, :class:`Design`,
-:class:`PriorValues`, :class:`Moves`) are built in one place, ``_Problem.records`` of
-:mod:`bayessdc.models.dp_areal.gibbs`, and the chain's state (:class:`ChainState`) by ``GibbsState.record``; the
-prior of the coefficients (:class:`CoefficientPrior`) and a split's proposal (:class:`SplitProposal`) are made
-inside the kernels.
+:class:`PriorValues` with its :class:`CovariancePrior`, :class:`Moves`) are built in one place, ``_Problem.records``
+of :mod:`bayessdc.models.dp_areal.gibbs`, and the chain's state (:class:`ChainState`) by ``GibbsState.record``; the
+prior of the coefficients (:class:`CoefficientPrior`), ``Sigma_phi`` and its sufficient statistics
+(:class:`Covariance`, :class:`Scatter`), the draw and the rule of the cells' posterior (:class:`MixtureDraw`,
+:class:`Quadrature`) and a split's proposal (:class:`SplitProposal`) are made inside the kernels, once a sweep,
+from arrays the sweep holds already (a record of arrays is a struct of their references: making one allocates no
+array).
 
 Notation as in Hu & Savitsky, Section 2.2 (eq. 7-12) and :mod:`bayessdc.models.dp_areal.marginal`: ``D`` distinct
 ``(pattern, count)`` pairs, ``B`` patterns, ``R`` columns of the design, ``r`` identified directions of the
@@ -18,7 +21,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ChainState", "CoefficientPrior", "Design", "Moves", "PairData", "PriorValues", "SplitProposal"]
+__all__ = [
+    "ChainState",
+    "CoefficientPrior",
+    "Covariance",
+    "CovariancePrior",
+    "Design",
+    "MixtureDraw",
+    "Moves",
+    "PairData",
+    "PriorValues",
+    "Quadrature",
+    "Scatter",
+    "SplitProposal",
+]
 
 
 class PairData(NamedTuple):
@@ -53,6 +69,19 @@ class Design(NamedTuple):
     basis_t: np.ndarray
 
 
+class CovariancePrior(NamedTuple):
+    """The prior of ``Sigma_phi`` (eq. 11): half-t(``nu``, ``scale``) on each standard deviation and the LKJ prior
+    as ``2 Beta(b_j, b_j) - 1`` on each canonical partial correlation (:mod:`bayessdc.models.dp_areal.lkj`)."""
+
+    #: Degrees of freedom of the half-t prior of the standard deviations.
+    nu: float
+    #: Scale of that half-t prior.
+    scale: float
+    #: ``(R (R - 1) / 2,)``: the Beta parameters ``b_j`` of the canonical partial correlations
+    #: (:func:`bayessdc.models.dp_areal.lkj.cpc_beta_parameters`).
+    cpc_b: np.ndarray
+
+
 class PriorValues(NamedTuple):
     """The priors of eq. (9)-(12) (:class:`bayessdc.models.dp_areal.model.DPArealPriors`), as numbers; each
     ``tau`` has a Gamma(shape, rate) prior."""
@@ -67,13 +96,8 @@ class PriorValues(NamedTuple):
     tau_mu_rate: float
     tau_lambda_shape: float
     tau_lambda_rate: float
-    #: Degrees of freedom of the half-t prior of ``Sigma_phi``'s standard deviations.
-    sigma_nu: float
-    #: Scale of that half-t prior.
-    sigma_scale: float
-    #: The Beta parameters of the canonical partial correlations of the LKJ prior
-    #: (:func:`bayessdc.models.dp_areal.lkj.cpc_beta_parameters`).
-    cpc_b: np.ndarray
+    #: The prior of ``Sigma_phi``.
+    covariance: CovariancePrior
 
 
 class Moves(NamedTuple):
@@ -110,9 +134,54 @@ class CoefficientPrior(NamedTuple):
     """The prior of ``beta_k`` around the shared means: ``N(mean, S0)``, ``S0 = blockdiag(1 / tau_theta,
     Sigma_phi)``."""
 
+    #: ``(R + 1,)``: the shared means ``(mu, mu_phi)`` (the chain state's array).
+    mean: np.ndarray
+    #: ``(R + 1, R + 1)``: ``S0``.
     S0: np.ndarray
-    #: The Cholesky factor of ``S0``.
+    #: ``(R + 1, R + 1)``: the Cholesky factor of ``S0``.
     chol_S0: np.ndarray
+
+
+class Covariance(NamedTuple):
+    """``Sigma_phi = diag(sigma) L L' diag(sigma)``, ``L`` from the canonical partial correlations
+    (:mod:`bayessdc.models.dp_areal.lkj`); the chain state's arrays, updated in place by its slice sampler."""
+
+    #: ``(R,)``: the standard deviations.
+    sigma: np.ndarray
+    #: ``(R (R - 1) / 2,)``: the canonical partial correlations.
+    cpc: np.ndarray
+
+
+class Scatter(NamedTuple):
+    """The sufficient statistics of ``Sigma_phi`` given ``n`` zero-mean Gaussian draws ``y_k``."""
+
+    #: ``(R, R)``: ``sum_k y_k y_k'``.
+    scatter: np.ndarray
+    #: The number of draws ``n``.
+    n: int
+
+
+class MixtureDraw(NamedTuple):
+    """One draw of the mixture of eq. (7)-(9) as the cells' posterior reads it."""
+
+    #: ``(K, B)``: the locations ``m_kb`` of every component and pattern.
+    location: np.ndarray
+    #: ``(K,)``: ``log rho_k``.
+    log_rho: np.ndarray
+    #: ``tau_lambda``, the precision of the log rates.
+    tau: float
+
+
+class Quadrature(NamedTuple):
+    """The adaptive trapezoid rule of a cell's integral over its log rate
+    (:mod:`bayessdc.models.dp_areal.quadrature`)."""
+
+    #: Nodes of the grid.
+    nodes: int
+    #: Half-width of the grid, in Laplace standard deviations (``HALF_WIDTH``).
+    half_width: float
+    #: Newton steps of Lambert's W for the mode.
+    steps: int
 
 
 class SplitProposal(NamedTuple):

@@ -37,6 +37,7 @@ from scipy.special import gammaln, logsumexp
 from ..nuts import run_chain
 from .data import FlowGroup
 from .model import FlowPriors
+from .records import FlowData
 
 __all__ = [
     "candidate_log_probabilities",
@@ -206,14 +207,13 @@ def _family(theta, start, stop, shape, rate, grad):  # noqa: ANN001, ANN202
 def flow_logp_grad(theta, data):  # noqa: ANN001, ANN201
     """Log density of the marginal flow model and its gradient (see the module docstring).
 
-    ``data = (origin, destination, y, log_y_factorial, sizes, priors, table)``: each cell's position of its origin
-    and destination effect in ``theta`` (1-based, destinations after origins), its modelled value, ``log y!``,
-    ``sizes = (n_origins, n_destinations, upper)``, ``priors = (mu_precision, phi_shape, phi_rate)`` and the
-    interpolation table of ``log Z`` (:func:`truncated_poisson_table`).
+    ``data`` is a :class:`~bayessdc.models.flows.records.FlowData` (:func:`flow_data`): each cell's position of
+    its origin and destination effect in ``theta`` (1-based, destinations after origins), its modelled value,
+    ``log y!``, the sizes, the priors and the interpolation table of ``log Z`` (:func:`truncated_poisson_table`).
     """
-    origin, destination, y, log_y_factorial, sizes, priors, table = data
-    n_origins, n_destinations, upper = sizes[0], sizes[1], sizes[2]
-    mu_precision, shape, rate = priors[0], priors[1], priors[2]
+    origin, destination, y, log_y_factorial = data.origin, data.destination, data.y, data.log_y_factorial
+    n_origins, n_destinations, upper, table = data.n_origins, data.n_destinations, data.upper, data.table
+    mu_precision, shape, rate = data.mu_precision, data.phi_shape, data.phi_rate
     grad = np.zeros(theta.size)
     mu = theta[0]
     logp = 0.0
@@ -234,18 +234,22 @@ def flow_logp_grad(theta, data):  # noqa: ANN001, ANN201
     return logp, grad
 
 
-def flow_data(group: FlowGroup, priors: FlowPriors) -> tuple[tuple[np.ndarray, ...], int]:
-    """The ``data`` tuple of :func:`flow_logp_grad` for one group pair, and the length of ``theta``."""
+def flow_data(group: FlowGroup, priors: FlowPriors) -> tuple[FlowData, int]:
+    """The ``data`` record of :func:`flow_logp_grad` for one group pair, and the length of ``theta``."""
     n_origins, n_destinations = len(group.origins), len(group.destinations)
     y = np.asarray(group.y, dtype=np.float64)
-    data = (
-        np.ascontiguousarray(group.origin_index, dtype=np.int64) + 1,
-        np.ascontiguousarray(group.destination_index, dtype=np.int64) + 1 + n_origins,
-        y,
-        np.array([math.lgamma(v + 1.0) for v in y]),
-        np.array([n_origins, n_destinations, group.upper], dtype=np.int64),
-        np.array([priors.mu_precision, priors.phi_shape, priors.phi_rate], dtype=np.float64),
-        truncated_poisson_table(int(group.upper)),
+    data = FlowData(
+        origin=np.ascontiguousarray(group.origin_index, dtype=np.int64) + 1,
+        destination=np.ascontiguousarray(group.destination_index, dtype=np.int64) + 1 + n_origins,
+        y=y,
+        log_y_factorial=np.array([math.lgamma(v + 1.0) for v in y]),
+        n_origins=int(n_origins),
+        n_destinations=int(n_destinations),
+        upper=int(group.upper),
+        mu_precision=float(priors.mu_precision),
+        phi_shape=float(priors.phi_shape),
+        phi_rate=float(priors.phi_rate),
+        table=truncated_poisson_table(int(group.upper)),
     )
     return data, 1 + n_origins + n_destinations
 

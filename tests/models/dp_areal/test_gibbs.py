@@ -24,7 +24,15 @@ from bayessdc.models.dp_areal.gibbs import (
 from bayessdc.models.dp_areal.lkj import cpc_beta_parameters
 from bayessdc.models.dp_areal.marginal import identified_basis
 from bayessdc.models.dp_areal.quadrature import log_poisson_lognormal
-from bayessdc.models.dp_areal.records import ChainState, CoefficientPrior, Design, PairData
+from bayessdc.models.dp_areal.records import (
+    ChainState,
+    CoefficientPrior,
+    Covariance,
+    CovariancePrior,
+    Design,
+    PairData,
+    Scatter,
+)
 
 
 def _z(draws: np.ndarray, expected: float, batches: int = 40) -> float:
@@ -43,9 +51,10 @@ def test_the_covariance_update_with_no_data_keeps_the_lkj_half_t_prior():
     b = cpc_beta_parameters(R, eta)
     rng = np.random.default_rng(1)
     sigma, cpc = np.ones(R), np.zeros(b.size)
+    covariance, no_data, prior = Covariance(sigma, cpc), Scatter(np.zeros((R, R)), 0), CovariancePrior(3.0, 1.0, b)
     draws_sigma, draws_cpc, draws_rho = [], [], []
     for _ in range(6000):
-        slice_covariance(rng, sigma, cpc, np.zeros((R, R)), 0, 3.0, 1.0, b)
+        slice_covariance(rng, covariance, no_data, prior)
         draws_sigma.append(sigma.copy())
         draws_cpc.append(cpc.copy())
         S = covariance_matrix(sigma, cpc)
@@ -109,7 +118,7 @@ def test_one_components_coefficients_follow_their_conditional_worked_by_quadratu
     rng = np.random.default_rng(3)
     c = np.ascontiguousarray
     state = ChainState(allocation, np.ones(0), beta, mean, np.ones(0), np.zeros(0), np.ones(5), counters)
-    prior = CoefficientPrior(S0, np.linalg.cholesky(S0))
+    prior = CoefficientPrior(mean, S0, np.linalg.cholesky(S0))
     pairs = PairData(count, np.zeros(3, dtype=np.int64), weight.astype(np.int64), special.gammaln(count + 1), 16)
     design = Design(c(full.T), c(V), c(V.T), c(basis), c(basis.T))
     draws = []
