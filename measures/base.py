@@ -111,19 +111,20 @@ def mean_reference(subset: str, reference: str, values: Iterable[float]) -> dict
     }  # fmt: skip
 
 
-def range_reference(subset: str, reference: str, values: Iterable[float]) -> dict[str, Any]:
+def range_reference(subset: str, reference: str, values: Iterable[float], z: float = Z95) -> dict[str, Any]:
     """The upper end of the range one repetition shows: ``mean + 1.96 sd`` of the repetitions ``values`` (the
     range itself as ``lower`` and ``upper``; an exact threshold, no Monte Carlo error attached). A release whose
     pooled figure is above it shows more than a single repetition of the reference would in 97.5% of draws;
-    unlike the mean's interval, the range does not narrow as the release's m or the repetitions grow."""
+    unlike the mean's interval, the range does not narrow as the release's m or the repetitions grow. ``z`` widens
+    it for several subsets judged at once (:func:`bayessdc.measures.strata.bonferroni_z`)."""
     v = np.asarray(list(values), dtype=float)
     v = v[np.isfinite(v)]
     if not v.size:
         return {"subset": subset, "reference": reference, "value": float("nan")}
     sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
     mean = float(v.mean())
-    return {"subset": subset, "reference": reference, "value": mean + Z95 * sd, "lower": mean - Z95 * sd,
-            "upper": mean + Z95 * sd, "repetitions": v.size}  # fmt: skip
+    return {"subset": subset, "reference": reference, "value": mean + z * sd, "lower": mean - z * sd,
+            "upper": mean + z * sd, "repetitions": v.size}  # fmt: skip
 
 
 @dataclass
@@ -210,6 +211,9 @@ class MeasureInput:
     categorical
         The synthesized columns that are categories (a classification tree's), whose category counts the relative
         errors compare (:class:`bayessdc.measures.tables.CategoryCountError`); empty: none compared.
+    strata
+        The released column of areas the release was synthesized by, one by one: the measures that read it give a
+        figure per area too (:class:`bayessdc.measures.strata.StratumCopiedRecords`).
     seed
         Seed of every random step of a measure (the inherent scenarios).
     details
@@ -245,6 +249,7 @@ class MeasureInput:
     weights: str | None = None
     replicates: Any = None
     categorical: list[str] = field(default_factory=list)
+    strata: str | None = None
     seed: int = 0
     details: bool = True
     #: Figures shared between measures of this input (computed once).
@@ -392,6 +397,18 @@ class MeasureResult:
     def subsets(self) -> list[str]:
         """The subsets, in the order computed."""
         return list(dict.fromkeys(self.values["subset"].astype(str)))
+
+    def shown_subsets(self, most: int = 12) -> list[str]:
+        """The subsets a page or a terminal shows: all of them, in the order computed, when there are at most
+        ``most``; else the ``most`` worst by the pooled value (the highest where lower is better), worst first, as
+        where a release synthesized area by area has hundreds of areas (every subset stays in the summary and in
+        ``private/measures.json``)."""
+        subsets = self.subsets()
+        if len(subsets) <= most:
+            return subsets
+        pooled = self.summary().set_index("subset")["pooled"].astype(float)
+        order = pooled.sort_values(ascending=self.better == "higher", na_position="last", kind="stable")
+        return [str(s) for s in order.index[:most]]
 
     def summary(self) -> pd.DataFrame:
         """Per subset: the pooled value over the datasets, its Monte Carlo standard error and 95% interval,

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     proximity,
     regression,
     removal,
+    strata,
     tables,
     uniques,
     utility,

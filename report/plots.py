@@ -534,7 +534,9 @@ def measure_panels(result: Any) -> Figure:
     (points), the pooled value with its 95% Monte Carlo interval (a bar), and each reference as a line, shaded
     over the range of its repetitions where it has one."""
     summary = result.summary()
-    subsets = list(summary["subset"])
+    every = len(summary)
+    subsets = result.shown_subsets()  # the worst of many (hundreds of areas), else all
+    summary = summary.set_index("subset").loc[subsets].reset_index()
     columns = min(3, max(len(subsets), 1))
     rows = int(np.ceil(max(len(subsets), 1) / columns))
     fig = _figure(3.4 * columns if columns > 1 else 5.6, 2.8 * rows)
@@ -564,4 +566,6 @@ def measure_panels(result: Any) -> Figure:
         _legend(ax, fontsize=7, loc="best")
     for ax in axes[len(subsets):]:
         ax.set_visible(False)
+    if every > len(subsets):
+        fig.suptitle(f"the {len(subsets)} worst of {every} subsets", fontsize=9)
     return fig

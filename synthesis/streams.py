@@ -84,6 +84,8 @@ class Stream(StrEnum):
     CART_SMOOTHING = "cart-smoothing"
     CART_UNLEARNED = "cart-unlearned"
     FOLDS = "folds"
+    #: Synthesis by area: each group of strata's own seed.
+    STRATUM = "stratum"
     #: Flows: the precisions' draws.
     PRECISIONS = "precisions"
     #: Spatial: the jitter of tied coordinates, the coefficients given the NNGP draws, the NNGP draws, the fit

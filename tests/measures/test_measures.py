@@ -288,3 +288,28 @@ def test_interval_overlap_combines_by_the_kind_the_regression_names():
     values = results["full"].values.set_index("subset")["value"]
     assert values.to_dict() == pytest.approx(table["ci_overlap"].to_dict())
     assert not np.allclose(values, results["partial"].values.set_index("subset")["value"])
+
+
+def test_a_measure_of_many_subsets_shows_its_worst_on_a_page_and_a_terminal():
+    """Hundreds of areas: the plot and the printed lines show the 12 worst subsets, worst first, and say so; the
+    summary keeps every subset."""
+    from bayessdc.measures.base import MeasureResult
+    from bayessdc.report.plots import measure_panels
+    from bayessdc.report.text import measure_lines
+
+    values = pd.DataFrame({"measure": "m", "subset": [f"stratum {i}" for i in range(30) for _ in range(2)],
+                           "dataset": [1, 2] * 30, "value": [float(i % 7) for i in range(30) for _ in range(2)]})
+    references = pd.DataFrame(columns=["measure", "subset", "reference", "value", "lower", "upper", "mc_se",
+                                       "repetitions"])  # fmt: skip
+    result = MeasureResult("m", "risk", "lower", values, references, "copies per area")
+    assert len(result.summary()) == 30
+    shown = result.shown_subsets()
+    assert len(shown) == 12 and shown[:4] == ["stratum 6", "stratum 13", "stratum 20", "stratum 27"]  # value 6
+    lines = measure_lines({"m": result})
+    assert len(lines) == 1 + 12 + 1 and lines[1].startswith("    [stratum 6] 6")
+    assert lines[-1].strip().startswith("... the 12 worst of 30 subsets shown")
+    figure = measure_panels(result)
+    assert sum(ax.get_visible() for ax in figure.axes) == 12
+    assert figure._suptitle.get_text() == "the 12 worst of 30 subsets"
+    higher = MeasureResult("m", "utility", "higher", values, references, "tau per area")
+    assert higher.shown_subsets()[:5] == ["stratum 0", "stratum 7", "stratum 14", "stratum 21", "stratum 28"]

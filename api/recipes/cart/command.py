@@ -130,6 +130,12 @@ COMMAND = Command(
                combine=by_column),
         Option("CART.smoothing", "perturb drawn numeric values by a Gaussian kernel (leaf bw.nrd0 bandwidth, within "
                "the observed range)", choices=("density",)),
+        Option("CART.strata", "a column of areas: each area's records fitted and synthesized by trees of their own "
+               "(synthpop's syn.strata), the column kept; records copied judged in each area too", metavar="COLUMN"),
+        Option("CART.min_stratum", "fewest records an area's trees are fitted on; smaller areas are pooled (default: "
+               "10 + 10 per synthesized column, synthpop's minstratumsize)", type=int, metavar="N"),
+        Option("CART.pool_by", "a coarser area holding each area whole, within which the small areas are pooled",
+               metavar="COLUMN"),
         Option("CART.scheduler", "address of a running dask scheduler (default: local)"),
         Option("CART.workers", "trees and datasets run at once locally (default: cores)", type=int),
     ),  # fmt: skip

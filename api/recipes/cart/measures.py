@@ -109,6 +109,8 @@ class CartMeasures(Measures):
     ) -> None:
         self.original, self.synthetic, self.keep, self.kinds, self.seed = original, synthetic, keep, kinds, seed
         self.weights = weights
+        #: The column of areas the release was synthesized by, one by one (set by the recipe).
+        self.strata: str | None = None
         self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
         #: The run's tables (the default of :meth:`measure_input`) and bootstrap replicates, set by the recipe.
         self.tables: list[TableSpec] | None = None
@@ -138,7 +140,7 @@ class CartMeasures(Measures):
         data = MeasureInput(
             drawn, self.original, released=list(self.original.columns), seed=self.seed,
             tables=self._specs(tables, bootstrap), bootstrap=bootstrap, weights=self.weights,
-            categorical=list(self.categorical),
+            categorical=list(self.categorical), strata=self.strata,
         )  # fmt: skip
         if identification:
             data.known_sets = self._known_sets(known, repetitions)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
+from bayessdc.models.cart.strata import StrataPlan, StratifiedCart, default_min_stratum, plan_strata
 from bayessdc.models.cart.synthesizer import FAN_OUT_FROM, FanOut
 from bayessdc.synthesis.combining import kind_of_release
 from bayessdc.synthesis.output import fingerprint_frame
@@ -65,6 +66,8 @@ class CartPrepared(Prepared):
         The utility tables.
     dropped
         Input columns neither kept nor synthesized (not released).
+    strata
+        Which strata are fitted together, when the records are synthesized area by area.
     """
 
     frame: pd.DataFrame
@@ -73,6 +76,7 @@ class CartPrepared(Prepared):
     rules: list[Rule]
     tables: list[TableSpec]
     dropped: list[str] = field(default_factory=list)
+    strata: StrataPlan | None = None
 
 
 @dataclass
@@ -112,6 +116,18 @@ class CART(Recipe):
     donors
         ``"all"`` (the paper's Bayesian bootstrap of every observation of a leaf) or ``"others"`` (``--donors``):
         a record's own observation left out of its own draw; tried when ``"all"`` fails the disclosure policy.
+    strata
+        A column of areas (``--strata``): the records of each area are fitted and synthesized by trees of their own
+        (synthpop's ``syn.strata``; :mod:`bayessdc.models.cart.strata`). The column is kept (added to the kept
+        columns when it is not among them): every record stays in its area. The measures read the whole file, and
+        each area's records copied (``stratum_copied_records``) against the same share of a release of its records
+        that never saw them; the default policy judges both.
+    min_stratum
+        The fewest records an area's trees are fitted on (``--min-stratum``; default synthpop's ``minstratumsize``,
+        10 + 10 per synthesized column); a smaller area is pooled with the other small areas of its ``pool_by``
+        area, and what is left pooled together.
+    pool_by
+        A coarser area holding each area whole (``--pool-by``), within which the small areas are pooled.
     scheduler, workers
         Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
         :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
@@ -148,6 +164,9 @@ class CART(Recipe):
     smoothing: str | None = None
     tree_builder: str = "native"
     donors: str = "all"
+    strata: str | None = None
+    min_stratum: int | None = None
+    pool_by: str | None = None
     scheduler: str | None = None
     workers: int | None = None
     name: ClassVar[str] = "cart"
@@ -190,11 +209,22 @@ class CART(Recipe):
         if isinstance(self.bootstrap, bool) or not isinstance(self.bootstrap, int) or self.bootstrap < 1:
             raise InputError(f"bootstrap= must be at least 1, got {self.bootstrap!r}")
         synthesize, keep = list(synthesize or []), list(keep or [])
+        if self.strata is not None:
+            if self.strata in synthesize:
+                raise InputError(f"strata={self.strata!r} is among the columns to synthesize: the areas are kept, "
+                                 "every record synthesized within its own")  # fmt: skip
+            keep = keep if self.strata in keep else [self.strata, *keep]
+        elif self.pool_by is not None or self.min_stratum is not None:
+            raise InputError("pool_by= and min_stratum= need strata=, the column of areas synthesized one by one")
         try:
             synthesizer = self._synthesizer(synthesize, keep, self._rules())
         except ValueError as err:  # a setting out of range (smoothing=)
             raise InputError(str(err)) from None
         released = synthesizer.validate(frame)
+        plan = None
+        if self.strata is not None:
+            minimum = default_min_stratum(synthesize) if self.min_stratum is None else self.min_stratum
+            plan = plan_strata(frame, self.strata, minimum, self.pool_by)
         tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
         _check_rules(synthesizer, released)
         identity = {
@@ -212,10 +242,12 @@ class CART(Recipe):
             "tables": {t.name: t.to_dict() for t in tables},
             "bootstrap": self.bootstrap,
         }
+        if plan is not None:
+            identity["strata"] = {"column": plan.column, "min_stratum": plan.min_size, "pool_by": plan.parent}
         dropped = [c for c in frame.columns if c not in released.columns]
         return CartPrepared(
             released, identity, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
-            tables=tables, dropped=dropped,
+            tables=tables, dropped=dropped, strata=plan,
         )  # fmt: skip
 
     def fit(self, prepared: CartPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
@@ -224,8 +256,11 @@ class CART(Recipe):
         CART's path through the pipeline is explicit: it draws no posterior, so there is nothing for a
         convergence gate to judge and the gate passes by construction; the m datasets come from the trees'
         leaves with Bayesian bootstrap weights (:meth:`draw`)."""
-        synthesizer = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
-        synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "trees"))
+        synthesizer: CartSynthesizer | StratifiedCart = self._synthesizer(prepared.synthesize, prepared.keep,
+                                                                         prepared.rules)  # fmt: skip
+        if prepared.strata is not None:  # one synthesizer per group of strata, the groups run as parts
+            synthesizer = StratifiedCart(synthesizer, prepared.strata)
+        synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "strata" if prepared.strata else "trees"))
         summary = {
             "trees": synthesizer.tree_summary(),
             "fit_seconds": synthesizer.fit_seconds,
@@ -255,21 +290,25 @@ class CART(Recipe):
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
         trees = synthesizer.tree_summary()
-        summary = fitted.diagnostics.summary
-        summary.update(trees=trees, synthesis_seconds=synthesis_seconds)
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed, weights=prepared.weights)
         measures.tables, measures.bootstrap = list(tables), self.bootstrap
+        data = record_measure_input(measures, synthesizer, prepared.frame, m, seed, self.bootstrap,
+                                    self._fan_out(prepared, "unlearned"))  # fmt: skip
+        facts = {
+            "records": len(released),
+            "fit_seconds": float(synthesizer.fit_seconds or 0.0),
+            "synthesis_seconds": synthesis_seconds,
+            "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
+        }
+        private_tables = {}
+        if prepared.strata is not None:
+            data.strata = measures.strata = prepared.strata.column
+            groups = synthesizer.group_summary()
+            private_tables["strata.parquet"] = groups
+            facts.update(strata=int(sum(len(v) for v in prepared.strata.groups.values())), strata_groups=len(groups))
         return Drawn(
-            synthetic,
-            facts={
-                "records": len(released),
-                "fit_seconds": float(synthesizer.fit_seconds or 0.0),
-                "synthesis_seconds": synthesis_seconds,
-                "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
-            },
-            measures=measures,
-            measure_input=record_measure_input(measures, synthesizer, prepared.frame, m, seed, self.bootstrap,
-                                               self._fan_out(prepared, "unlearned")),
+            synthetic, facts=facts, measures=measures, measure_input=data, private_tables=private_tables,
+            diagnostics={"trees": trees, "synthesis_seconds": synthesis_seconds},
         )  # fmt: skip
 
     def levers(self) -> list[Lever]:
@@ -311,6 +350,15 @@ def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
             f"its leaf, in each of the m = {release.m} datasets.",
         ],
     )
+    strata = release.description.get("strata")
+    if strata:
+        pooled = [g for g in strata["groups"] if len(g["strata"]) > 1]
+        content.about.append(
+            f"Synthesized area by area: the records of each {strata['column']} fitted and drawn by trees of their own "
+            f"({len(strata['groups'])} groups of {sum(len(g['strata']) for g in strata['groups'])} areas; "
+            f"{len(pooled)} pool(s) of areas under {strata['min_records']} records). The records copied are judged "
+            "in each area too (stratum_copied_records)."
+        )
     trees = pd.DataFrame.from_dict(release.diagnostics.summary.get("trees", {}), orient="index")
     if len(trees):
         trees.index.name = "column"
