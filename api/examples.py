@@ -10,7 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["acs_persons", "acs_rules", "areal_counts", "ce_like", "cox_table", "flow_table", "spatial_homes"]
+__all__ = [
+    "acs_persons", "acs_rules", "areal_counts", "ce_like", "cox_table", "flow_table", "households", "spatial_homes",
+]  # fmt: skip
 
 
 def flow_table(n_states: int = 3, counties_per_state: float = 12.0, seed: int = 0) -> pd.DataFrame:
@@ -61,6 +63,16 @@ def acs_rules() -> list[dict[str, Any]]:
     from bayessdc.models.cart import acs_example_rules
 
     return acs_example_rules()
+
+
+def households(n_households: int = 2000, n_areas: int = 20, seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Persons in households in areas with a known household structure (six household types whose probabilities
+    differ by area, members' ages related as in a household, tenure by household, education and employment by
+    person): ``area, household, tenure, relationship, sex, age, education, employed``, and the simulation's truth.
+    The rules across members every household keeps: :func:`bayessdc.models.households.household_rules`."""
+    from bayessdc.models.households import simulate_households
+
+    return simulate_households(n_households, n_areas, seed=seed)
 
 
 def cox_table() -> pd.DataFrame:

@@ -112,6 +112,7 @@ ALLOWED: dict[str, str] = {
     "models/dp_areal/simulate.py": "simulator of example data, np.random.default_rng(seed)",
     "models/dpmpm/simulate.py": "simulator of example data, np.random.default_rng(seed)",
     "models/flows/simulate.py": "simulator of example data, np.random.default_rng(seed)",
+    "models/households.py": "simulator of example data (persons in households), np.random.default_rng(seed)",
     "models/spatial/simulate.py": "simulator of example data, np.random.default_rng(seed)",
 }
 
