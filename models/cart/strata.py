@@ -62,8 +62,11 @@ class StrataPlan:
 
     def rows(self, data: pd.DataFrame) -> dict[str, np.ndarray]:
         """Group name -> the positions of its records in ``data``, in order."""
-        stratum = data[self.column].reset_index(drop=True)
-        return {name: np.flatnonzero(stratum.isin(values).to_numpy()) for name, values in self.groups.items()}
+        group_of = {value: i for i, values in enumerate(self.groups.values()) for value in values}
+        codes = data[self.column].map(group_of).to_numpy(dtype=float)  # NaN: a stratum of no group
+        order = np.argsort(codes, kind="stable")  # one sort, not a scan of every record per group
+        bounds = np.searchsorted(codes[order], np.arange(len(self.groups) + 1))
+        return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(self.groups)}
 
     def describe(self, data: pd.DataFrame) -> dict[str, Any]:
         """The plan as the public description states it: the rule and each group's strata and records."""
