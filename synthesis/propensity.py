@@ -21,6 +21,14 @@ the overparametrized system positive definite; Newton's iterates stay in the row
 redundant directions never move. Measured on the two demo datasets above: the optimum found to 7 digits of the
 objective (scikit-learn's ``newton-cholesky`` at ``tol=1e-8``: the same pMSE to 7 significant digits) in 14-16
 iterations; see ``bench/pmse_fit.py`` for the times.
+
+The sparse system's Hessian ``X' diag(h) X`` has the same sparsity pattern at every Newton step; only the weights
+``h`` change. Its pattern is therefore built once per fit (:class:`_SparseHessian`): every product of two columns
+in a row is one entry, and the entries are put once into the order in which scipy's COO-to-CSC conversion sums
+them (bucketed by column, then sorted by scipy's own index sort), giving a 0/1 matrix that maps the rows' weights
+to the Hessian's data array. Each step is then one sparse matrix-vector product, which adds every entry of the
+Hessian in the same order as the conversion did: the same Hessian, bit for bit, as the COO matrix converted at
+every step, at a fraction of its cost (``bench/pmse_fit.py --hessian``; README, "Measured choices in the code").
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.sparse import coo_matrix, csr_matrix, identity
+from scipy.sparse import csc_matrix, csr_matrix, identity
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 from scipy.special import expit
@@ -37,6 +45,70 @@ __all__ = ["logistic_propensities"]
 
 #: Components up to this many columns are solved as dense blocks; larger ones as one sparse system.
 DENSE_BLOCK = 400
+
+
+class _SparseHessian:
+    """The Hessian ``X' diag(h) X + penalty I`` of a sparse group, its sparsity pattern built once.
+
+    The design's rows (``rows``) hold one 1 per term; the products of their columns are the ``entries``, row
+    ``rows[e // pairs]`` contributing its weight at ``(first[e], second[e])``. Summed by scipy's COO-to-CSC
+    conversion, the entries are bucketed by column in their order, sorted by row within each column
+    (``sort_indices``, whose order of equal indices depends on the indices only) and summed from left to right;
+    here that order is found once, and the sums of every step are a product of the weights with a 0/1 matrix
+    whose rows are the Hessian's nonzeros, its indices in that order (a left-to-right sum too): the converted
+    matrix, bit for bit.
+
+    Parameters
+    ----------
+    rows
+        The row of the design (of the fit's weights) behind every ``pairs`` consecutive entries.
+    first, second
+        Every entry's row and column in the group's Hessian.
+    pairs
+        Entries per design row (terms squared).
+    total
+        The Hessian's order.
+    n
+        Rows of the design (the length of the weights).
+    """
+
+    def __init__(self, rows: np.ndarray, first: np.ndarray, second: np.ndarray, pairs: int, total: int, n: int) -> None:
+        entries = len(first)
+        first = first.astype(np.int32)
+        # the entries bucketed by column, in their order within each (a counting sort: the conversion's first pass)
+        bucket = csr_matrix(
+            (np.ones(entries, dtype=np.int8), second.astype(np.int32), np.arange(entries + 1)), shape=(entries, total)
+        ).tocsc()
+        # sorted by row within each column by the conversion's own sort, the entries' numbers carried as the data
+        ordered = csc_matrix((bucket.indices.astype(float), first[bucket.indices], bucket.indptr), shape=(total, total))
+        ordered.sort_indices()
+        row_index = ordered.indices
+        starts = np.ones(entries, dtype=bool)  # the first entry of every nonzero of the Hessian
+        starts[1:] = row_index[1:] != row_index[:-1]
+        starts[bucket.indptr[:-1][np.diff(bucket.indptr) > 0]] = True
+        start = np.flatnonzero(starts)
+        source = rows[ordered.data.astype(np.int64) // pairs]
+        self.gather = csr_matrix((np.ones(entries), source, np.append(start, entries)), shape=(len(start), n))
+        self.indices = row_index[start]
+        column = np.repeat(np.arange(total), np.diff(np.searchsorted(start, bucket.indptr)))
+        self.indptr = np.searchsorted(start, bucket.indptr).astype(np.int32)
+        on_diagonal = np.flatnonzero(self.indices == column)
+        # the diagonal's place in the data, when every column has one (else the identity is added as a matrix)
+        self.diagonal = on_diagonal if len(on_diagonal) == total else None
+        self.total = total
+
+    def __call__(self, hessian_weight: np.ndarray, penalty: float) -> csc_matrix:
+        """The Hessian at the rows' weights ``hessian_weight``, as ``coo_matrix(...).tocsc() + penalty I``."""
+        values = self.gather @ hessian_weight
+        shape = (self.total, self.total)
+        if self.diagonal is not None:
+            diagonal = values[self.diagonal] + penalty
+            if values.all() and diagonal.all():  # no zero for the sum of sparse matrices to drop
+                values[self.diagonal] = diagonal
+                return csc_matrix((values, self.indices, self.indptr), shape=shape)
+        return csc_matrix((values, self.indices.copy(), self.indptr.copy()), shape=shape) + penalty * identity(
+            self.total, format="csc"
+        )
 
 
 class _Blocks:
@@ -70,29 +142,27 @@ class _Blocks:
             if size <= DENSE_BLOCK:
                 flat = (b[:, None] * size + position[cols[:, pair_i]]) * size + position[cols[:, pair_j]]
                 self.groups.append(("dense", int(size), len(members), rows, flat.ravel(), group_columns))
-            else:  # one sparse system for all of the group's blocks
+            else:  # one sparse system for all of the group's blocks, its pattern built once
                 index = b[:, None] * size + position[cols]
-                self.groups.append(
-                    ("sparse", int(size), len(members), rows, (index[:, pair_i].ravel(), index[:, pair_j].ravel()),
-                     group_columns)
-                )  # fmt: skip
+                hessian = _SparseHessian(
+                    rows, index[:, pair_i].ravel(), index[:, pair_j].ravel(), terms * terms, len(members) * size, n
+                )
+                self.groups.append(("sparse", int(size), len(members), rows, hessian, group_columns))
         self.terms = terms
 
     def solve(self, hessian_weight: np.ndarray, gradient: np.ndarray, penalty: float) -> np.ndarray:
         """The Newton step ``-(X' diag(h) X + penalty I)^-1 gradient``."""
         step = np.empty_like(gradient)
         pairs = self.terms * self.terms
-        for kind, size, blocks, rows, flat, group_columns in self.groups:
-            h = np.repeat(hessian_weight[rows], pairs)
+        for kind, size, blocks, rows, structure, group_columns in self.groups:
             g = gradient[group_columns]
             if kind == "dense":
-                hessian = np.bincount(flat, weights=h, minlength=blocks * size * size).reshape(blocks, size, size)
+                h = np.repeat(hessian_weight[rows], pairs)
+                hessian = np.bincount(structure, weights=h, minlength=blocks * size * size).reshape(blocks, size, size)
                 hessian += penalty * np.eye(size)
                 step[group_columns] = -np.linalg.solve(hessian, g.reshape(blocks, size, 1)).ravel()
             else:
-                total = blocks * size
-                hessian = coo_matrix((h, flat), shape=(total, total)).tocsc() + penalty * identity(total, format="csc")
-                step[group_columns] = -splu(hessian).solve(g)
+                step[group_columns] = -splu(structure(hessian_weight, penalty)).solve(g)
         return step
 
 
