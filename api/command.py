@@ -19,24 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .validation import column_list
+
 __all__ = ["Command", "Option", "columns", "synthesize_options", "two_columns"]
 
 
 def columns(text: str | Sequence[str] | None) -> list[str]:
-    """Column names written ``A,B`` or as words (``["A", "B,C"]``): ``["A", "B", "C"]``.
-
-    Parameters
-    ----------
-    text
-        Comma-separated names, or a sequence of them; None gives an empty list.
-
-    Returns
-    -------
-    list of str
-        The names in order, blanks dropped.
-    """
-    parts = [text] if isinstance(text, str) else list(text or [])
-    return [c.strip() for part in parts for c in part.split(",") if c.strip()]
+    """Column names written ``A,B`` or as words (``["A", "B,C"]``): ``["A", "B", "C"]``; None gives an empty list
+    (:func:`bayessdc.validation.column_list`, which ``bsd.synthesize`` reads its roles with)."""
+    return column_list(text) or []
 
 
 def two_columns(text: str) -> tuple[str, str]:

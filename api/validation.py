@@ -28,7 +28,7 @@ from bayessdc.models.validation import name_rows
 
 from .errors import InputError
 
-__all__ = ["check_header", "check_names", "check_values"]
+__all__ = ["check_header", "check_names", "check_values", "column_list"]
 
 #: Largest magnitude of a whole number the release format holds (signed 64-bit integers).
 INT64_MAX = int(np.iinfo(np.int64).max)
@@ -172,3 +172,15 @@ def check_values(frame: pd.DataFrame, columns: Iterable[object] | None = None) -
                 f"{INT64_MAX:,}) at {name_rows((values > INT64_MAX).to_numpy())}; rescale or band the column first"
             )
     return frame.astype(upcast) if upcast else frame
+
+
+def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
+    """Columns given as a list, or as one comma-separated string (``None`` stays ``None``)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        columns = [columns]
+    out: list[str] = []
+    for value in columns:
+        out.extend(c.strip() for c in str(value).split(",") if c.strip())
+    return out

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bayessdc import InputError, __version__
+from bayessdc import __version__
 from bayessdc.command import Command
 from bayessdc.progress import cli_logging, logger
 
@@ -64,9 +64,6 @@ POLICY_HELP = (
     "A release that fails it is refused (exit status 3); the policy's name and digest go to release/model.json"
 )
 
-
-#: An error in the user's input or options: printed without a traceback, exit status 2.
-UserError = InputError
 
 #: Help of the options every subcommand takes (:func:`common_options`).
 MESSAGES_HELP = """messages: stages of the run and each group's figures go to standard error, with progress bars when it

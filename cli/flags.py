@@ -10,7 +10,6 @@ that every flag of the table is an option of some command, and that no library m
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import sys
@@ -22,11 +21,11 @@ __all__ = ["PARAMETER_FLAGS", "FlagRecords", "as_flags", "flags_in_log_records"]
 def _declared() -> dict[str, str]:
     """Each parameter a synthesizer's command sets -> its flag, as the command declares it beside its recipe
     (:class:`bayessdc.command.Option`): a new synthesizer's flags join the table with its command."""
-    from bayessdc.recipes import RECIPES
+    from bayessdc.recipes import commands
 
     declared: dict[str, str] = {}
-    for package in RECIPES.values():
-        for option in importlib.import_module(f"{package}.command").COMMAND.options:
+    for command in commands():
+        for option in command.options:
             declared.setdefault(option.parameter, option.flags[0])
     return declared
 

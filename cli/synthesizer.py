@@ -10,7 +10,6 @@ built from the options given and handed to :func:`bayessdc.synthesize`.
 from __future__ import annotations
 
 import argparse
-import importlib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,10 @@ DATA_HELP = "input table: CSV (also .csv.gz), .tsv, Parquet, Stata .dta or SAS .
 
 @cache
 def commands() -> tuple[Command, ...]:
-    """The synthesizers' commands, in the order of :data:`bayessdc.recipes.RECIPES` (read without their recipes)."""
-    from bayessdc.recipes import RECIPES
+    """The synthesizers' commands, in the order of :data:`bayessdc.recipes.RECIPES` (read once per process)."""
+    from bayessdc.recipes import commands as registered
 
-    return tuple(importlib.import_module(f"{package}.command").COMMAND for package in RECIPES.values())
+    return registered()
 
 
 def _register(where: Any, o: Option) -> None:
@@ -68,8 +67,7 @@ def _parsed(o: Option, value: Any, table: Any) -> Any:
         try:
             out.append(o.parse(text, table) if o.reads_table else o.parse(text))
         except ValueError as err:
-            shown_text = " ".join(text) if isinstance(text, list) else text
-            raise InputError(f"{o.flags[0]} {shown_text!r}: {err}") from None
+            raise InputError(f"{o.flags[0]} {text!r}: {err}") from None
     if o.action != "append":
         return out[0]
     return o.combine(out) if o.combine else out

@@ -403,12 +403,16 @@ class MeasureResult:
         ``most``; else the ``most`` worst by the pooled value (the highest where lower is better), worst first, as
         where a release synthesized area by area has hundreds of areas (every subset stays in the summary and in
         ``private/measures.json``)."""
-        subsets = self.subsets()
-        if len(subsets) <= most:
-            return subsets
-        pooled = self.summary().set_index("subset")["pooled"].astype(float)
-        order = pooled.sort_values(ascending=self.better == "higher", na_position="last", kind="stable")
-        return [str(s) for s in order.index[:most]]
+        return [str(s) for s in self.shown_summary(most)["subset"]]
+
+    def shown_summary(self, most: int = 12) -> pd.DataFrame:
+        """The rows of :meth:`summary` of the subsets :meth:`shown_subsets` names, in that order."""
+        summary = self.summary()
+        if len(summary) <= most:
+            return summary
+        order = summary["pooled"].astype(float).sort_values(ascending=self.better == "higher", na_position="last",
+                                                            kind="stable")  # fmt: skip
+        return summary.loc[order.index[:most]].reset_index(drop=True)
 
     def summary(self) -> pd.DataFrame:
         """Per subset: the pooled value over the datasets, its Monte Carlo standard error and 95% interval,

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["HOUSEHOLD_TYPES", "RELATIONSHIPS", "household_rules", "simulate_households"]
+__all__ = ["HOUSEHOLD_TYPES", "RELATIONSHIPS", "household_rules", "rule_violations", "simulate_households"]
 
 #: The household types and their base probabilities (each area's are a Dirichlet draw around them).
 HOUSEHOLD_TYPES = {

@@ -533,10 +533,9 @@ def measure_panels(result: Any) -> Figure:
     """One panel per subset of a measure (:class:`bayessdc.measures.MeasureResult`): every dataset's value
     (points), the pooled value with its 95% Monte Carlo interval (a bar), and each reference as a line, shaded
     over the range of its repetitions where it has one."""
-    summary = result.summary()
-    every = len(summary)
-    subsets = result.shown_subsets()  # the worst of many (hundreds of areas), else all
-    summary = summary.set_index("subset").loc[subsets].reset_index()
+    every = len(result.subsets())
+    summary = result.shown_summary()  # the worst of many (hundreds of areas), else all
+    subsets = list(summary["subset"])
     columns = min(3, max(len(subsets), 1))
     rows = int(np.ceil(max(len(subsets), 1) / columns))
     fig = _figure(3.4 * columns if columns > 1 else 5.6, 2.8 * rows)

@@ -48,8 +48,8 @@ def measure_lines(measured: Any, kind: str | None = None, indent: str = "  ") ->
         if kind not in (None, result.kind):
             continue
         lines.append(f"{indent}{result.kind} {name}: {result.title}")
-        summary, shown = result.summary(), result.shown_subsets()
-        for _, row in summary.set_index("subset").loc[shown].reset_index().iterrows():
+        shown = result.shown_summary()
+        for _, row in shown.iterrows():
             figure = format_value(float(row["pooled"]))
             lower, upper = float(row["lower"]), float(row["upper"])
             if row["interval"] not in ("", "joint", "none") and np.isfinite(lower) and np.isfinite(upper):
@@ -59,8 +59,9 @@ def measure_lines(measured: Any, kind: str | None = None, indent: str = "  ") ->
             references = ", ".join(f"{ref} {format_value(value)}" for ref, value in _references(row))
             note = f" [{row['note']}]" if row["note"] else ""
             lines.append(f"{indent}  [{row['subset']}] {figure}" + (f"; {references}" if references else "") + note)
-        if len(summary) > len(shown):
-            lines.append(f"{indent}  ... the {len(shown)} worst of {len(summary)} subsets shown; all in "
+        every = len(result.subsets())
+        if every > len(shown):
+            lines.append(f"{indent}  ... the {len(shown)} worst of {every} subsets shown; all in "
                          "private/measures.json")  # fmt: skip
     return lines
 

@@ -42,6 +42,7 @@ from bayessdc.synthesis.release_gate import ReleaseGateReport
 from bayessdc.synthesis.streams import Stream
 
 from ..release import Diagnostics, Measures
+from ..validation import column_list
 
 __all__ = ["Drawn", "Fitted", "Lever", "PosteriorFit", "Prepared", "Recipe", "column_list"]
 
@@ -288,15 +289,3 @@ class Recipe(ABC):
         """This recipe and its fit under ``setting`` (one of :meth:`no_refit_settings`): the same posterior,
         drawn and described by the pipeline's same steps."""
         raise NotImplementedError(f"{type(self).__name__} has no setting to draw under without a refit")
-
-
-def column_list(columns: Sequence[str] | str | None) -> list[str] | None:
-    """Columns given as a list, or as one comma-separated string (``None`` stays ``None``)."""
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        columns = [columns]
-    out: list[str] = []
-    for value in columns:
-        out.extend(c.strip() for c in str(value).split(",") if c.strip())
-    return out

@@ -23,7 +23,7 @@ RECIPES = {
     "CART": "bayessdc.recipes.cart",
 }
 
-__all__ = ["RECIPES", "exports"]
+__all__ = ["RECIPES", "commands", "exports"]
 
 
 def exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -51,3 +51,9 @@ def exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
         return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
 
     return __getattr__
+
+
+def commands() -> tuple[Any, ...]:
+    """Each registered synthesizer's command (its package's ``command.COMMAND``, a :class:`bayessdc.command.Command`),
+    in the order of :data:`RECIPES`; read without the recipes, which import the models."""
+    return tuple(importlib.import_module(f"{package}.command").COMMAND for package in RECIPES.values())

@@ -13,6 +13,7 @@ here that size is the default of ``min_size`` and a smaller stratum is pooled, n
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ import bayessdc.synthesis.streams as streams
 from bayessdc.synthesis.streams import Stream
 
 from .data import CartDataError, encode_columns
-from .synthesizer import CartSynthesizer
+from .synthesizer import CartSynthesizer, one_by_one, summed_fallbacks
 
 __all__ = ["StrataPlan", "StratifiedCart", "default_min_stratum", "plan_strata"]
 
@@ -195,10 +196,6 @@ class _DrawGroup:
         return frame, synthesizer.fallbacks
 
 
-def _one_by_one(task: Callable[[str, Any], Any], parts: list[tuple[str, Any]]) -> list[Any]:
-    return [task(name, part) for name, part in parts]
-
-
 @dataclass
 class StratifiedCart:
     """Sequential CART fitted stratum by stratum: the :class:`CartSynthesizer` ``template``'s settings, one fitted
@@ -237,11 +234,9 @@ class StratifiedCart:
 
     def drawing(self, donors: str) -> StratifiedCart:
         """This fitted synthesizer drawing with other ``donors``: every group's trees drawing so."""
-        other = dataclasses.replace(self)
-        other._parts = {name: part.drawing(donors) for name, part in self._parts.items()}
-        other._rows, other._levels, other._seed, other._n = self._rows, self._levels, self._seed, self._n
-        other.fit_seconds, other.cache = self.fit_seconds, self.cache
+        other = copy.copy(self)  # the same groups, rows and cache, shared (as CartSynthesizer.drawing)
         other.template = self.template.drawing(donors)
+        other._parts = {name: part.drawing(donors) for name, part in self._parts.items()}
         return other
 
     def _seeds(self, seed: int) -> dict[str, int]:
@@ -268,7 +263,7 @@ class StratifiedCart:
             if local is not None and not len(local):
                 raise CartDataError(f"group {name!r} of strata={self.plan.column!r} has no record to learn from")
             jobs.append((name, (frame.iloc[rows].reset_index(drop=True), seeds[name], local)))
-        fitted = (fan_out or _one_by_one)(_FitGroup(self.template), jobs)
+        fitted = (fan_out or one_by_one)(_FitGroup(self.template), jobs)
         self._parts = dict(zip(self._rows, fitted, strict=True))
         self.fit_seconds = time.perf_counter() - start
         return self
@@ -288,15 +283,10 @@ class StratifiedCart:
             if len(held):
                 jobs.append((name, (self._parts[name], None if rows is None else held)))
                 where[name] = group_rows[held]
-        results = (fan_out or _one_by_one)(_DrawGroup(m, seeds), jobs)
-        self.fallbacks = {}
-        frames = []
-        for (name, _), (frame, counts) in zip(jobs, results, strict=True):
-            frames.append(frame.assign(_row=np.tile(where[name], m)))
-            for column, stats in counts.items():
-                total = self.fallbacks.setdefault(column, {"ancestor": 0, "whole_column": 0, "draws": 0})
-                for key, count in stats.items():
-                    total[key] = total.get(key, 0) + count
+        results = (fan_out or one_by_one)(_DrawGroup(m, seeds), jobs)
+        self.fallbacks = summed_fallbacks(counts for _, counts in results)
+        frames = [frame.assign(_row=np.tile(where[name], m))
+                  for (name, _), (frame, _) in zip(jobs, results, strict=True)]  # fmt: skip
         frame = pd.concat(frames, ignore_index=True).sort_values(["synthetic", "_row"], kind="stable")
         frame = frame.drop(columns="_row").reset_index(drop=True)
         for column, levels in self._levels.items():  # each group's categories are its own; the release's all
@@ -306,7 +296,7 @@ class StratifiedCart:
 
     def tree_summary(self) -> dict[str, Any]:
         """Per synthesized column over the groups: the leaves (summed), the largest depth, the rules enforced, the
-        fallbacks of the last synthesis; and per group its records and its trees' leaves."""
+        fallbacks of the last synthesis (per group: :meth:`group_summary`)."""
         parts = {name: part.tree_summary() for name, part in self._parts.items()}
         out: dict[str, Any] = {}
         for trees in parts.values():
@@ -330,9 +320,8 @@ class StratifiedCart:
         if not self._parts:
             raise RuntimeError("fit the synthesizer first")
         first = next(iter(self._parts.values())).describe()
-        data = pd.concat([p.data for p in self._parts.values()])
         return {**first, "kind": first["kind"] + "; synthesized stratum by stratum, each by trees of its own",
-                "strata": self.plan.describe(data)}  # fmt: skip
+                "strata": self.plan.describe(self.data)}  # fmt: skip
 
     @property
     def data(self) -> pd.DataFrame:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +51,7 @@ from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
 from .tree import TREE_BUILDERS, ColumnTree, DesignLayout, fit_column_tree
 
-__all__ = ["DONORS", "FAN_OUT_FROM", "CartSynthesizer", "FanOut"]
+__all__ = ["DONORS", "FAN_OUT_FROM", "CartSynthesizer", "FanOut", "one_by_one", "summed_fallbacks"]
 
 #: Records x synthesized columns from which the pipeline fans the trees and the datasets out by default
 #: (below it, starting a local dask cluster costs more than it saves).
@@ -268,7 +268,7 @@ class CartSynthesizer:
             smoothed = self.smoothing == "density" and not schema[column].categorical
             jobs.append((column, _TreeJob(column, predictors, step_rules, rows=rows, smoothed=smoothed)))
         task = _FitTree(schema, codes, settings, self._states)
-        self._trees = list((fan_out or _one_by_one)(task, jobs))
+        self._trees = list((fan_out or one_by_one)(task, jobs))
         self._smoothers = {}
         for fitted in self._trees:
             if fitted.bandwidth is not None:
@@ -381,13 +381,8 @@ class CartSynthesizer:
             raise ValueError(f"m must be at least 1, got {m}")
         seed = self._seed if seed is None else int(seed)
         parts = [(f"dataset-{k}", k) for k in range(1, m + 1)]
-        results = (fan_out or _one_by_one)(_DrawDataset(self, seed, rows), parts)
-        self.fallbacks = {}
-        for _, counts in results:
-            for column, stats in counts.items():
-                total = self.fallbacks.setdefault(column, {"ancestor": 0, "whole_column": 0, "draws": 0})
-                for key, count in stats.items():
-                    total[key] = total.get(key, 0) + count
+        results = (fan_out or one_by_one)(_DrawDataset(self, seed, rows), parts)
+        self.fallbacks = summed_fallbacks(counts for _, counts in results)
         return pd.concat([frame for frame, _ in results], ignore_index=True)
 
     def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int, rows: np.ndarray | None = None) -> pd.DataFrame:
@@ -528,9 +523,20 @@ def _as_dtype(values: np.ndarray, dtype: Any) -> Any:
         return values
 
 
-def _one_by_one(task: Callable[[str, Any], Any], parts: list[tuple[str, Any]]) -> list[Any]:
+def one_by_one(task: Callable[[str, Any], Any], parts: list[tuple[str, Any]]) -> list[Any]:
     """The default fan-out: every part in turn, in this thread."""
     return [task(name, part) for name, part in parts]
+
+
+def summed_fallbacks(parts: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+    """The fallback counts of several draws (datasets, groups of strata) added up per synthesized column."""
+    total: dict[str, dict[str, int]] = {}
+    for counts in parts:
+        for column, stats in counts.items():
+            row = total.setdefault(column, {"ancestor": 0, "whole_column": 0, "draws": 0})
+            for key, count in stats.items():
+                row[key] = row.get(key, 0) + count
+    return total
 
 
 @dataclass(frozen=True)

@@ -97,9 +97,8 @@ COMMAND = Command(
     "never violating the declared logical rules; measure tau = 1 - L1/(2n) of tables against bootstrap replicates of "
     "the original; write release/ (synthetic data, model description) and private/.",
     options=(
-        Option("synthesize.synthesize", "comma-separated columns to synthesize, in order", required=True,
-               parse=columns),
-        Option("synthesize.keep", "comma-separated columns kept as observed predictors", parse=columns),
+        Option("synthesize.synthesize", "comma-separated columns to synthesize, in order", required=True),
+        Option("synthesize.keep", "comma-separated columns kept as observed predictors"),
         Option("synthesize.weights", "the survey weight column: kept with keep= (partially synthetic), synthesized "
                "first without (fully synthetic); the utility figures are then weighted", metavar="COLUMN"),
         Option("synthesize.replicate_weights", "the replicate weights kept with weights=, e.g. "

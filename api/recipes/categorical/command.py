@@ -8,7 +8,10 @@ from typing import Any
 
 from ...command import Option, columns
 
-__all__ = ["categorical_lines", "demo_rows", "gate_lines", "gate_verdict", "ordered_logit", "roles", "shared_options"]
+__all__ = [
+    "categorical_lines", "demo_release", "demo_rows", "gate_lines", "gate_verdict", "ordered_logit", "roles",
+    "shared_options",
+]  # fmt: skip
 
 
 def ordered_logit(spec: str) -> tuple[str, list[str]]:
@@ -21,10 +24,11 @@ def ordered_logit(spec: str) -> tuple[str, list[str]]:
 
 
 def roles(synthesize: str, keep: str) -> tuple[Option, ...]:
-    """``synthesize=`` and ``keep=`` of ``bsd.synthesize``, required, with their help."""
+    """``synthesize=`` and ``keep=`` of ``bsd.synthesize``, required, with their help (comma-separated or as words:
+    ``bsd.synthesize`` reads either)."""
     return (
-        Option("synthesize.synthesize", synthesize, nargs="+", required=True, parse=columns),
-        Option("synthesize.keep", keep, nargs="+", required=True, parse=columns),
+        Option("synthesize.synthesize", synthesize, nargs="+", required=True),
+        Option("synthesize.keep", keep, nargs="+", required=True),
     )
 
 
@@ -107,6 +111,18 @@ def categorical_lines(release: Any) -> list[str]:
         lines.append(f"  Bayesian attribute risk of {sampling['records_assessed']} records: importance weights with "
                      f"k-hat > 0.7 for {sampling['khat_over_0_7']}")  # fmt: skip
     return lines
+
+
+def demo_release(table: Any, recipe: Any, out: Path, seed: int, **roles: Any) -> list[tuple[str, Any]]:
+    """The demo table's rows of ``recipe`` released from ``table`` (m = 5, into ``out``): the gate's failure said in
+    the table when it refuses, nothing released (:func:`demo_rows` otherwise)."""
+    import bayessdc as bsd
+
+    try:
+        release = bsd.synthesize(table, recipe, **roles, m=5, seed=seed, out=out, progress=False)
+    except bsd.ConvergenceError as err:
+        return [("release gate", f"FAILED: {err}")]
+    return demo_rows(release)
 
 
 def demo_rows(release: Any) -> list[tuple[str, Any]]:

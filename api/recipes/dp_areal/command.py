@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...command import Command, Option, synthesize_options
-from ..categorical.command import GROUPS, categorical_lines, demo_rows, gate_lines, roles, shared_options
+from ..categorical.command import GROUPS, categorical_lines, demo_release, gate_lines, roles, shared_options
 
 __all__ = ["COMMAND", "sampler_settings"]
 
@@ -52,14 +52,8 @@ def demo(out: Path, seed: int = 0) -> list[tuple[str, Any]]:
         K=10, known=[["gender", "county"], ["gender", "age", "county"]],
         settings=bsd.DPArealGibbsSettings(draws=250, burn=500, thin=4, chains=4), repetitions=20,
     )  # fmt: skip
-    try:
-        release = bsd.synthesize(
-            table, recipe, synthesize=["county"], keep=["gender", "income", "age"], m=5, seed=seed,
-            out=Path(out) / "dp-areal", progress=False,
-        )  # fmt: skip
-    except bsd.ConvergenceError as err:  # said in the table, nothing released
-        return [("release gate", f"FAILED: {err}")]
-    return demo_rows(release)
+    return demo_release(table, recipe, Path(out) / "dp-areal", seed, synthesize=["county"],
+                        keep=["gender", "income", "age"])  # fmt: skip
 
 
 COMMAND = Command(
