@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 
 __all__ = [
-    "acs_persons", "acs_rules", "areal_counts", "ce_like", "cox_table", "flow_table", "households", "spatial_homes",
+    "acs_persons", "acs_rules", "areal_counts", "ce_like", "cox_table", "flow_table", "household_rules", "households",
+    "spatial_homes",
 ]  # fmt: skip
 
 
@@ -65,11 +66,20 @@ def acs_rules() -> list[dict[str, Any]]:
     return acs_example_rules()
 
 
+def household_rules() -> list[dict[str, Any]]:
+    """The rules across the members of :func:`households` as ``bsd.CART(households=..., rules=...)`` takes them
+    (:func:`bayessdc.models.households.cart_household_rules`)."""
+    from bayessdc.models.households import cart_household_rules
+
+    return cart_household_rules()
+
+
 def households(n_households: int = 2000, n_areas: int = 20, seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Persons in households in areas with a known household structure (six household types whose probabilities
     differ by area, members' ages related as in a household, tenure by household, education and employment by
     person): ``area, household, tenure, relationship, sex, age, education, employed``, and the simulation's truth.
-    The rules across members every household keeps: :func:`bayessdc.models.households.household_rules`."""
+    The rules across members every household keeps: :func:`bayessdc.models.households.household_rules`; as
+    ``bsd.CART(rules=...)`` takes them: :func:`household_rules`."""
     from bayessdc.models.households import simulate_households
 
     return simulate_households(n_households, n_areas, seed=seed)

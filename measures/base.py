@@ -214,6 +214,24 @@ class MeasureInput:
     strata
         The released column of areas the release was synthesized by, one by one: the measures that read it give a
         figure per area too (:class:`bayessdc.measures.strata.StratumCopiedRecords`).
+    households
+        The household id column of a release of persons in households, in the original and in every synthetic and
+        ``unlearned`` dataset (a synthetic dataset's ids are its own, unrelated to the original's: the members of
+        one synthetic household share an id within their dataset); the household measures apply only when it is
+        given (:mod:`bayessdc.measures.households`). ``None``: a release of records, not of households.
+    household_known
+        The columns of each member an intruder knows about a household (the area, and each member's relationship,
+        sex and age): a household is known by its *signature*, the multiset of its members' rows on these columns
+        (:func:`bayessdc.measures.households.household_signatures`), a numeric column of :attr:`bands` read on its
+        band. Empty: every released column but the household id, the survey weight and the secrets.
+    household_secrets
+        Household-level columns (the same for every member of a household, such as tenure) an intruder who knows a
+        household's signature would like to learn, all of them together
+        (:class:`bayessdc.measures.households.HouseholdAttributeInference`); empty: none.
+    household_relationship
+        The column of each member's relationship to the household's reference person: the household tables count
+        households by their composition, the multiset of their members' relationships
+        (:class:`bayessdc.measures.household_tables.HouseholdTableTau`); ``None``: by size only.
     seed
         Seed of every random step of a measure (the inherent scenarios).
     details
@@ -250,6 +268,10 @@ class MeasureInput:
     replicates: Any = None
     categorical: list[str] = field(default_factory=list)
     strata: str | None = None
+    households: str | None = None
+    household_known: list[str] = field(default_factory=list)
+    household_secrets: list[str] = field(default_factory=list)
+    household_relationship: str | None = None
     seed: int = 0
     details: bool = True
     #: Figures shared between measures of this input (computed once).

@@ -6,6 +6,8 @@ from . import (  # noqa: F401
     attacks,
     attribute,
     copies,
+    household_tables,
+    households,
     identification,
     importance,
     intruder,

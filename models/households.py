@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["HOUSEHOLD_TYPES", "RELATIONSHIPS", "household_rules", "rule_violations", "simulate_households"]
+__all__ = ["HOUSEHOLD_TYPES", "RELATIONSHIPS", "cart_household_rules", "household_rules", "rule_violations",
+           "simulate_households"]
 
 #: The household types and their base probabilities (each area's are a Dirichlet draw around them).
 HOUSEHOLD_TYPES = {
@@ -57,6 +58,21 @@ def household_rules() -> list[dict[str, Any]]:
         {"name": "children younger by 16", "rule": "a child is at least 16 years younger than the reference person"},
         {"name": "parents older by 16", "rule": "a parent is at least 16 years older than the reference person"},
     ]
+
+
+def cart_household_rules() -> list[dict[str, Any]]:
+    """The rules of :func:`household_rules` a synthesizer of members must be told, in the plain form of
+    :mod:`bayessdc.models.cart.rules` (a member's age against its reference person's, ``"reference age"``, as
+    :class:`bayessdc.models.cart.households.HouseholdCart` names it); one reference person and at most one spouse
+    hold by construction there, the households' compositions being drawn whole."""
+    return [
+        {"name": "adult reference person", "if": {"relationship": "reference person"}, "then": {"age": {"min": 18}}},
+        {"name": "adult spouse", "if": {"relationship": "spouse"}, "then": {"age": {"min": 18}}},
+        {"name": "children younger by 16", "if": {"relationship": "child"},
+         "then": {"age": {"max": {"column": "reference age", "plus": -16}}}},
+        {"name": "parents older by 16", "if": {"relationship": "parent"},
+         "then": {"age": {"min": {"column": "reference age", "plus": 16}}}},
+    ]  # fmt: skip
 
 
 def rule_violations(persons: pd.DataFrame, household: str = "household") -> dict[str, int]:

@@ -447,7 +447,10 @@ def _run_on_dask(
     with cluster as address, Client(address) as client:
         # The parts go to the workers once, as data (scatter), not inside a task graph of thousands of tasks.
         names_, parts_ = zip(*pending, strict=True)
-        scattered = client.scatter(list(parts_))
+        # hash=False: a part's key is its own, never its content's token, which dask takes for a dataclass from
+        # its fields alone; two groups' fitted synthesizers (the same settings, other trees) would share one key
+        # and one of them would draw every group's datasets
+        scattered = client.scatter(list(parts_), hash=False)
         futures = client.map(task, names_, scattered, key=[f"part-{name}-{run}" for name in names_], pure=False)
         names = {future.key: name for future, (name, _) in zip(futures, pending, strict=True)}
         for future, result in as_completed(futures, with_results=True):

@@ -86,6 +86,9 @@ class Stream(StrEnum):
     FOLDS = "folds"
     #: Synthesis by area: each group of strata's own seed.
     STRATUM = "stratum"
+    #: Persons within households: each stage's trees, ``(seed, HOUSEHOLDS, stage)``, and draws, ``(seed, HOUSEHOLDS,
+    #: k, stream)`` (1, 2: the households' and the members' draws; 3, 4: their smoothing).
+    HOUSEHOLDS = "households"
     #: Flows: the precisions' draws.
     PRECISIONS = "precisions"
     #: Spatial: the jitter of tied coordinates, the coefficients given the NNGP draws, the NNGP draws, the fit

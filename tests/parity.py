@@ -44,6 +44,9 @@ FIGURE_FILES = ("risk.json", "utility.json", "risk_details.json")
 #: them), so every other criterion is still compared in its place.
 LATER_CRITERIA = {
     "stratum_copied_records": "issue 51: records copied judged in each area of a release synthesized area by area",
+    "household_uniques_reappearing": "issue 51: households unique in the original reappearing in a household release",
+    "household_attribute_inference": "issue 51: household secrets inferred from a household's members in a household "
+    "release",
 }
 
 #: The policy's words that change with :data:`LATER_CRITERIA`, per file.

@@ -21,6 +21,7 @@ MODULES = (
     "bayessdc.evaluation",
     "bayessdc.control",
     "bayessdc.measures",
+    "bayessdc.measures.household_tables",
     "bayessdc.risk.copies",
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",

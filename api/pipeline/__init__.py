@@ -196,7 +196,7 @@ def synthesize(
         if not synthesizer.takes_weights:
             raise InputError(f"weights= applies to tables of records synthesized by bsd.CART, not {synthesizer.name}")
         synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, keep)
-    frame = check_values(frame, [*synthesize, *keep] if synthesizer.reads_roles_only else None)
+    frame = check_values(frame, [*(synthesize or []), *(keep or [])] if synthesizer.reads_roles_only else None)
     if replicate_weights is not None:
         check_replicates(frame, replicate_weights, weights, weight_role, synthesize, keep)
     frame, control, control_set = hold_out(frame, holdout, seed)

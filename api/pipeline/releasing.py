@@ -165,8 +165,8 @@ def _removes_uniques(policy: Policy, name: str, release: Release) -> bool:
     a policy with a criterion on ``replicated_uniques`` that applies to this synthesizer. The identification
     figures, whose row ``i`` is record ``i``, read the datasets as drawn (``MeasureInput.drawn``)."""
     data = release.measure_input
-    if data is None or data.original is None or not data.released:
-        return False
+    if data is None or data.original is None or not data.released or data.households is not None:
+        return False  # a household release: no member is taken from its household (measures.households)
     return any(c.measure == "replicated_uniques" and (not c.applies_to or name in c.applies_to)
                for c in policy.criteria)  # fmt: skip
 

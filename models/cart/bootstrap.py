@@ -59,6 +59,7 @@ def draw_column(
     rng: np.random.Generator,
     stats: dict[str, int],
     own: np.ndarray | None = None,
+    infeasible: np.ndarray | None = None,
 ) -> np.ndarray:
     """One synthetic value of ``fitted.column`` per record: a fresh Bayesian bootstrap of every leaf, one draw.
 
@@ -81,6 +82,10 @@ def draw_column(
     own
         Per record, its own observation's pair (``fitted.own_pair`` of the record; -1: none), left out of its
         own draw; ``None``: every observation of the node is a donor (the paper's bootstrap).
+    infeasible
+        Per record, set True where not even the root holds an admissible value, instead of raising (the record's
+        pick is then -1): a caller that can redraw the record's fixed values (a household's,
+        :mod:`bayessdc.models.cart.households`) rejects it.
 
     Returns
     -------
@@ -124,7 +129,12 @@ def draw_column(
             stats["own"] = stats.get("own", 0) + int((share[alone] > 0).sum())
             share[alone] = 0.0  # it keeps its own observation (counted): no other record holds an admissible one
             continue
-        if (up < 0).any():
+        if (up < 0).any() and infeasible is not None:
+            infeasible[pending[up < 0]] = True
+            pending, up = pending[up >= 0], up[up >= 0]
+            if not pending.size:
+                break
+        elif (up < 0).any():
             record = int(pending[up < 0][0])
             fixed = {c: _decode(schema[c], values[c][record]) for c in values}
             raise CartSynthesisError(

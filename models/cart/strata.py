@@ -14,7 +14,6 @@ here that size is the default of ``min_size`` and a smaller stratum is pooled, n
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import bayessdc.synthesis.streams as streams
 from bayessdc.synthesis.streams import Stream
 
 from .data import CartDataError, encode_columns
-from .synthesizer import CartSynthesizer, one_by_one, summed_fallbacks
+from .synthesizer import CartSynthesizer, TemplateSettings, one_by_one, summed_fallbacks
 
 __all__ = ["StrataPlan", "StratifiedCart", "default_min_stratum", "plan_strata"]
 
@@ -180,7 +179,7 @@ class _FitGroup:
             values = getattr(self.template, setting)
             present[setting] = {c: [v for v in vs if (data[c] == v).any()] for c, vs in values.items()}
             present[setting] = {c: vs for c, vs in present[setting].items() if vs}
-        return dataclasses.replace(self.template, **present).fit(data, seed, learn=learn)
+        return self.template.with_settings(**present).fit(data, seed, learn=learn)
 
 
 @dataclass
@@ -197,7 +196,21 @@ class _DrawGroup:
 
 
 @dataclass
-class StratifiedCart:
+class _CrossFitGroup:
+    """The task cross-fitting one group's records (a part of :meth:`StratifiedCart.cross_fitted`)."""
+
+    m: int
+    folds: int
+
+    def __call__(self, name: str, job: tuple[Any, pd.DataFrame, int]) -> pd.DataFrame:
+        from .unlearned import cross_fitted_datasets
+
+        synthesizer, data, seed = job
+        return cross_fitted_datasets(synthesizer, data, self.m, seed, folds=self.folds)
+
+
+@dataclass
+class StratifiedCart(TemplateSettings):
     """Sequential CART fitted stratum by stratum: the :class:`CartSynthesizer` ``template``'s settings, one fitted
     copy per group of :class:`StrataPlan`; the same interface as a :class:`CartSynthesizer`.
 
@@ -219,14 +232,11 @@ class StratifiedCart:
         self.fit_seconds: float | None = None
         self.cache: dict[Any, Any] = {}
 
-    # the settings the recipe and the measures read, the template's
-    synthesize = property(lambda self: self.template.synthesize)
-    keep = property(lambda self: self.template.keep)
-    rules = property(lambda self: self.template.rules)
-    categorical = property(lambda self: self.template.categorical)
-    missing_codes = property(lambda self: self.template.missing_codes)
-    spikes = property(lambda self: self.template.spikes)
-    donors = property(lambda self: self.template.donors)
+    #: Persons within households (a :class:`~bayessdc.models.cart.households.HouseholdCart` template): the household
+    #: id column, the cross-fit's units and the renumbering of ids, the template's; ``None`` otherwise.
+    household = property(lambda self: getattr(self.template, "household", None))
+    units = property(lambda self: getattr(self.template, "units", None))
+    relabel = property(lambda self: getattr(self.template, "relabel", None))
 
     def validate(self, data: pd.DataFrame) -> pd.DataFrame:
         """The released columns of ``data`` (:meth:`CartSynthesizer.validate`)."""
@@ -251,7 +261,8 @@ class StratifiedCart:
         start = time.perf_counter()
         frame = self.validate(data)
         schema, _ = encode_columns(frame, list(self.categorical))
-        self._levels = {c: pd.Index(s.observed_levels) for c, s in schema.items() if s.categorical}
+        self._levels = {c: pd.Index(s.observed_levels) for c, s in schema.items()
+                        if s.categorical and c != self.household}  # fmt: skip
         # every group encodes a categorical column by the whole file's levels, so that a rule naming a value its
         # records do not take still reads; its trees draw only the values its records take
         frame = frame.astype({c: pd.CategoricalDtype(levels) for c, levels in self._levels.items()})
@@ -285,14 +296,52 @@ class StratifiedCart:
                 where[name] = group_rows[held]
         results = (fan_out or one_by_one)(_DrawGroup(m, seeds), jobs)
         self.fallbacks = summed_fallbacks(counts for _, counts in results)
-        frames = [frame.assign(_row=np.tile(where[name], m))
-                  for (name, _), (frame, _) in zip(jobs, results, strict=True)]  # fmt: skip
+        if self.household is None:
+            frames = [frame.assign(_row=np.tile(where[name], m))
+                      for (name, _), (frame, _) in zip(jobs, results, strict=True)]  # fmt: skip
+        else:  # households: a group's datasets hold its households' persons, as many as drawn, group after group
+            frames = [frame.assign(_row=where[name][0]) for (name, _), (frame, _) in zip(jobs, results, strict=True)]
         frame = pd.concat(frames, ignore_index=True).sort_values(["synthetic", "_row"], kind="stable")
-        frame = frame.drop(columns="_row").reset_index(drop=True)
+        part = frame.pop("_row").to_numpy()
+        frame = frame.reset_index(drop=True)
+        if self.household is not None:
+            frame = self.relabel(frame, part)
         for column, levels in self._levels.items():  # each group's categories are its own; the release's all
             if column in frame.columns:
                 frame[column] = pd.Categorical(frame[column].astype(object), categories=levels)
         return frame
+
+    def cross_fitted(
+        self, data: pd.DataFrame, m: int, seed: int, folds: int = 40, fan_out: Callable[..., Any] | None = None
+    ) -> pd.DataFrame:
+        """The cross-fitted release of the records (:func:`bayessdc.models.cart.unlearned.cross_fitted_datasets`),
+        area by area: each group's records cross-fitted by its own folds, from the group's seed, one part per group.
+
+        Each record is drawn by trees of its group fitted without it, as in a cross-fit of the whole file, whose
+        folds would refit every group's trees in every fold; here a group is one part of ``fan_out`` that fits its
+        ``folds`` folds, so the runner is called once (500 areas: one call instead of 80, each starting its workers).
+        The datasets hold the records in the data's order (households: a household in the place of each, group after
+        group, ids renumbered).
+        """
+        if not self._parts:
+            raise RuntimeError("fit the synthesizer first")
+        frame = self.validate(data).astype({c: pd.CategoricalDtype(v) for c, v in self._levels.items()})
+        seeds = self._seeds(seed)
+        jobs = [(name, (self._parts[name], frame.iloc[rows].reset_index(drop=True), seeds[name]))
+                for name, rows in self._rows.items()]  # fmt: skip
+        results = (fan_out or one_by_one)(_CrossFitGroup(m, folds), jobs)
+        if self.household is None:
+            frames = [part.assign(_row=np.tile(self._rows[name], m)) for (name, _), part in zip(jobs, results,
+                                                                                                strict=True)]
+        else:
+            frames = [part.assign(_row=self._rows[name][0]) for (name, _), part in zip(jobs, results, strict=True)]
+        out = pd.concat(frames, ignore_index=True).sort_values(["synthetic", "_row"], kind="stable")
+        part = out.pop("_row").to_numpy()
+        out = out.reset_index(drop=True)
+        for column, levels in self._levels.items():
+            if column in out.columns:
+                out[column] = pd.Categorical(out[column].astype(object), categories=levels)
+        return out if self.household is None else self.relabel(out, part)
 
     def tree_summary(self) -> dict[str, Any]:
         """Per synthesized column over the groups: the leaves (summed), the largest depth, the rules enforced, the

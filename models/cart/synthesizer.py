@@ -33,6 +33,7 @@ References
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from .smoothing import SMOOTHING, ValueSmoother, leaf_bandwidths
 from .states import NumericStates, numeric_states
 from .tree import TREE_BUILDERS, ColumnTree, DesignLayout, fit_column_tree
 
-__all__ = ["DONORS", "FAN_OUT_FROM", "CartSynthesizer", "FanOut", "one_by_one", "summed_fallbacks"]
+__all__ = ["DONORS", "FAN_OUT_FROM", "CartSynthesizer", "FanOut", "TemplateSettings", "one_by_one", "summed_fallbacks"]
 
 #: Records x synthesized columns from which the pipeline fans the trees and the datasets out by default
 #: (below it, starting a local dask cluster costs more than it saves).
@@ -302,15 +303,24 @@ class CartSynthesizer:
 
     def _draw(
         self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None, fallbacks: dict[str, dict[str, int]],
-        rows: np.ndarray | None = None,
+        rows: np.ndarray | None = None, kept: Mapping[str, np.ndarray] | None = None,
+        infeasible: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """:meth:`synthesize_dataset` for the records at positions ``rows`` (default all), counting the fallbacks
-        in ``fallbacks``."""
+        in ``fallbacks``; with ``kept`` (encoded kept values, :meth:`encode_kept`), for new records holding those
+        values instead, which have no observation of their own (``donors="others"`` leaves none out); with
+        ``infeasible`` (a boolean per record), a record no observed value of a column admits under the rules is
+        marked there and given the column's first value instead of raising."""
         self._check_fitted()
         smoothing_rng = rng if smoothing_rng is None else smoothing_rng
-        positions = np.arange(len(self._data)) if rows is None else np.asarray(rows)
-        n = len(positions)
-        values = {c: (self._codes[c] if rows is None else self._codes[c][rows]) for c in self._with_states(self.keep)}
+        if kept is not None:
+            values = dict(kept)
+            positions, n = None, len(next(iter(values.values()))) if values else 0
+        else:
+            positions = np.arange(len(self._data)) if rows is None else np.asarray(rows)
+            n = len(positions)
+            values = {c: (self._codes[c] if rows is None else self._codes[c][rows])
+                      for c in self._with_states(self.keep)}  # fmt: skip
         # One design matrix for the whole dataset, in column-major order: the predictors of each tree are the
         # kept columns and the columns drawn before it, a prefix of the matrix, filled in as they are drawn.
         layout = DesignLayout(self._with_states([*self.keep, *self.synthesize]), self._schema)
@@ -330,9 +340,15 @@ class CartSynthesizer:
             leaves = nodes.copy()
             stats = fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
             own = None
-            if self.donors == "others" and fitted.own_pair is not None:
+            if self.donors == "others" and fitted.own_pair is not None and positions is not None:
                 own = fitted.own_pair[positions[rows]]
-            code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats, own)]
+            if infeasible is None:
+                code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats, own)]
+            else:
+                unmet = np.zeros(len(rows), dtype=bool)
+                picks = draw_column(fitted, nodes, fixed, self._schema, rng, stats, own, unmet)
+                code = fitted.pair_code[np.where(unmet, 0, picks)]
+                infeasible[rows[unmet]] = True
             if spec.categorical:
                 values[fitted.column] = code
                 layout.fill(design, fitted.column, code)
@@ -384,6 +400,52 @@ class CartSynthesizer:
         results = (fan_out or one_by_one)(_DrawDataset(self, seed, rows), parts)
         self.fallbacks = summed_fallbacks(counts for _, counts in results)
         return pd.concat([frame for frame, _ in results], ignore_index=True)
+
+    def encode_kept(self, kept: pd.DataFrame) -> dict[str, np.ndarray]:
+        """The kept columns of new records (``kept``, released layout) encoded as the fitted data's, with the
+        states of numeric ones: what :meth:`draw_given` draws the synthesized columns from.
+
+        Raises
+        ------
+        ValueError
+            A categorical value the fitted data's encoding does not hold.
+        """
+        self._check_fitted()
+        values = {column: encode_like(kept[column], self._schema[column]) for column in self.keep}
+        for column in self.keep:
+            if column in self._states:
+                values[self._states[column].state_column] = self._states[column].state_of(values[column])
+        return values
+
+    def draw_given(
+        self, kept: pd.DataFrame, rng: np.random.Generator, smoothing_rng: np.random.Generator | None = None,
+        fallbacks: dict[str, dict[str, int]] | None = None, infeasible: np.ndarray | None = None,
+    ) -> pd.DataFrame:
+        """The synthesized columns of new records whose kept values are ``kept`` (a frame of the kept columns):
+        each drawn in order from the leaf its kept and earlier synthetic values lead to, as for the fitted
+        records, the rules enforced. The records of a level the households' second stage builds from synthetic
+        values (:mod:`bayessdc.models.cart.households`). With ``infeasible`` (a boolean per record), a record
+        whose kept values no observed value admits under the rules is marked there, not refused.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The synthesized columns, in order, decoded as :meth:`synthesize_datasets` releases them.
+        """
+        counts: dict[str, dict[str, int]] = {} if fallbacks is None else fallbacks
+        values = self._draw(rng, smoothing_rng, counts, kept=self.encode_kept(kept), infeasible=infeasible)
+        return pd.DataFrame({column: self._decoded(column, values[column]) for column in self.synthesize})
+
+    def _decoded(self, column: str, values: np.ndarray) -> Any:
+        """A synthesized column's values as released: categorical over the observed levels, or numbers."""
+        spec = self._schema[column]
+        if spec.categorical:
+            return decode_categorical(values, spec)
+        return _as_dtype(values, self._data[column].dtype)
+
+    def with_settings(self, **changes: Any) -> CartSynthesizer:
+        """An unfitted copy with other settings (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
 
     def _decode_dataset(self, values: Mapping[str, np.ndarray], k: int, rows: np.ndarray | None = None) -> pd.DataFrame:
         data = self._data if rows is None else self._data.iloc[rows]
@@ -521,6 +583,21 @@ def _as_dtype(values: np.ndarray, dtype: Any) -> Any:
         return pd.array(values, dtype=dtype) if not isinstance(dtype, np.dtype) else values.astype(dtype)
     except (TypeError, ValueError):
         return values
+
+
+class TemplateSettings:
+    """The settings the recipe and the measures read of a synthesizer that wraps a :class:`CartSynthesizer`
+    ``template`` (area by area, persons within households): the template's."""
+
+    template: CartSynthesizer
+
+    synthesize = property(lambda self: self.template.synthesize)
+    keep = property(lambda self: self.template.keep)
+    rules = property(lambda self: self.template.rules)
+    categorical = property(lambda self: self.template.categorical)
+    missing_codes = property(lambda self: self.template.missing_codes)
+    spikes = property(lambda self: self.template.spikes)
+    donors = property(lambda self: self.template.donors)
 
 
 def one_by_one(task: Callable[[str, Any], Any], parts: list[tuple[str, Any]]) -> list[Any]:

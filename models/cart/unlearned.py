@@ -67,21 +67,41 @@ def cross_fitted_datasets(
     -------
     pandas.DataFrame
         Columns ``synthetic`` (1..m) and the released columns, the records in the order of ``data`` within each
-        dataset, as :meth:`CartSynthesizer.synthesize_datasets` returns them.
+        dataset, as :meth:`CartSynthesizer.synthesize_datasets` returns them. A synthesizer with ``units`` (a
+        household release, :class:`~bayessdc.models.cart.households.HouseholdCart`) is cross-fitted by unit, a
+        whole household in one fold; its datasets hold a household in the place of each, fold after fold, their
+        ids renumbered by its ``relabel``. A synthesizer with its own ``cross_fitted`` (synthesis area by area,
+        :meth:`~bayessdc.models.cart.strata.StratifiedCart.cross_fitted`) is cross-fitted by it.
     """
+    own = getattr(synthesizer, "cross_fitted", None)
+    if own is not None:  # a release synthesized area by area is cross-fitted area by area
+        return own(data, m, seed, folds=folds, fan_out=fan_out)
     n = len(data)
-    folds = int(min(folds, n))
+    units = getattr(synthesizer, "units", None)  # a household release leaves whole households out
+    unit_of = np.arange(n) if units is None else units(data)
+    n_units = int(unit_of.max()) + 1 if n else 0
+    folds = int(min(folds, n_units))
     if folds < 2:
-        raise ValueError(f"cross-fitting needs at least 2 records, got {n}")
-    order = streams.rng(seed, Stream.CART_UNLEARNED, Stream.FOLDS).permutation(n)
+        raise ValueError(f"cross-fitting needs at least 2 {'records' if units is None else 'units'}, got {n_units}")
+    order = streams.rng(seed, Stream.CART_UNLEARNED, Stream.FOLDS).permutation(n_units)
     parts = []
-    for k, held in enumerate(np.array_split(order, folds)):
-        held = np.sort(held)
+    for k, held_units in enumerate(np.array_split(order, folds)):
+        held = np.sort(held_units) if units is None else np.flatnonzero(np.isin(unit_of, held_units))
         learn = np.setdiff1d(np.arange(n), held)
-        fold = dataclasses.replace(synthesizer)
-        fold.fit(data, seed, fan_out, learn=learn)
+        refit = getattr(synthesizer, "refitted", None)  # households: the stages built once, not per fold
+        if refit is not None:
+            fold = refit(seed, fan_out, learn)
+        else:
+            fold = dataclasses.replace(synthesizer)
+            fold.fit(data, seed, fan_out, learn=learn)
         drawn = fold.synthesize_datasets(m, seed=streams.integer_seed(seed, Stream.CART_UNLEARNED, k), fan_out=fan_out,
                                          rows=held)  # fmt: skip
-        parts.append(drawn.assign(_row=np.tile(held, m)))
+        if len(drawn) == len(held) * m:
+            parts.append(drawn.assign(_row=np.tile(held, m)))
+        else:  # households: as many as the fold's, their persons drawn; in the fold's order within a dataset
+            parts.append(drawn.assign(_row=np.full(len(drawn), held[0] if len(held) else 0)))
     frame = pd.concat(parts, ignore_index=True).sort_values(["synthetic", "_row"], kind="stable")
-    return frame.drop(columns="_row").reset_index(drop=True)
+    part = frame.pop("_row").to_numpy()
+    frame = frame.reset_index(drop=True)
+    relabel = getattr(synthesizer, "relabel", None)
+    return frame if relabel is None else relabel(frame, part)

@@ -135,6 +135,15 @@ COMMAND = Command(
                "10 + 10 per synthesized column, synthpop's minstratumsize)", type=int, metavar="N"),
         Option("CART.pool_by", "a coarser area holding each area whole, within which the small areas are pooled",
                metavar="COLUMN"),
+        Option("CART.households", "the household id column: persons synthesized within households, each "
+               "household's composition drawn as one value, its members given their household; kept columns must be "
+               "the household's; the release holds new household ids", metavar="COLUMN"),
+        Option("CART.relationship", "the column of each member's relationship to the reference person (with "
+               "households=)", metavar="COLUMN"),
+        Option("CART.reference", "the value of relationship= marking the reference person (default {default})",
+               metavar="VALUE"),
+        Option("CART.max_household", "most members of a household; a larger one is refused (default {default})",
+               type=int, metavar="N"),
         Option("CART.scheduler", "address of a running dask scheduler (default: local)"),
         Option("CART.workers", "trees and datasets run at once locally (default: cores)", type=int),
     ),  # fmt: skip

@@ -111,6 +111,8 @@ class CartMeasures(Measures):
         self.weights = weights
         #: The column of areas the release was synthesized by, one by one (set by the recipe).
         self.strata: str | None = None
+        #: The household id column of a release of persons in households (set by the recipe).
+        self.households: str | None = None
         self.categorical = [c for c, kind in kinds.items() if kind == "classification"]
         #: The run's tables (the default of :meth:`measure_input`) and bootstrap replicates, set by the recipe.
         self.tables: list[TableSpec] | None = None
@@ -149,6 +151,12 @@ class CartMeasures(Measures):
         return data
 
     def _known_sets(self, known: Any, repetitions: int) -> list[list[str]]:
+        if self.households is not None:
+            raise NotApplicableError(
+                "a household release has no row i standing for record i (its households and members are drawn "
+                "whole): the identification risk of a partially synthetic release does not apply; the household "
+                "measures judge it (household_uniques_reappearing, household_attribute_inference)"
+            )
         if not self.categorical:
             raise NotApplicableError(
                 "every synthesized column of this CART release is numeric: the identification risk matches exact "

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
+from bayessdc.models.cart.households import MAX_SIZE, HouseholdCart
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
 from bayessdc.models.cart.strata import StrataPlan, StratifiedCart, default_min_stratum, plan_strata
 from bayessdc.models.cart.synthesizer import FAN_OUT_FROM, FanOut
@@ -128,6 +129,21 @@ class CART(Recipe):
         area, and what is left pooled together.
     pool_by
         A coarser area holding each area whole (``--pool-by``), within which the small areas are pooled.
+    households
+        The household id column (``--households``): persons are synthesized within households
+        (:mod:`bayessdc.models.cart.households`). Each household's composition (its members' relationships, its
+        size with them) is drawn as one value, then its household columns and its reference person's columns, then
+        the other members' columns given their household; the kept columns must be the household's (an area). The
+        release holds a new household id per dataset, never the original; rules across members name the reference
+        person's values as ``"reference <column>"``. The measures add the households' risk
+        (:mod:`bayessdc.measures.households`), and the cross-fitted release leaves whole households out.
+    relationship
+        The column of each member's relationship to the reference person (``--relationship``; needed with
+        ``households``).
+    reference
+        The value of ``relationship`` marking the reference person (``--reference``, default "reference person").
+    max_household
+        Most members of a household (``--max-household``, default 20); a larger one is refused, naming it.
     scheduler, workers
         Where the trees are fitted and the m datasets drawn: each tree, then each dataset, is a part of
         :func:`bayessdc.synthesis.runner.run_parts` (``None``: a local dask cluster of ``workers`` threads,
@@ -167,6 +183,10 @@ class CART(Recipe):
     strata: str | None = None
     min_stratum: int | None = None
     pool_by: str | None = None
+    households: str | None = None
+    relationship: str | None = None
+    reference: Any = "reference person"
+    max_household: int = MAX_SIZE
     scheduler: str | None = None
     workers: int | None = None
     name: ClassVar[str] = "cart"
@@ -178,7 +198,15 @@ class CART(Recipe):
             return load_rules(self.rules)
         return parse_rules(self.rules if isinstance(self.rules, Mapping) else list(self.rules or []))
 
-    def _synthesizer(self, synthesize: list[str], keep: list[str], rules: list[Rule]) -> CartSynthesizer:
+    def _synthesizer(self, synthesize: list[str], keep: list[str], rules: list[Rule]
+                     ) -> CartSynthesizer | HouseholdCart:  # fmt: skip
+        synthesizer = self._persons(synthesize, keep, rules)
+        if self.households is None:
+            return synthesizer
+        return HouseholdCart(synthesizer, self.households, self.relationship, self.reference, self.max_household,
+                             areas=self.strata)  # fmt: skip
+
+    def _persons(self, synthesize: list[str], keep: list[str], rules: list[Rule]) -> CartSynthesizer:
         return CartSynthesizer(
             synthesize,
             keep,
@@ -216,6 +244,20 @@ class CART(Recipe):
             keep = keep if self.strata in keep else [self.strata, *keep]
         elif self.pool_by is not None or self.min_stratum is not None:
             raise InputError("pool_by= and min_stratum= need strata=, the column of areas synthesized one by one")
+        if self.households is not None:
+            if self.relationship is None:
+                raise InputError(f"households={self.households!r} needs relationship=, the column of each member's "
+                                 "relationship to the reference person")  # fmt: skip
+            if weights is not None:
+                raise InputError("households= with weights=: a household release of weighted persons is not built; "
+                                 "synthesize the weight as a household column, or leave households= out")  # fmt: skip
+            if self.relationship in keep:
+                raise InputError(f"relationship={self.relationship!r} is kept: in a household release the members' "
+                                 "relationships are synthesized as the household's composition")  # fmt: skip
+            if self.relationship not in synthesize:
+                synthesize = [self.relationship, *synthesize]
+        elif self.relationship is not None:
+            raise InputError("relationship= needs households=, the household id column")
         try:
             synthesizer = self._synthesizer(synthesize, keep, self._rules())
         except ValueError as err:  # a setting out of range (smoothing=)
@@ -226,7 +268,10 @@ class CART(Recipe):
             minimum = default_min_stratum(synthesize) if self.min_stratum is None else self.min_stratum
             plan = plan_strata(frame, self.strata, minimum, self.pool_by)
         tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
-        _check_rules(synthesizer, released)
+        if isinstance(synthesizer, HouseholdCart):
+            synthesizer.check(frame)
+        else:
+            _check_rules(synthesizer, released)
         identity = {
             "synthesizer": "cart",
             "input": fingerprint_frame(released),
@@ -244,6 +289,9 @@ class CART(Recipe):
         }
         if plan is not None:
             identity["strata"] = {"column": plan.column, "min_stratum": plan.min_size, "pool_by": plan.parent}
+        if self.households is not None:
+            identity["households"] = {"column": self.households, "relationship": self.relationship,
+                                      "reference": str(self.reference), "max_household": self.max_household}
         dropped = [c for c in frame.columns if c not in released.columns]
         return CartPrepared(
             released, identity, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
@@ -256,8 +304,7 @@ class CART(Recipe):
         CART's path through the pipeline is explicit: it draws no posterior, so there is nothing for a
         convergence gate to judge and the gate passes by construction; the m datasets come from the trees'
         leaves with Bayesian bootstrap weights (:meth:`draw`)."""
-        synthesizer: CartSynthesizer | StratifiedCart = self._synthesizer(prepared.synthesize, prepared.keep,
-                                                                         prepared.rules)  # fmt: skip
+        synthesizer: Any = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
         if prepared.strata is not None:  # one synthesizer per group of strata, the groups run as parts
             synthesizer = StratifiedCart(synthesizer, prepared.strata)
         synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "strata" if prepared.strata else "trees"))
@@ -301,6 +348,11 @@ class CART(Recipe):
             "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
         }
         private_tables = {}
+        if self.households is not None:
+            household_input(data, synthesizer, self.households)
+            measures.households = self.households
+            private_tables["households.parquet"] = _household_sizes(prepared.frame, self.households)
+            facts.update(households=int(prepared.frame[self.households].nunique()))
         if prepared.strata is not None:
             data.strata = measures.strata = prepared.strata.column
             groups = synthesizer.group_summary()
@@ -322,6 +374,32 @@ class CART(Recipe):
     def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[CART, Fitted]:
         """This recipe and its trees with other ``donors``: the same fit, another draw."""
         return replace(self, **setting), replace(fitted, state=fitted.state.drawing(**setting))
+
+
+def _household_sizes(frame: pd.DataFrame, household: str) -> pd.DataFrame:
+    """Per household size of the data: households and persons (private)."""
+    sizes = frame.groupby(household, sort=False).size().value_counts().sort_index()
+    counts = sizes.to_numpy()
+    return pd.DataFrame({"size": sizes.index, "households": counts, "persons": sizes.index * counts})
+
+
+def household_input(data: Any, synthesizer: Any, household: str) -> None:
+    """Set the measure input of a household release up (:mod:`bayessdc.measures.households`): the household id,
+    what the intruder knows of a household (its kept columns, and its members' relationships and person columns,
+    numeric ones on their decile bands: the composition as a neighbour sees it) and what it would learn (the
+    synthesized household columns, e.g. tenure). A household release has no row ``i`` standing for record ``i``:
+    the person-level identification figures of a partially synthetic release are not set."""
+    from bayessdc.risk.banding import band_edges, numeric_columns
+
+    part = synthesizer.template if hasattr(synthesizer, "plan") else synthesizer
+    stages = part._stages if part._stages is not None else part._build(part.validate(synthesizer.data))
+    person = [c for c in synthesizer.synthesize if c not in stages.household_columns]
+    data.households = household
+    data.household_known = [*synthesizer.keep, *person]
+    data.household_secrets = list(stages.household_columns)
+    data.household_relationship = part.relationship
+    data.known_sets, data.partially_synthetic, data.synthesized, data.kept = [], False, [], []
+    data.bands = {c: band_edges(data.original[c]) for c in numeric_columns(data.original, person)}
 
 
 def _check_rules(synthesizer: CartSynthesizer, released: pd.DataFrame) -> None:

@@ -101,6 +101,14 @@ def test_the_same_seed_gives_the_same_datasets_however_the_groups_run(two_worlds
 
     fanned.fit(two_worlds, seed=5, fan_out=fan_out)
     pd.testing.assert_frame_equal(fanned.synthesize_datasets(3, fan_out=fan_out), here)
+
+    def on_dask(task, parts):  # a local dask cluster: the groups' synthesizers travel as scattered data
+        return run_parts(task, parts, scheduler=None, workers=2)
+
+    # the two groups' fitted synthesizers have the same settings (their dataclass fields) and other trees: each
+    # must draw its own group, not one of them both (a scatter keyed by content would make them one)
+    dasked = _stratified(two_worlds).fit(two_worlds, seed=5, fan_out=on_dask)
+    pd.testing.assert_frame_equal(dasked.synthesize_datasets(3, fan_out=on_dask), here)
     other = _stratified(two_worlds).fit(two_worlds, seed=6).synthesize_datasets(3)
     assert not other.equals(here)
 
