@@ -35,7 +35,7 @@ def roles(synthesize: str, keep: str) -> tuple[Option, ...]:
 def shared_options(recipe: str) -> tuple[Option, ...]:
     """The options both commands take, fields of ``bsd.<recipe>`` (``"DPMPM"``, ``"DPAreal"``): knowledge sets,
     inherent repetitions, missing values, level limits, structural zeros, ordered logits, the release gate's
-    settings and ``allow_unconverged=``."""
+    settings, synthesis area by area (``strata=``, ``min_stratum=``, ``pool_by=``) and ``allow_unconverged=``."""
     gate = "release gate"
     return (
         Option(f"{recipe}.known", "columns an intruder knows, comma-separated; repeat for several knowledge sets "
@@ -64,6 +64,13 @@ def shared_options(recipe: str) -> tuple[Option, ...]:
                "min-max range (default {default})", type=float, group=gate),
         Option(f"{recipe}.gate.utility_tolerance", "largest between-chain SE of a figure, as a share of its "
                "per-dataset sd (default {default})", type=float, group=gate),
+        Option(f"{recipe}.strata", "a column of areas: each area's records fitted and synthesized by a model of their "
+               "own (small areas pooled), each group judged by its own release gate (released when every group's "
+               "passes), the column kept; records copied reported per area", metavar="COLUMN"),
+        Option(f"{recipe}.min_stratum", "fewest records an area's model is fitted on; smaller areas are pooled "
+               "(default: 10 + 10 per synthesized column, synthpop's minstratumsize)", type=int, metavar="N"),
+        Option(f"{recipe}.pool_by", "a coarser area holding each area whole, within which the small areas are "
+               "pooled", metavar="COLUMN"),
         Option("synthesize.allow_unconverged", "write release outputs even if the release gate fails (recorded in "
                "release/model.json)", action="store_true"),
     )  # fmt: skip
@@ -92,8 +99,13 @@ def gate_lines(release: Any) -> list[str]:
     )
     ratio = f"; largest SE / tolerance {worst['between_chain_se'] / worst['tolerance']:.2f}" if worst else ""
     oc, p = d["occupied_components"], d["parameter_gate"]
+    chains = f"{gate['chains']} chains"
+    by_group = gate.get("chains_by_group")  # synthesized area by area: each group's gate
+    if by_group:
+        low, high = min(by_group.values()), max(by_group.values())
+        chains = f"{len(by_group)} groups of {low if low == high else f'{low} to {high}'} chains"
     return [
-        f"  release gate: {d.verdict} ({gate['chains']} chains x {gate['datasets_per_chain']} datasets, "
+        f"  release gate: {d.verdict} ({chains} x {gate['datasets_per_chain']} datasets, "
         f"{len(gate['figures'])} figures{ratio})",
         f"  parameter gate (diagnostic): {'passed' if p['passed'] else 'failed'}, max r_hat {d['max_r_hat']:.3f}, "
         f"min bulk ESS {d['min_ess_bulk']:.0f}; occupied components {oc['mean']:.1f} of {oc['K']}",

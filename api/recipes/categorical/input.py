@@ -1,7 +1,8 @@
 """The checks of a categorical release's input before any sampling, and its typed prepared input.
 
 Shared by the DPMPM and the DP-areal model (Hu & Savitsky): the intruder's knowledge sets, the analyst's
-ordered logistic regressions, and notices on dropped columns and patterns of a single record.
+ordered logistic regressions, notices on dropped columns and patterns of a single record, and the plan of a release
+synthesized area by area (``strata=``: :class:`CategoricalStrata`, :func:`check_strata_roles`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bayessdc.models.cart.rules import Rule
+from bayessdc.models.cart.strata import StrataPlan
+from bayessdc.synthesis import streams
+from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
 from ...pipeline.recipe import Prepared
 
-__all__ = ["CategoricalPrepared", "KnownSets", "OrderedLogits", "check_known_sets", "check_ordered_logits"]
+__all__ = [
+    "CategoricalPrepared", "CategoricalStrata", "KnownSets", "OrderedLogits", "check_known_sets",
+    "check_ordered_logits", "check_strata_roles",
+]  # fmt: skip
 
 #: An intruder's knowledge sets: each a list of columns or one comma-separated string.
 KnownSets = Sequence[Sequence[str] | str] | None
@@ -43,6 +51,9 @@ class CategoricalPrepared(Prepared):
         The analyst's ordered logistic regressions, checked.
     structural_zeros
         The structural zeros (rules), checked against the data (:mod:`bayessdc.models.structural_zeros`).
+    strata
+        The groups of areas synthesized one by one and each group's own prepared input, when the release is
+        synthesized area by area (``strata=``); ``None`` otherwise.
     """
 
     original: pd.DataFrame
@@ -52,6 +63,85 @@ class CategoricalPrepared(Prepared):
     singles: int
     ordered_logits: list[tuple[str, list[str]]]
     structural_zeros: list[Rule] = field(default_factory=list)
+    strata: CategoricalStrata | None = None
+
+
+@dataclass
+class CategoricalStrata:
+    """A categorical release synthesized area by area: the plan of :func:`bayessdc.models.cart.strata.plan_strata`
+    and, for each of its groups, the prepared input of the group's records alone.
+
+    Attributes
+    ----------
+    plan
+        Which areas are fitted together (a large area alone, pools of small ones).
+    rows
+        Group name -> the positions of its records in the data, in the data's order.
+    parts
+        Group name -> the group's own :class:`CategoricalPrepared`: its records coded on their own (the levels
+        they take), the run's columns and knowledge sets.
+    description
+        The plan as ``release/model.json`` states it (:meth:`StrataPlan.describe` of the data).
+    """
+
+    plan: StrataPlan
+    rows: dict[str, np.ndarray]
+    parts: dict[str, CategoricalPrepared]
+    description: dict[str, Any]
+
+    @property
+    def column(self) -> str:
+        """The column of areas."""
+        return self.plan.column
+
+    def index(self, name: str) -> int:
+        """The group's position in the plan (its stream and its fit's name)."""
+        return list(self.plan.groups).index(name)
+
+    def seed(self, seed: int, name: str) -> int:
+        """The group's own seed: the run's ``seed`` and the group's position, stream ``"stratum"`` (as
+        :class:`bayessdc.models.cart.strata.StratifiedCart`'s groups)."""
+        return streams.integer_seed(seed, Stream.STRATUM, self.index(name))
+
+    def fit_name(self, name: str) -> str:
+        """The group's fit in ``private/diagnostics.json`` and its posterior file: ``group-<position>`` (a group's
+        name may hold any character)."""
+        return f"group-{self.index(name)}"
+
+
+def check_strata_roles(
+    strata: str | None, min_stratum: int | None, pool_by: str | None, synthesize: list[str], keep: list[str]
+) -> list[str]:
+    """The kept columns of a release synthesized area by area: the column of areas added first when it is not kept.
+
+    Parameters
+    ----------
+    strata, min_stratum, pool_by
+        The recipe's settings of synthesis by area.
+    synthesize, keep
+        The columns as given.
+
+    Returns
+    -------
+    list of str
+        ``keep``, with ``strata`` first when it was not among them (unchanged without ``strata``).
+
+    Raises
+    ------
+    bayessdc.InputError
+        ``strata`` among the columns to synthesize; ``min_stratum`` or ``pool_by`` without ``strata``.
+    """
+    if strata is None:
+        if pool_by is not None or min_stratum is not None:
+            raise InputError("pool_by= and min_stratum= need strata=, the column of areas synthesized one by one")
+        return keep
+    if strata in synthesize:
+        raise InputError(f"strata={strata!r} is among the columns to synthesize: the areas are kept, every record "
+                         "synthesized within its own")  # fmt: skip
+    if pool_by is not None and (pool_by == strata or pool_by in synthesize):
+        raise InputError(f"pool_by={pool_by!r} must be a coarser area than strata={strata!r}, not a synthesized "
+                         "column nor the areas themselves")  # fmt: skip
+    return keep if strata in keep else [strata, *keep]
 
 
 def check_known_sets(known: KnownSets, synthesize: Sequence[str], keep: Sequence[str]) -> list[list[str]]:

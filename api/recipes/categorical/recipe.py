@@ -11,6 +11,10 @@ the m datasets, Section 3), and the per-record tables are :func:`bayessdc.risk.c
 A release's :meth:`bayessdc.Release.risk` with ``known=[...]`` recomputes the identification and attribute
 risk for other knowledge sets from the confidential records held in memory
 (:class:`bayessdc.recipes.categorical.utility.CategoricalMeasures`); they are never written to ``release/``.
+
+With ``strata=`` the release is synthesized area by area: one posterior and one release gate per group of areas,
+the groups' datasets joined into m datasets of the whole file and measured as one release
+(:mod:`bayessdc.recipes.categorical.strata`).
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ import pandas as pd
 from bayessdc.measures import MeasureInput
 from bayessdc.measures.utility import within_patterns
 from bayessdc.models.base import concat_chains
+from bayessdc.models.cart.strata import StrataPlan, default_min_stratum, plan_strata
 from bayessdc.risk.categorical import categorical_risk
 from bayessdc.risk.release_figures import CategoricalReleaseFigures
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
+from bayessdc.synthesis.output import table_writer
 from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport
 from bayessdc.synthesis.streams import Stream
 
@@ -38,7 +44,8 @@ from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
 from ...release import Release
 from .gate import categorical_release_gate
-from .input import CategoricalPrepared, KnownSets
+from .input import CategoricalPrepared, CategoricalStrata, KnownSets
+from .strata import StrataFit, combine_fits, group_table, group_targets, in_data_order
 from .utility import CategoricalMeasures, ordered_logit_inputs
 
 __all__ = ["CategoricalFit", "CategoricalRecipe", "stage_messages"]
@@ -78,6 +85,9 @@ class CategoricalRecipe(Recipe):
     repetitions: int
 
     gate: ReleaseGatePolicy
+    strata: str | None
+    min_stratum: int | None
+    pool_by: str | None
     reads_roles_only: ClassVar[bool] = True
     #: Whether the sampler counts divergences (NUTS): any fails the release gate.
     counts_divergences: ClassVar[bool] = False
@@ -143,8 +153,66 @@ class CategoricalRecipe(Recipe):
         once, for the gate's tolerances and the release's risk figures (``state.inherent``)."""
         return categorical_release_gate(self.gate, self.repetitions, prepared, state, seed, say, divergences)
 
+    def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+        """The posterior and its release gate (:meth:`_fit_one`); with ``strata=``, one per group of areas, each
+        on the group's records with the group's seed, the groups one after another, and the release gate of
+        them all (:mod:`bayessdc.recipes.categorical.strata`)."""
+        strata = prepared.strata
+        if strata is None:
+            return self._fit_one(prepared, m, seed, workdir, progress)
+        say = stage_messages(self.label, progress)
+        parts = {}
+        for i, (name, part) in enumerate(strata.parts.items(), start=1):
+            say(f"group {i} of {len(strata.parts)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
+            parts[name] = self._fit_one(part, m, strata.seed(seed, name), _group_folder(workdir, strata, name),
+                                        progress)  # fmt: skip
+        return self._strata_fitted(prepared, parts)
+
+    def _fit_one(
+        self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool
+    ) -> Fitted:
+        """The posterior of ``prepared``'s records and its release gate (the recipe's own)."""
+        raise NotImplementedError
+
+    def _sample(
+        self, synthesizer: Any, data: Any, seed: int, workdir: Path | None, say: Callable[[str], None], chains: range
+    ) -> Any:
+        """The posterior of ``chains`` of the synthesizer's ``settings.chains`` (the recipe's own)."""
+        raise NotImplementedError
+
+    def _gate_fit(
+        self, prepared: CategoricalPrepared, state: CategoricalFit, seed: int, say: Callable[[str], None]
+    ) -> Fitted:
+        """The parameter gate's figures, the posterior summary and the release gate's verdict (the recipe's own)."""
+        raise NotImplementedError
+
+    def _strata_fitted(self, prepared: CategoricalPrepared, parts: dict[str, Fitted]) -> Fitted:
+        """The groups' fits as the run's, decided by the release gate of them all (every group's must pass)."""
+        fitted = combine_fits(prepared.strata, parts, len(prepared.original), prepared.singles)
+        # written whatever the verdict, as the posteriors are: a refused run names its failing groups there too
+        fitted.private_files["strata.parquet"] = table_writer(group_table(prepared.strata, fitted.state))
+        return self._gated(fitted, fitted.release_gate, all(bool(p.parameter_passed) for p in parts.values()))
+
     def more_chains(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
                     workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
+        """The fit with chains added up to ``chains`` and the release gate judged again (the pipeline's stopping
+        rule asks for them, :mod:`bayessdc.pipeline.stopping`).
+
+        With ``strata=``, the chains go to the groups whose gate failed only, each brought to its own forecast
+        (:func:`~bayessdc.recipes.categorical.strata.group_targets`); the groups that passed keep their fit."""
+        strata = prepared.strata
+        if strata is None:
+            return self._more_chains_one(prepared, fitted, chains, seed, workdir, progress)
+        say = stage_messages(self.label, progress)
+        parts = dict(fitted.state.parts)
+        for name, target in group_targets(fitted.release_gate, chains, self.gate.max_chains).items():
+            say(f"group {name} by {strata.column!r}: {parts[name].release_gate.chains} chains to {target} ...")
+            parts[name] = self._more_chains_one(strata.parts[name], parts[name], target, strata.seed(seed, name),
+                                                _group_folder(workdir, strata, name), progress)  # fmt: skip
+        return self._strata_fitted(prepared, parts)
+
+    def _more_chains_one(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
+                         workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
         """The fit with chains ``C .. chains - 1`` added (the recipe's ``_sample``) and the release gate judged
         again (``_gate_fit``; the gate datasets of the chains it has are not drawn again)."""
         state: CategoricalFit = fitted.state
@@ -198,13 +266,61 @@ class CategoricalRecipe(Recipe):
         return {"records": len(prepared.original)}
 
     def _bayesian_risk(
-        self, prepared: CategoricalPrepared, state: CategoricalFit, joint: Any, seed: int, say: Callable[[str], None]
+        self, prepared: CategoricalPrepared, state: CategoricalFit, joint: Any, seed: int, say: Callable[[str], None],
+        rows: np.ndarray | None = None,
     ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-        """Per-record Bayesian attribute risk by importance sampling, where the model offers it (default none)."""
+        """Per-record Bayesian attribute risk by importance sampling of the records ``rows`` (default
+        :meth:`_risk_rows`), where the model offers it (default none)."""
         return None
+
+    def _risk_rows(self, records: int, seed: int) -> np.ndarray | None:
+        """The positions of the records whose Bayesian attribute risk is assessed, of ``records`` (default none)."""
+        return None
+
+    def _plan_strata(self, frame: pd.DataFrame, synthesize: list[str]) -> StrataPlan | None:
+        """The groups of areas of ``strata=`` (:func:`~bayessdc.models.cart.strata.plan_strata`: a missing area or
+        a last pool too small refused, naming the rows or areas), before anything is coded; ``None`` without."""
+        if self.strata is None:
+            return None
+        minimum = default_min_stratum(synthesize) if self.min_stratum is None else self.min_stratum
+        if isinstance(minimum, bool) or not isinstance(minimum, int | np.integer):
+            raise InputError(f"min_stratum= must be a whole number of records, got {minimum!r}")
+        return plan_strata(frame, self.strata, int(minimum), self.pool_by)
+
+    def _prepare_group(self, frame: pd.DataFrame, whole: CategoricalPrepared) -> CategoricalPrepared:
+        """One group's prepared input: its records ``frame`` coded on their own, the run's columns and knowledge
+        sets of ``whole`` (the recipe's own)."""
+        raise NotImplementedError
+
+    def _with_strata(self, frame: pd.DataFrame, plan: StrataPlan | None, prepared: CategoricalPrepared) -> None:
+        """``prepared`` synthesized by the groups of ``plan`` (nothing without): each group's records prepared on
+        their own (:meth:`_prepare_group`; a refusal names the group), and the plan in the run's identity.
+
+        Structural zeros are refused with ``strata=``: a group's model codes only the levels its records take,
+        and a rule may name a level an area lacks."""
+        if plan is None:
+            return
+        if prepared.structural_zeros:
+            raise InputError(
+                f"structural_zeros= with strata={plan.column!r}: each area's model codes only the levels its records "
+                "take, and a rule may name a level an area lacks; synthesize without strata= or without the rules"
+            )
+        rows = plan.rows(frame)
+        parts = {}
+        for name, positions in rows.items():
+            try:
+                parts[name] = self._prepare_group(frame.iloc[positions].reset_index(drop=True), prepared)
+            except InputError as err:
+                what = f"group {name!r} of strata={plan.column!r} ({len(positions)} records)"
+                raise InputError(f"{what}: {err}") from None
+        prepared.strata = CategoricalStrata(plan, rows, parts, plan.describe(frame))
+        prepared.identity["strata"] = {"column": plan.column, "min_stratum": plan.min_size, "pool_by": plan.parent}
 
     def describe(self, prepared: CategoricalPrepared, fitted: Fitted) -> dict[str, Any]:
         """The model (priors, settings, no estimate), the columns' roles and the release gate's setting."""
+        strata = prepared.strata
+        if strata is not None:
+            return self._describe_strata(prepared, fitted.state)
         state: CategoricalFit = fitted.state
         description = state.synthesizer.describe()
         chains = int(state.idata.posterior.sizes["chain"])
@@ -214,15 +330,115 @@ class CategoricalRecipe(Recipe):
         )  # fmt: skip
         return description
 
+    def _describe_strata(self, prepared: CategoricalPrepared, state: StrataFit) -> dict[str, Any]:
+        """The description of a release synthesized area by area: the model's (the groups' settings are the
+        recipe's), the plan of the groups (:meth:`~bayessdc.models.cart.strata.StrataPlan.describe`) and the
+        release gate judged in every group, with each group's chains."""
+        strata = prepared.strata
+        chains = {name: int(fit.state.idata.posterior.sizes["chain"]) for name, fit in state.parts.items()}
+        description = next(iter(state.parts.values())).state.synthesizer.describe()
+        sampler = description.get("sampler")
+        if isinstance(sampler, dict) and "chains" in sampler:
+            sampler["chains"] = max(chains.values())
+        gate = self.gate.describe(max(chains.values()), divergences=self.counts_divergences)
+        gate.update({
+            "by_group": "each group of areas is judged by its own release gate (its datasets, chains and inherent "
+            "range); the release passes when every group's gate passes, and chains are added to the failing groups "
+            "only",
+            "chains_by_group": chains,
+        })  # fmt: skip
+        description.update({
+            "synthesized": prepared.synthesize, "kept": prepared.keep, "release_gate": gate,
+            "strata": {**strata.description, "models": "one model per group, fitted on the group's records only "
+                       "(the levels they take) with the group's own seed; each record's synthesized values drawn by "
+                       "its group's model, every record kept in its area"},
+        })  # fmt: skip
+        return description
+
     def draw(self, prepared: CategoricalPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
         """The m datasets, each from one posterior draw (eq. 7 or 13-14), then the risk and utility figures."""
         say = stage_messages(self.label, progress)
+        if prepared.strata is not None:
+            return self._draw_strata(prepared, fitted.state, m, seed, say)
         state: CategoricalFit = fitted.state
         say(f"drawing {m} synthetic datasets{self._drawing()} ...")
         rng = streams.rng(seed, Stream.DATASETS)
         joint = draw_synthetic(state.synthesizer, state.idata, prepared.data, m, rng)
         synthetic = state.synthesizer.release_frame(prepared.data, joint)
         bayesian = self._bayesian_risk(prepared, state, joint, seed, say)
+        return self._measured(prepared, synthetic, bayesian, state.inherent, seed, say)
+
+    def _draw_strata(
+        self, prepared: CategoricalPrepared, state: StrataFit, m: int, seed: int, say: Callable[[str], None]
+    ) -> Drawn:
+        """The m datasets of a release synthesized area by area: each group's drawn from its posterior with its
+        own seed, joined in the data's order, measured over the whole file (its inherent scenarios computed once),
+        ``stratum_copied_records`` per area; ``private/strata.parquet`` holds each group's fit (also among the
+        fit's private files, so that a refused run has it)."""
+        strata = prepared.strata
+        say(f"drawing {m} synthetic datasets{self._drawing()} in {len(strata.parts)} groups by {strata.column!r} ...")
+        frames, joints = {}, {}
+        for name, part in strata.parts.items():
+            own: CategoricalFit = state.parts[name].state
+            rng = streams.rng(strata.seed(seed, name), Stream.DATASETS)
+            joints[name] = draw_synthetic(own.synthesizer, own.idata, part.data, m, rng)
+            frames[name] = own.synthesizer.release_frame(part.data, joints[name])
+        synthetic = in_data_order(frames, strata.rows, m)
+        bayesian = self._bayesian_risk_by_group(prepared, state, joints, seed, say)
+        if state.inherent is None:
+            from bayessdc.risk.identification import inherent_risk
+
+            x = prepared
+            state.inherent = inherent_risk(x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions,
+                                           seed=seed)  # fmt: skip
+        drawn = self._measured(prepared, synthetic, bayesian, state.inherent, seed, say)
+        drawn.measure_input.strata = strata.column
+        drawn.private_tables["strata.parquet"] = group_table(strata, state)
+        drawn.facts.update(strata=sum(len(v) for v in strata.plan.groups.values()), strata_groups=len(strata.parts))
+        return drawn
+
+    def _bayesian_risk_by_group(
+        self, prepared: CategoricalPrepared, state: StrataFit, joints: dict[str, Any], seed: int,
+        say: Callable[[str], None],
+    ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+        """The Bayesian attribute risk of the records the unstratified run would assess (:meth:`_risk_rows` of the
+        whole file), each by its group's posterior and datasets; ``record`` is the record's position in the
+        file."""
+        strata = prepared.strata
+        chosen = self._risk_rows(len(prepared.original), seed)
+        if chosen is None:
+            return None
+        say(f"Bayesian attribute risk of {len(chosen)} records by importance sampling, by group ...")
+        found, summary = [], {}
+        for name, part in strata.parts.items():
+            rows = strata.rows[name]
+            local = np.flatnonzero(np.isin(rows, chosen))
+            if not len(local):
+                continue
+            risk = self._bayesian_risk(part, state.parts[name].state, joints[name], strata.seed(seed, name), say,
+                                       rows=local)  # fmt: skip
+            if risk is not None:
+                records, summary = risk
+                found.append(records.assign(record=rows[records["record"].to_numpy()]))
+        if not found:
+            return None
+        records = pd.concat(found, ignore_index=True).sort_values("record", kind="stable").reset_index(drop=True)
+        khat = records["relevant_khat"].to_numpy(dtype=float)
+        return records, {
+            "records_assessed": len(records),
+            "mean_true_probability": float(records["true_probability"].mean()),
+            "max_true_probability": float(records["true_probability"].max()),
+            "share_correct": float(records["correct"].mean()),
+            "khat_over_0_7": int((khat > 0.7).sum()),
+            **({"intruder": summary["intruder"]} if "intruder" in summary else {}),
+        }
+
+    def _measured(
+        self, prepared: CategoricalPrepared, synthetic: pd.DataFrame, bayesian: Any, inherent: Any, seed: int,
+        say: Callable[[str], None],
+    ) -> Drawn:
+        """The draw's measures of the m datasets ``synthetic`` (and the per-record Bayesian risk ``bayesian``),
+        against the inherent scenarios ``inherent``."""
         x = prepared
         say("risk ...")
         # the m datasets measured on integer keys for the per-record tables (the measures compute their figures from
@@ -231,7 +447,7 @@ class CategoricalRecipe(Recipe):
         measured = figures.measure_datasets(synthetic[["synthetic", *x.keep, *x.synthesize]])
         risk = categorical_risk(
             x.original, synthetic, x.synthesize, x.keep, x.known, repetitions=self.repetitions, seed=seed,
-            bayesian=None if bayesian is None else bayesian[0], inherent=state.inherent, measured=measured,
+            bayesian=None if bayesian is None else bayesian[0], inherent=inherent, measured=measured,
         )  # fmt: skip
         items, sampling = None, {}
         if bayesian is not None:
@@ -241,7 +457,7 @@ class CategoricalRecipe(Recipe):
                 k: bayesian[1][k] for k in ("records_assessed", "khat_over_0_7", "intruder") if k in bayesian[1]}}
         data = MeasureInput(
             synthetic, x.original, released=x.keep + x.synthesize, synthesized=x.synthesize, kept=x.keep,
-            known_sets=x.known, partially_synthetic=True, inherent=state.inherent, repetitions=self.repetitions,
+            known_sets=x.known, partially_synthetic=True, inherent=inherent, repetitions=self.repetitions,
             seed=seed, items=items, regression=ordered_logit_inputs(x.original, synthetic, x.ordered_logits, x.keep),
         )  # fmt: skip
         cells, _ = within_patterns(data)
@@ -285,7 +501,20 @@ def categorical_report_content(label: str, prepared: CategoricalPrepared, releas
         f"Each of the m = {release.m} synthetic datasets replaces {', '.join(synthesize)} by a draw from the posterior "
         f"predictive given the kept column(s) {', '.join(keep)}, which are released unchanged.",
     ]
+    strata = description.get("strata")
+    if strata:
+        pooled = [g for g in strata["groups"] if len(g["strata"]) > 1]
+        about.append(
+            f"Synthesized area by area: the records of each {strata['column']} fitted and drawn by a model of their "
+            f"own ({len(strata['groups'])} groups of {sum(len(g['strata']) for g in strata['groups'])} areas; "
+            f"{len(pooled)} pool(s) of areas under {strata['min_records']} records), each judged by its own release "
+            "gate; the records copied are reported per area (stratum_copied_records)."
+        )
     return ReportContent(
         original=prepared.original, synthetic=release.synthetic, compared=list(synthesize), about=about
     )
 
+
+def _group_folder(workdir: Path | None, strata: CategoricalStrata, name: str) -> Path | None:
+    """Where a group's finished parts are kept (``private/strata/group-<position>``), when the run has a folder."""
+    return None if workdir is None else Path(workdir) / "strata" / strata.fit_name(name)

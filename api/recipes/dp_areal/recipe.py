@@ -1,10 +1,12 @@
 """The DP-areal model in the pipeline: Poisson-lognormal label counts per pattern with Dirichlet-process random
 effects, fitted by NUTS (Hu & Savitsky, Section 2.2); the release gate decides
-(:class:`bayessdc.recipes.categorical.CategoricalRecipe`) and counts divergences.
+(:class:`bayessdc.recipes.categorical.CategoricalRecipe`) and counts divergences. With ``strata=`` one model per
+group of areas (:mod:`bayessdc.recipes.categorical.strata`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -35,6 +37,7 @@ from ..categorical.input import (
     OrderedLogits,
     check_known_sets,
     check_ordered_logits,
+    check_strata_roles,
     release_notices,
 )
 
@@ -68,7 +71,10 @@ class DPAreal(CategoricalRecipe):
         ``{"rules": [...]}`` or a JSON/YAML file, checked before any fitting. The truncated model: those cells'
         counts are fixed at zero, left out of the likelihood, and never drawn (no rejection).
     max_cells
-        Most label x pattern cells (beyond: the DPMPM).
+        Most label x pattern cells (beyond: the DPMPM); with ``strata=``, of each group's model.
+    strata, min_stratum, pool_by
+        Synthesis area by area, as for :class:`DPMPM`: one DP-areal model per group of areas, each judged by its
+        own release gate (:mod:`bayessdc.recipes.categorical.strata`).
 
     Examples
     --------
@@ -91,6 +97,9 @@ class DPAreal(CategoricalRecipe):
     structural_zeros: StructuralZeroSpec = None
     max_cells: int = 300_000
     ordered_logits: OrderedLogits = ()
+    strata: str | None = None
+    min_stratum: int | None = None
+    pool_by: str | None = None
 
     name: ClassVar[str] = "dp_areal"
     label: ClassVar[str] = "dp-areal"
@@ -125,16 +134,20 @@ class DPAreal(CategoricalRecipe):
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
     ) -> CategoricalPrepared:
-        """Code the table and count the labels of every pattern (errors name the column or the limit)."""
+        """Code the table and count the labels of every pattern (errors name the column or the limit); with
+        ``strata=``, plan the groups of areas and prepare each group's records on their own (the cell limit is each
+        group's: the whole file's counts are never fitted)."""
         self._check_repetitions()
         synthesize, keep = list(synthesize or []), list(keep or [])
+        keep = check_strata_roles(self.strata, self.min_stratum, self.pool_by, synthesize, keep)
+        plan = self._plan_strata(frame, synthesize)
         model_notices: list[str] = []
         data = prepare_areal(
             frame,
             synthesize,
             keep,
             max_levels=self.max_levels,
-            max_cells=self.max_cells,
+            max_cells=self.max_cells if plan is None else sys.maxsize,
             missing=self.missing,
             notices=model_notices,
             max_numeric_levels=self.max_numeric_levels,
@@ -161,12 +174,28 @@ class DPAreal(CategoricalRecipe):
             "structural_zeros": [r.to_dict() for r in data.structural_zeros],
         }
         notices = [n.removeprefix("notice: ") for n in model_notices] + notices
-        return CategoricalPrepared(
+        prepared = CategoricalPrepared(
             data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
             singles=singles, ordered_logits=ordered_logits, structural_zeros=list(data.structural_zeros),
         )  # fmt: skip
+        self._with_strata(frame, plan, prepared)
+        return prepared
 
-    def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+    def _prepare_group(self, frame: pd.DataFrame, whole: CategoricalPrepared) -> CategoricalPrepared:
+        """A group's records coded on their own (the labels and patterns they take) and counted, within
+        ``max_cells``."""
+        data = prepare_areal(frame, whole.synthesize, whole.keep, max_levels=self.max_levels, max_cells=self.max_cells,
+                             missing=self.missing, notices=[], max_numeric_levels=None)  # fmt: skip
+        original = data.records.frame()
+        _, singles = release_notices(frame, original, whole.synthesize, whole.keep)
+        return CategoricalPrepared(
+            data, {}, original=original, synthesize=whole.synthesize, keep=whole.keep, known=whole.known,
+            singles=singles, ordered_logits=[],
+        )  # fmt: skip
+
+    def _fit_one(
+        self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool
+    ) -> Fitted:
         """NUTS on the model with the labels summed out; the gate monitors label-invariant quantities."""
         data = prepared.data
         synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))

@@ -3,7 +3,8 @@
 
 The gate monitors label-invariant quantities, including the synthesized levels' probabilities given a pattern;
 the release gate decides (:class:`bayessdc.recipes.categorical.CategoricalRecipe`), and the per-record
-Bayesian attribute risk is measured by importance sampling.
+Bayesian attribute risk is measured by importance sampling. With ``strata=`` one DPMPM per group of areas
+(:mod:`bayessdc.recipes.categorical.strata`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from ..categorical.input import (
     OrderedLogits,
     check_known_sets,
     check_ordered_logits,
+    check_strata_roles,
     release_notices,
 )
+from ..categorical.strata import StrataFit
 from .chains import fit_chains_apart
 
 __all__ = ["DPMPM"]
@@ -86,6 +89,19 @@ class DPMPM(CategoricalRecipe):
         many threads, or the address of a running dask scheduler (``tcp://host:8786``); finished chains are
         then kept under ``private/chains/`` of the output folder, and a rerun into it loads them. The
         posterior is the same on every path.
+    strata
+        A column of areas (``strata=``): the records of each area are fitted and synthesized by a DPMPM of their
+        own, each group judged by its own release gate (the release passes when every group's does; added chains
+        go to the failing groups only), the groups one after another (:mod:`bayessdc.recipes.categorical.strata`).
+        The column is kept (added to the kept columns when it is not among them; refused among the synthesized):
+        every record stays in its area. The measures read the whole file, and ``stratum_copied_records`` reports
+        each area's records copied. Not with ``structural_zeros``.
+    min_stratum
+        The fewest records an area's model is fitted on (default 10 + 10 per synthesized column, synthpop's
+        ``minstratumsize``, as ``bsd.CART``); a smaller area is pooled with the other small areas of its
+        ``pool_by`` area, and what is left pooled together (a last pool still smaller is refused).
+    pool_by
+        A coarser area holding each area whole, within which the small areas are pooled.
 
     Examples
     --------
@@ -113,6 +129,9 @@ class DPMPM(CategoricalRecipe):
     ordered_logits: OrderedLogits = ()
     scheduler: str | None = None
     workers: int | None = None
+    strata: str | None = None
+    min_stratum: int | None = None
+    pool_by: str | None = None
 
     name: ClassVar[str] = "dpmpm"
     label: ClassVar[str] = "dpmpm"
@@ -130,9 +149,12 @@ class DPMPM(CategoricalRecipe):
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0
     ) -> CategoricalPrepared:
-        """Code the table (errors name the column), check the knowledge sets and the ordered logits."""
+        """Code the table (errors name the column), check the knowledge sets and the ordered logits; with
+        ``strata=``, plan the groups of areas and prepare each group's records on their own."""
         self._check_repetitions()
         synthesize, keep = list(synthesize or []), list(keep or [])
+        keep = check_strata_roles(self.strata, self.min_stratum, self.pool_by, synthesize, keep)
+        plan = self._plan_strata(frame, synthesize)
         data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing,
                                    max_numeric_levels=self.max_numeric_levels)  # fmt: skip
         rules = check_structural_zeros(read_structural_zeros(self.structural_zeros), data)
@@ -160,12 +182,27 @@ class DPMPM(CategoricalRecipe):
             "ordered_logit": [{"response": r, "predictors": p} for r, p in ordered_logits],
             "structural_zeros": [r.to_dict() for r in rules],
         }
-        return CategoricalPrepared(
+        prepared = CategoricalPrepared(
             data, identity, notices, original=original, synthesize=synthesize, keep=keep, known=known,
             singles=singles, ordered_logits=ordered_logits, structural_zeros=rules,
         )  # fmt: skip
+        self._with_strata(frame, plan, prepared)
+        return prepared
 
-    def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
+    def _prepare_group(self, frame: pd.DataFrame, whole: CategoricalPrepared) -> CategoricalPrepared:
+        """A group's records coded on their own (the levels they take; the whole file's level checks done)."""
+        data = prepare_categorical(frame, whole.synthesize, whole.keep, max_levels=self.max_levels,
+                                   missing=self.missing, max_numeric_levels=None)  # fmt: skip
+        original = data.frame()
+        _, singles = release_notices(frame, original, whole.synthesize, whole.keep)
+        return CategoricalPrepared(
+            data, {}, original=original, synthesize=whole.synthesize, keep=whole.keep, known=whole.known,
+            singles=singles, ordered_logits=[],
+        )  # fmt: skip
+
+    def _fit_one(
+        self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool
+    ) -> Fitted:
         """Blocked Gibbs; the gate monitors alpha, the occupied components, the marginals and the pattern
         conditionals of the synthesized levels (the posterior summary is written to ``private/posterior.nc``)."""
         data = prepared.data
@@ -239,9 +276,16 @@ class DPMPM(CategoricalRecipe):
         return [{"conditioning": c} for c in order[order.index(self.conditioning) + 1 :]]
 
     def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[DPMPM, Fitted]:
-        """This recipe and its fit with another ``conditioning``: the same posterior draws."""
-        state = replace(fitted.state, synthesizer=replace(fitted.state.synthesizer, **setting))
-        return replace(self, **setting), replace(fitted, state=state)
+        """This recipe and its fit with another ``conditioning``: the same posterior draws (of every group, with
+        ``strata=``)."""
+
+        def drawing(fit: Fitted) -> Fitted:
+            return replace(fit, state=replace(fit.state, synthesizer=replace(fit.state.synthesizer, **setting)))
+
+        if isinstance(fitted.state, StrataFit):
+            parts = {name: drawing(fit) for name, fit in fitted.state.parts.items()}
+            return replace(self, **setting), replace(fitted, state=replace(fitted.state, parts=parts))
+        return replace(self, **setting), drawing(fitted)
 
     def _drawing(self) -> str:
         return f" ({self.conditioning} conditioning)"
@@ -249,11 +293,21 @@ class DPMPM(CategoricalRecipe):
     def _facts(self, prepared: CategoricalPrepared) -> dict[str, Any]:
         return {"records": prepared.data.n_records, "cells": int(len(prepared.data.cell_counts))}
 
+    def _risk_rows(self, records: int, seed: int) -> np.ndarray | None:
+        """``risk_records`` of the ``records`` chosen at random (stream ``"risk-records"``), in order; ``None``
+        when ``risk_records`` is 0."""
+        if self.risk_records <= 0:
+            return None
+        return np.sort(
+            streams.rng(seed, Stream.RISK_RECORDS).choice(records, size=min(self.risk_records, records), replace=False)
+        )
+
     def _bayesian_risk(
-        self, prepared: CategoricalPrepared, state: CategoricalFit, joint: Any, seed: int, say: Callable[[str], None]
+        self, prepared: CategoricalPrepared, state: CategoricalFit, joint: Any, seed: int, say: Callable[[str], None],
+        rows: np.ndarray | None = None,
     ) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-        """Per-record attribute risk of ``risk_records`` records by importance sampling (the intruder knows every
-        other value)."""
+        """Per-record attribute risk of ``risk_records`` records (or of ``rows``) by importance sampling (the
+        intruder knows every other value)."""
         import xarray as xr
 
         from bayessdc.models.base import stack_draws
@@ -262,15 +316,13 @@ class DPMPM(CategoricalRecipe):
         if self.risk_records <= 0:
             return None
         synthesizer, data = state.synthesizer, prepared.data
-        say(f"Bayesian attribute risk of {min(self.risk_records, data.n_records)} records by importance sampling ...")
+        if rows is None:
+            say(f"Bayesian attribute risk of {min(self.risk_records, data.n_records)} records by importance "
+                "sampling ...")  # fmt: skip
         posterior = stack_draws(state.idata.posterior)
         total = posterior.sizes["sample"]
         posterior = posterior.isel(sample=np.linspace(0, total - 1, min(self.risk_draws, total)).round().astype(int))
-        chosen = np.sort(
-            streams.rng(seed, Stream.RISK_RECORDS).choice(
-                data.n_records, size=min(self.risk_records, data.n_records), replace=False
-            )
-        )
+        chosen = self._risk_rows(data.n_records, seed) if rows is None else np.asarray(rows)
         released = xr.DataArray(joint.to_numpy(), dims=("synthetic", "item"))
         records, summary = label_attribute_risk(synthesizer, posterior, data, released, chosen)
         intruder = (
