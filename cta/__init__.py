@@ -4,7 +4,8 @@ Build a table (:func:`table_from_long`, :func:`table_from_microdata`, :func:`lin
 sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), adjust it
 (:func:`adjust_table`, its options in :class:`AdjustmentSettings` and :class:`SolverSettings`) and measure the
 result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and writes the release/private output
-folder.
+folder. :func:`audit_table` audits any published table (adjusted, suppressed or both) as an intruder would: the
+interval each sensitive cell is known to lie in, by linear programming.
 
 References
 ----------
@@ -12,6 +13,7 @@ References
     inferior data?* Bureau of Transportation Statistics Confidentiality Seminar, Washington, DC, 17 September.
 """
 
+from .audit import AuditInput, audit_table
 from .examples import cox_4x9_frame
 from .heuristic import balanced_directions
 from .problem import Adjustment, InfeasibleError, adjust_table
@@ -41,6 +43,7 @@ __all__ = [
     "TOTAL_LABEL",
     "Adjustment",
     "AdjustmentSettings",
+    "AuditInput",
     "Dimension",
     "DominanceRule",
     "InfeasibleError",
@@ -50,6 +53,7 @@ __all__ = [
     "Table",
     "ThresholdRule",
     "adjust_table",
+    "audit_table",
     "balanced_directions",
     "cell_statistics",
     "cox_4x9_frame",

@@ -169,6 +169,11 @@ class MeasureInput:
         (:class:`bayessdc.measures.proximity.ProximityInput`), as the spatial synthesizer gives them.
     cells
         Per sensitive cell of an adjusted table: ``protected`` (its adjustment meets its protection level).
+    audit
+        A published table as its intruder sees it (:class:`bayessdc.cta.audit.AuditInput`: the cells with their true
+        values and additivity equations, the published values, NaN where suppressed, the required protection and
+        what the intruder knows of the method): the measure ``audited_cells`` solves the intruder's linear programs
+        on it (:func:`bayessdc.cta.audit.audit_table`). ``None``: no table to audit.
     unlearned
         Synthetic datasets of the same records (a column ``synthetic`` = 1..m, the records in the order of
         ``original``) from a release that could not have learned the records it is judged on: each record drawn
@@ -253,6 +258,7 @@ class MeasureInput:
     items: pd.DataFrame | None = None
     proximity: Any = None
     cells: pd.DataFrame | None = None
+    audit: Any = None
     unlearned: pd.DataFrame | None = None
     removed: pd.DataFrame | None = None
     unlearned_removed: pd.DataFrame | None = None

@@ -47,6 +47,8 @@ LATER_CRITERIA = {
     "household_uniques_reappearing": "issue 51: households unique in the original reappearing in a household release",
     "household_attribute_inference": "issue 51: household secrets inferred from a household's members in a household "
     "release",
+    "audited_cells": "issue 52: the intruder's audit of a published table (sensitive cells narrower than their "
+    "protection)",
 }
 
 #: The policy's words that change with :data:`LATER_CRITERIA`, per file.

@@ -16,6 +16,7 @@ MODULES = (
     "bayessdc.recipes.spatial.recipe",
     "bayessdc.recipes.cta.recipe",
     "bayessdc.cta.problem",
+    "bayessdc.cta.audit",
     "bayessdc.release",
     "bayessdc.loading",
     "bayessdc.evaluation",

@@ -94,14 +94,18 @@ def test_cli_refuses_a_protection_that_cannot_be_met(tmp_path, cta_main, capsys)
 
 def test_cli_options_reach_the_settings_by_hand(tmp_path, cta_main, capsys, monkeypatch):
     """--objective relative --capacity 0.025 on a + b + c = Total (a = 2 with protection 3 moves up): the total
-    (1/72 a unit) takes its 1.8, c (1/50) the other 1.2 of c's 1.25. A bad setting: exit 2 naming it, unsolved."""
+    (1/72 a unit) takes its 1.8, c (1/50) the other 1.2 of c's 1.25. So narrow a capacity lets the intruder who
+    knows the method bound a within [1.436, 8.570] (tests/cta/test_audit.py), short of its protection range [0, 5]:
+    the audit refuses the release (exit 3, naming the cell) and private/ holds the adjusted values. A bad setting:
+    exit 2 naming it, unsolved."""
     path = tmp_path / "one_way.csv"
     pd.DataFrame({"g": ["a", "b", "c"], "v": [2.0, 20.0, 50.0], "p": [3.0, 0.0, 0.0]}).to_csv(path, index=False)
     base = ["cta", "--table", str(path), "--dims", "g", "--value", "v", "--protection", "p"]
-    assert cta_main([*base, "--objective", "relative", "--capacity", "0.025", "--out", str(tmp_path / "out")]) == 0
-    released = pd.read_csv(tmp_path / "out" / "release" / "adjusted.csv").set_index("g")["v"]
-    assert released.to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, "Total": 73.8})
-    capsys.readouterr()
+    assert cta_main([*base, "--objective", "relative", "--capacity", "0.025", "--out", str(tmp_path / "out")]) == 3
+    assert "audited_cells [g=a]" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "release").exists()
+    adjusted = pd.read_csv(tmp_path / "out" / "private" / "cells.csv").set_index("g")["adjusted"]
+    assert adjusted.to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, "Total": 73.8})
 
     def no_solve(*args, **kwargs):
         raise AssertionError("solved")

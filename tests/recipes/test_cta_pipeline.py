@@ -83,7 +83,9 @@ def test_input_errors_are_named(cox):
 def test_the_settings_reach_the_adjustment_its_release_and_identity(tmp_path):
     """a + b + c = Total, a = 2 sensitive with protection 3 (so it moves up), min sum |y_i| / max(a_i, 1): the
     total (1/72 a unit) takes the 3 when its capacity allows (0.2 x 72 = 14.4, the default); at capacity 0.025 it
-    takes its 1.8 and c (1/50 a unit, capacity 1.25) the other 1.2: a 5, b 20, c 48.8, Total 73.8."""
+    takes its 1.8 and c (1/50 a unit, capacity 1.25) the other 1.2: a 5, b 20, c 48.8, Total 73.8. So narrow a
+    capacity lets the intruder who knows the method bound a within [1.436, 8.570], short of its protection range
+    [0, 5] (tests/cta/test_audit.py): the policy's audit refuses that release, naming a; private/ holds it."""
     frame = pd.DataFrame({"g": ["a", "b", "c"], "v": [2.0, 20.0, 50.0], "p": [3.0, 0.0, 0.0]})
     default = bsd.adjust(frame, "g", "v", protection="p", settings=bsd.AdjustmentSettings(objective="relative"))
     narrow = bsd.adjust(frame, "g", "v", protection="p",
@@ -91,8 +93,12 @@ def test_the_settings_reach_the_adjustment_its_release_and_identity(tmp_path):
                         solver=bsd.SolverSettings(time_limit=60.0, mip_gap=0.01))  # fmt: skip
     assert default.released_table.set_index("g")["v"].to_dict() == pytest.approx(
         {"a": 5.0, "b": 20.0, "c": 50.0, TOTAL: 75.0})  # fmt: skip
-    released = pd.read_csv(narrow.save(tmp_path / "out") / "release" / "adjusted.csv")
-    assert released.set_index("g")["v"].to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, TOTAL: 73.8})
+    with pytest.raises(bsd.DisclosureRefused, match=r"audited_cells \[g=a\]"):
+        narrow.save(tmp_path / "out")
+    assert not (tmp_path / "out" / "release").exists()
+    adjusted = pd.read_csv(tmp_path / "out" / "private" / "cells.csv").set_index("g")["adjusted"]
+    assert adjusted.to_dict() == pytest.approx({"a": 5.0, "b": 20.0, "c": 48.8, TOTAL: 73.8})
+    assert narrow.released_table.set_index("g")["v"].to_dict() == adjusted.to_dict()
     assert narrow.description["capacity"] == 0.025 and narrow.description["objective"] == "relative"
     run = json.loads((tmp_path / "out" / "private" / "run.json").read_text())
     assert (run["objective"], run["capacity"], run["time_limit"], run["mip_gap"]) == ("relative", 0.025, 60.0, 0.01)

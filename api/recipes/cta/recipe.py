@@ -103,8 +103,10 @@ def adjust(
         flag).
     policy
         The disclosure policy the adjusted table is judged by (a TOML file or a :class:`bayessdc.Policy`;
-        default bayessdc's own, whose criterion here is that every sensitive cell meets its protection). Read
-        before anything is solved; :meth:`Adjustment.save` refuses a table that fails it.
+        default bayessdc's own, whose criteria here are that every sensitive cell meets its protection, and that
+        the intruder's audit of the adjusted table, :func:`bayessdc.cta.audit_table` with the intruder knowing the
+        method, leaves every sensitive cell's interval covering its protection range). Read before anything is
+        solved; :meth:`Adjustment.save` refuses a table that fails it.
 
     Returns
     -------
@@ -186,9 +188,29 @@ def adjust(
     sensitive = np.flatnonzero(solution.sensitive)
     cells = pd.DataFrame({"cell": sensitive, "protected": ~np.isin(sensitive, short)})
     released = result.released_table.assign(synthetic=1)
-    result.measured = compute_measures(MeasureInput(released, cells=cells))
+    result.measured = compute_measures(MeasureInput(released, cells=cells, audit=_audit(solution, settings, solver)))
     result.policy = judge(disclosure_policy, result.measured, "cta")
     return result
+
+
+def _audit(solution: cta.Adjustment, settings: cta.AdjustmentSettings, solver: cta.SolverSettings) -> cta.AuditInput:
+    """The adjusted table as the intruder of :func:`bayessdc.cta.audit_table` sees it, knowing the method as
+    ``release/model.json`` states it: each sensitive cell moved by at least its protection, down or up; the other
+    cells by at most the capacity (the fraction of their true value; per-cell capacities, which are not published,
+    assumed known: the worst case); the sensitive cells' adjustments summing to zero under ``preserve_mean``; the
+    true values integral where the adjustments and the published values are. ``widen`` (the sensitive cells' upper
+    bound) is not assumed known: with the default of 1 it would leave two candidate values per cell."""
+    table, adjusted = solution.table, solution.adjusted
+    capacity = settings.capacity if np.isscalar(settings.capacity) else None
+    absolute = None if capacity is not None else np.asarray(settings.capacity, dtype=float)
+    if "capacity" in table.cells:  # a table's capacity column takes the place of settings.capacity where given
+        given = table.cells["capacity"].to_numpy(dtype=float)
+        absolute = given if absolute is None else np.where(np.isnan(given), absolute, given)
+    integral = bool(solution.settings.get("integer")) and np.allclose(adjusted, np.round(adjusted), rtol=0, atol=1e-9)
+    return cta.AuditInput(
+        table, adjusted, solution.protection, intruder="cta", capacity=capacity, absolute_capacity=absolute,
+        balanced=(solution.sensitive,) if settings.preserve_mean else (), integer=integral, solver=solver,
+    )  # fmt: skip
 
 
 def _changed(settings: cta.AdjustmentSettings, solver: cta.SolverSettings) -> dict[str, Any]:
