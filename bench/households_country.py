@@ -39,6 +39,15 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _worker_peak_mb() -> float:
+    """A worker process's peak resident memory (Linux ``VmHWM``: its own, where ``ru_maxrss`` keeps the peak of the
+    process it was started from)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def _run(persons, scheduler: str | None, m: int, out: Path) -> tuple[bsd.Release | None, float, str]:
     recipe = bsd.CART(households="household", relationship="relationship", rules=bsd.examples.household_rules(),
                       strata="area", min_leaf=10, bootstrap=200, scheduler=scheduler, workers=2)  # fmt: skip
@@ -46,7 +55,10 @@ def _run(persons, scheduler: str | None, m: int, out: Path) -> tuple[bsd.Release
     try:
         release = bsd.synthesize(persons, recipe, synthesize=SYNTHESIZE, m=m, seed=1, out=out, progress=False)
     except bsd.DisclosureRefused as refused:
-        return None, time.perf_counter() - start, f"refused: {str(refused).splitlines()[0]}"
+        failed = "; ".join(f"{j.criterion.measure} [{j.subset}] {j.figure:.4g} > {j.threshold:.4g}"
+                           for j in refused.verdict.failed())  # fmt: skip
+        tried = ", ".join(v.setting_text() for v in refused.tried)
+        return None, time.perf_counter() - start, f"refused under {tried}: {failed}"
     return release, time.perf_counter() - start, "met" if release.policy.passed else "failed"
 
 
@@ -77,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             release, seconds, verdict = _run(persons, scheduler, args.m, Path(tmp) / "run")
         workers = ""
         if client is not None:
-            memory = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            memory = client.run(_worker_peak_mb)
             workers = f"; workers' peak {', '.join(f'{v:,.0f}' for v in memory.values())} MB"
             client.close()
             cluster.close()
