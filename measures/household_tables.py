@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Measure, MeasureInput, MeasureResult, register
+from .households import household_level_columns
 
 __all__ = ["HouseholdTableTau", "household_frame"]
 
@@ -56,12 +57,6 @@ def household_frame(persons: pd.DataFrame, household: str, relationship: str | N
     return out.drop(columns=[household])
 
 
-def _household_columns(original: pd.DataFrame, household: str, candidates: list[str]) -> list[str]:
-    """The columns among ``candidates`` constant within every household of the original (an area)."""
-    grouped = original.groupby(household, sort=False)
-    return [c for c in candidates if (grouped[c].nunique(dropna=False) <= 1).all()]
-
-
 @register
 class HouseholdTableTau(Measure):
     """tau of the tables of households by size and composition, per dataset, beside a bootstrap of households."""
@@ -88,7 +83,7 @@ class HouseholdTableTau(Measure):
 
         household, relationship = data.households, data.household_relationship
         candidates = [c for c in data.household_known if c not in (household, relationship)]
-        areas = _household_columns(data.original, household, candidates)
+        areas = household_level_columns(data.original, household, candidates)
         original = household_frame(data.original, household, relationship, areas)
         synthetic = household_frame(data.synthetic, household, relationship, areas, by="synthetic")
         kinds = ["household size", *(["household composition"] if relationship is not None else [])]

@@ -86,6 +86,7 @@ __all__ = [
     "HouseholdAttributeInference",
     "HouseholdUniquesReappearing",
     "SIZE_SUBSETS",
+    "household_level_columns",
     "household_signatures",
     "known_columns",
     "size_label",
@@ -248,7 +249,7 @@ def _tables(data: MeasureInput) -> dict[str, object]:
         return data.cache[key]
     original = data.original
     bands = {c: e for c, e in data.bands.items() if c in known}
-    level = _household_level(original, data.households, known, bands)
+    level = household_level_columns(original, data.households, known, bands)
     frames = [original, data.synthetic] + ([data.unlearned] if data.unlearned is not None else [])
     carry = list(dict.fromkeys([*data.household_secrets, *level]))
     tables = household_signatures(frames, data.households, known, bands, carry=carry)
@@ -272,15 +273,26 @@ def _tables(data: MeasureInput) -> dict[str, object]:
     return out
 
 
-def _household_level(original: pd.DataFrame, household: str, known: list[str], bands: Mapping) -> list[str]:
-    """The known columns the same for every member of every household of the original (read on their bands)."""
+def household_level_columns(
+    original: pd.DataFrame, household: str, columns: Sequence[str], bands: Mapping | None = None
+) -> list[str]:
+    """The ``columns`` the same for every member of every household of ``original`` (numeric ones of ``bands`` read
+    on their bands): the household's own columns, such as its area or tenure.
+
+    Examples
+    --------
+    >>> persons = pd.DataFrame({"h": [1, 1, 2], "area": ["a", "a", "b"], "age": [40, 9, 30]})
+    >>> household_level_columns(persons, "h", ["area", "age"])
+    ['area']
+    """
     from bayessdc.risk.banding import banded
 
-    if not known or not len(original):
+    columns = list(columns)
+    if not columns or not len(original):
         return []
-    frame = banded(original[[household, *known]], bands)
-    spread = frame.groupby(household, sort=False, dropna=False)[known].nunique(dropna=False).max()
-    return [c for c in known if int(spread[c]) <= 1]
+    frame = banded(original[[household, *columns]], dict(bands or {}))
+    spread = frame.groupby(household, sort=False, dropna=False)[columns].nunique(dropna=False).max()
+    return [c for c in columns if int(spread[c]) <= 1]
 
 
 def _draws(seed: int, pairs: np.ndarray) -> np.ndarray:

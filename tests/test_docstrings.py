@@ -23,6 +23,7 @@ MODULES = (
     "bayessdc.control",
     "bayessdc.measures",
     "bayessdc.measures.household_tables",
+    "bayessdc.measures.households",
     "bayessdc.risk.copies",
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",

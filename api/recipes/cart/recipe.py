@@ -349,7 +349,7 @@ class CART(Recipe):
         }
         private_tables = {}
         if self.households is not None:
-            household_input(data, synthesizer, self.households)
+            household_input(data, synthesizer, self.households, self.relationship)
             measures.households = self.households
             private_tables["households.parquet"] = _household_sizes(prepared.frame, self.households)
             facts.update(households=int(prepared.frame[self.households].nunique()))
@@ -383,21 +383,22 @@ def _household_sizes(frame: pd.DataFrame, household: str) -> pd.DataFrame:
     return pd.DataFrame({"size": sizes.index, "households": counts, "persons": sizes.index * counts})
 
 
-def household_input(data: Any, synthesizer: Any, household: str) -> None:
+def household_input(data: Any, synthesizer: Any, household: str, relationship: str) -> None:
     """Set the measure input of a household release up (:mod:`bayessdc.measures.households`): the household id,
     what the intruder knows of a household (its kept columns, and its members' relationships and person columns,
     numeric ones on their decile bands: the composition as a neighbour sees it) and what it would learn (the
     synthesized household columns, e.g. tenure). A household release has no row ``i`` standing for record ``i``:
     the person-level identification figures of a partially synthetic release are not set."""
+    from bayessdc.measures.households import household_level_columns
     from bayessdc.risk.banding import band_edges, numeric_columns
 
-    part = synthesizer.template if hasattr(synthesizer, "plan") else synthesizer
-    stages = part._stages if part._stages is not None else part._build(part.validate(synthesizer.data))
-    person = [c for c in synthesizer.synthesize if c not in stages.household_columns]
+    drawn = [c for c in synthesizer.synthesize if c != relationship]
+    household_columns = household_level_columns(data.original, household, drawn)
+    person = [c for c in synthesizer.synthesize if c not in household_columns]
     data.households = household
     data.household_known = [*synthesizer.keep, *person]
-    data.household_secrets = list(stages.household_columns)
-    data.household_relationship = part.relationship
+    data.household_secrets = household_columns
+    data.household_relationship = relationship
     data.known_sets, data.partially_synthetic, data.synthesized, data.kept = [], False, [], []
     data.bands = {c: band_edges(data.original[c]) for c in numeric_columns(data.original, person)}
 
