@@ -86,6 +86,8 @@ class Stream(StrEnum):
     FOLDS = "folds"
     #: Synthesis by area: each group of strata's own seed.
     STRATUM = "stratum"
+    #: Synthesis by area with the area synthesized first: the area model's seed (its chains, gate and datasets).
+    AREA_MODEL = "area-model"
     #: Persons within households: each stage's trees, ``(seed, HOUSEHOLDS, stage)``, and draws, ``(seed, HOUSEHOLDS,
     #: k, stream)`` (1, 2: the households' and the members' draws; 3, 4: their smoothing).
     HOUSEHOLDS = "households"

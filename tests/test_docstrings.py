@@ -12,6 +12,7 @@ MODULES = (
     "bayessdc.recipes.dpmpm.recipe",
     "bayessdc.recipes.dp_areal.recipe",
     "bayessdc.recipes.cart.recipe",
+    "bayessdc.recipes.cart.areas",
     "bayessdc.recipes.flows.recipe",
     "bayessdc.recipes.spatial.recipe",
     "bayessdc.recipes.cta.recipe",

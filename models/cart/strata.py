@@ -5,7 +5,8 @@ relations between the columns may differ from area to area, as they do (Rodrigue
 Section 3: "the strength of the relationship among a given set of variables can vary widely geographically").
 A stratum too small for trees of its own is pooled (:func:`plan_strata`): with a parent area, with the other small
 strata of its parent; the rest together. Every record keeps its stratum, so each synthetic dataset holds as many
-records of every stratum as the original.
+records of every stratum as the original (unless the area is synthesized first, each record then drawn by its
+synthetic area's trees: :mod:`bayessdc.models.cart.areas`).
 
 synthpop's ``syn.strata`` refuses a stratum below ``minstratumsize = 10 + 10 * (number of synthesized columns)``;
 here that size is the default of ``min_size`` and a smaller stratum is pooled, never dropped.
@@ -251,6 +252,26 @@ class StratifiedCart(TemplateSettings):
 
     def _seeds(self, seed: int) -> dict[str, int]:
         return {name: streams.integer_seed(seed, Stream.STRATUM, i) for i, name in enumerate(self.plan.groups)}
+
+    def group_seeds(self, seed: int | None = None) -> dict[str, int]:
+        """Group name -> the group's seed: of ``seed`` (default the fit's), stream ``"stratum"`` and the group's
+        position in the plan (what its trees were fitted and its records are drawn with)."""
+        return self._seeds(self._seed if seed is None else int(seed))
+
+    @property
+    def parts(self) -> dict[str, CartSynthesizer]:
+        """Group name -> the group's fitted synthesizer (after :meth:`fit`)."""
+        return dict(self._parts)
+
+    @property
+    def group_rows(self) -> dict[str, np.ndarray]:
+        """Group name -> the positions of its records in the fitted data, in order (after :meth:`fit`)."""
+        return dict(self._rows)
+
+    @property
+    def levels(self) -> dict[str, pd.Index]:
+        """Every categorical column's levels in the whole file: each group's encoding of it (after :meth:`fit`)."""
+        return dict(self._levels)
 
     def fit(
         self, data: pd.DataFrame, seed: int = 0, fan_out: Callable[..., Any] | None = None,

@@ -304,18 +304,20 @@ class CartSynthesizer:
     def _draw(
         self, rng: np.random.Generator, smoothing_rng: np.random.Generator | None, fallbacks: dict[str, dict[str, int]],
         rows: np.ndarray | None = None, kept: Mapping[str, np.ndarray] | None = None,
-        infeasible: np.ndarray | None = None,
+        infeasible: np.ndarray | None = None, own_rows: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """:meth:`synthesize_dataset` for the records at positions ``rows`` (default all), counting the fallbacks
         in ``fallbacks``; with ``kept`` (encoded kept values, :meth:`encode_kept`), for new records holding those
-        values instead, which have no observation of their own (``donors="others"`` leaves none out); with
-        ``infeasible`` (a boolean per record), a record no observed value of a column admits under the rules is
-        marked there and given the column's first value instead of raising."""
+        values instead, which have no observation of their own (``donors="others"`` leaves none out) unless
+        ``own_rows`` gives each its position among the fitted records (-1: none); with ``infeasible`` (a boolean per
+        record), a record no observed value of a column admits under the rules is marked there and given the
+        column's first value instead of raising."""
         self._check_fitted()
         smoothing_rng = rng if smoothing_rng is None else smoothing_rng
         if kept is not None:
             values = dict(kept)
-            positions, n = None, len(next(iter(values.values()))) if values else 0
+            n = len(next(iter(values.values()))) if values else 0
+            positions = None if own_rows is None else np.asarray(own_rows, dtype=np.int64)
         else:
             positions = np.arange(len(self._data)) if rows is None else np.asarray(rows)
             n = len(positions)
@@ -341,7 +343,8 @@ class CartSynthesizer:
             stats = fallbacks.setdefault(fitted.column, {"ancestor": 0, "whole_column": 0, "draws": 0})
             own = None
             if self.donors == "others" and fitted.own_pair is not None and positions is not None:
-                own = fitted.own_pair[positions[rows]]
+                at = positions[rows]  # -1: a new record that is none of the fitted ones
+                own = np.where(at >= 0, fitted.own_pair[np.maximum(at, 0)], -1)
             if infeasible is None:
                 code = fitted.pair_code[draw_column(fitted, nodes, fixed, self._schema, rng, stats, own)]
             else:
@@ -420,12 +423,16 @@ class CartSynthesizer:
     def draw_given(
         self, kept: pd.DataFrame, rng: np.random.Generator, smoothing_rng: np.random.Generator | None = None,
         fallbacks: dict[str, dict[str, int]] | None = None, infeasible: np.ndarray | None = None,
+        own: np.ndarray | None = None,
     ) -> pd.DataFrame:
         """The synthesized columns of new records whose kept values are ``kept`` (a frame of the kept columns):
         each drawn in order from the leaf its kept and earlier synthetic values lead to, as for the fitted
         records, the rules enforced. The records of a level the households' second stage builds from synthetic
-        values (:mod:`bayessdc.models.cart.households`). With ``infeasible`` (a boolean per record), a record
-        whose kept values no observed value admits under the rules is marked there, not refused.
+        values (:mod:`bayessdc.models.cart.households`), and the records of a synthetic area
+        (:mod:`bayessdc.models.cart.areas`). With ``infeasible`` (a boolean per record), a record whose kept values
+        no observed value admits under the rules is marked there, not refused. With ``own`` (per record, its
+        position among the fitted records when it is one of them, -1 when not), ``donors="others"`` leaves a
+        record's own observation out of its draw as for the fitted records.
 
         Returns
         -------
@@ -433,7 +440,8 @@ class CartSynthesizer:
             The synthesized columns, in order, decoded as :meth:`synthesize_datasets` releases them.
         """
         counts: dict[str, dict[str, int]] = {} if fallbacks is None else fallbacks
-        values = self._draw(rng, smoothing_rng, counts, kept=self.encode_kept(kept), infeasible=infeasible)
+        values = self._draw(rng, smoothing_rng, counts, kept=self.encode_kept(kept), infeasible=infeasible,
+                            own_rows=own)  # fmt: skip
         return pd.DataFrame({column: self._decoded(column, values[column]) for column in self.synthesize})
 
     def _decoded(self, column: str, values: np.ndarray) -> Any:

@@ -135,6 +135,13 @@ COMMAND = Command(
                "10 + 10 per synthesized column, synthpop's minstratumsize)", type=int, metavar="N"),
         Option("CART.pool_by", "a coarser area holding each area whole, within which the small areas are pooled",
                metavar="COLUMN"),
+        Option("CART.area_model", "with strata=: synthesize the area first, each record's area drawn by this model "
+               "(its defaults; gated by its release gate) given its kept values, then its other columns by the trees "
+               "of its synthetic area; each area's number of records is then synthetic", choices=("dpmpm", "dp_areal")),
+        Option("CART.area_columns", "comma-separated categorical columns the area model synthesizes with the area "
+               "(dpmpm only)", parse=columns, metavar="A,B"),
+        Option("CART.area_given", "comma-separated kept columns the area model draws the area given (default: every "
+               "kept column but the survey weight)", parse=columns, metavar="A,B"),
         Option("CART.households", "the household id column: persons synthesized within households, each "
                "household's composition drawn as one value, its members given their household; kept columns must be "
                "the household's; the release holds new household ids", metavar="COLUMN"),

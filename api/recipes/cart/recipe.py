@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from bayessdc.models.cart import CartSynthesizer, check_rules_hold, encode_columns
+from bayessdc.models.cart.areas import SynthesizedAreaCart
 from bayessdc.models.cart.households import MAX_SIZE, HouseholdCart
 from bayessdc.models.cart.rules import Rule, load_rules, parse_rules
 from bayessdc.models.cart.strata import StrataPlan, StratifiedCart, default_min_stratum, plan_strata
@@ -45,6 +46,20 @@ from bayessdc.synthesis.tables import TableSpec
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
 from ...release import Diagnostics, Release
+from .areas import (
+    AreaInput,
+    AreaStages,
+    area_counts,
+    area_datasets,
+    area_recipe,
+    area_roles,
+    check_area_rules,
+    describe_area,
+    fit_area,
+    more_area_chains,
+    prepare_area,
+    staged_fit,
+)
 from .measures import CartMeasures, default_tables, parse_table, table_specs
 from .reference import cart_levers, record_measure_input
 
@@ -69,6 +84,9 @@ class CartPrepared(Prepared):
         Input columns neither kept nor synthesized (not released).
     strata
         Which strata are fitted together, when the records are synthesized area by area.
+    area
+        The area model's input, when the area is synthesized before the within-area trees (``area_model=``); the
+        area and the area columns are then among ``keep`` (the trees' kept columns), not released unchanged.
     """
 
     frame: pd.DataFrame
@@ -78,6 +96,12 @@ class CartPrepared(Prepared):
     tables: list[TableSpec]
     dropped: list[str] = field(default_factory=list)
     strata: StrataPlan | None = None
+    area: AreaInput | None = None
+
+    @property
+    def released_keep(self) -> list[str]:
+        """The columns released unchanged: the kept ones but the area model's."""
+        return self.keep if self.area is None else [c for c in self.keep if c not in self.area.columns]
 
 
 @dataclass
@@ -120,15 +144,29 @@ class CART(Recipe):
     strata
         A column of areas (``--strata``): the records of each area are fitted and synthesized by trees of their own
         (synthpop's ``syn.strata``; :mod:`bayessdc.models.cart.strata`). The column is kept (added to the kept
-        columns when it is not among them): every record stays in its area. The measures read the whole file, and
-        each area's records copied (``stratum_copied_records``) against the same share of a release of its records
-        that never saw them; the default policy judges both.
+        columns when it is not among them): every record stays in its area (unless ``area_model`` draws it). The
+        measures read the whole file, and each area's records copied (``stratum_copied_records``) against the same
+        share of a release of its records that never saw them; the default policy judges both.
     min_stratum
         The fewest records an area's trees are fitted on (``--min-stratum``; default synthpop's ``minstratumsize``,
         10 + 10 per synthesized column); a smaller area is pooled with the other small areas of its ``pool_by``
         area, and what is left pooled together.
     pool_by
         A coarser area holding each area whole (``--pool-by``), within which the small areas are pooled.
+    area_model
+        The area synthesized first (``--area-model``; with ``strata``): ``"dpmpm"`` or ``"dp_areal"`` (``bsd.DPMPM()``,
+        ``bsd.DPAreal()``), or such a recipe with settings of its own, draws each record's area (and the
+        ``area_columns``) given its kept values (``area_given``), its posterior judged by its own release gate (a
+        failing one refuses the release); then each record's synthesized columns are drawn by the trees of its
+        synthetic area, given its kept values and the area model's, dataset l given the area model's dataset l
+        (:mod:`bayessdc.recipes.cart.areas`). Each area's number of records is then synthetic, and
+        ``release/model.json`` states none. ``None`` (the default): every record keeps its real area.
+    area_columns
+        Categorical columns synthesized with the area by the area model (``--area-columns``; the DPMPM only), then
+        predictors of the within-area trees as kept columns are.
+    area_given
+        The kept columns the area model draws the area given (``--area-given``; default every kept column but the
+        survey weight; each a column the categorical synthesizers take, a numeric one of few values).
     households
         The household id column (``--households``): persons are synthesized within households
         (:mod:`bayessdc.models.cart.households`). Each household's composition (its members' relationships, its
@@ -183,6 +221,9 @@ class CART(Recipe):
     strata: str | None = None
     min_stratum: int | None = None
     pool_by: str | None = None
+    area_model: str | Recipe | None = None
+    area_columns: Sequence[str] = ()
+    area_given: Sequence[str] | None = None
     households: str | None = None
     relationship: str | None = None
     reference: Any = "reference person"
@@ -244,6 +285,10 @@ class CART(Recipe):
             keep = keep if self.strata in keep else [self.strata, *keep]
         elif self.pool_by is not None or self.min_stratum is not None:
             raise InputError("pool_by= and min_stratum= need strata=, the column of areas synthesized one by one")
+        columns: list[str] = []
+        if self.area_model is not None or self.area_columns or self.area_given is not None:
+            columns, given = self._area_roles(frame, synthesize, keep, weights)
+            keep = [*keep, *columns[1:]]  # the area columns: kept by the trees, drawn by the area model
         if self.households is not None:
             if self.relationship is None:
                 raise InputError(f"households={self.households!r} needs relationship=, the column of each member's "
@@ -267,11 +312,19 @@ class CART(Recipe):
         if self.strata is not None:
             minimum = default_min_stratum(synthesize) if self.min_stratum is None else self.min_stratum
             plan = plan_strata(frame, self.strata, minimum, self.pool_by)
-        tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
+        if columns:
+            tables = table_specs(self.tables, frame, released, [*columns, *synthesize],
+                                 [c for c in keep if c not in columns], weights)  # fmt: skip
+            if self.tables is None:  # each column the trees draw by the (synthetic) area too
+                tables += [parse_table(f"{c},{self.strata}", released) for c in synthesize if c != weights]
+        else:
+            tables = table_specs(self.tables, frame, released, synthesize, keep, weights)
         if isinstance(synthesizer, HouseholdCart):
             synthesizer.check(frame)
         else:
             _check_rules(synthesizer, released)
+            check_area_rules(synthesizer.rules, columns, synthesize)
+        area = prepare_area(self.area_model, frame, columns, given, seed) if columns else None
         identity = {
             "synthesizer": "cart",
             "input": fingerprint_frame(released),
@@ -292,11 +345,53 @@ class CART(Recipe):
         if self.households is not None:
             identity["households"] = {"column": self.households, "relationship": self.relationship,
                                       "reference": str(self.reference), "max_household": self.max_household}
+        notices = []
+        if area is not None:
+            model = dict(area.prepared.identity)
+            # the area model's release gate at the top, as a categorical run's: a resumed run may raise its budget
+            identity["release_gate"] = model.pop("release_gate", None)
+            identity["area_model"] = {"columns": area.columns, "given": area.given, "model": model}
+            notices = list(area.prepared.notices)
         dropped = [c for c in frame.columns if c not in released.columns]
         return CartPrepared(
-            released, identity, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
-            tables=tables, dropped=dropped, strata=plan,
+            released, identity, notices, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
+            tables=tables, dropped=dropped, strata=plan, area=area,
         )  # fmt: skip
+
+    def _area_roles(self, frame: pd.DataFrame, synthesize: list[str], keep: list[str], weights: str | None
+                    ) -> tuple[list[str], list[str]]:  # fmt: skip
+        """The area model's columns and the kept columns it is given (:func:`~bayessdc.recipes.cart.areas.area_roles`),
+        after the options that need one another."""
+        if self.strata is None:
+            raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
+                             "model synthesizes")  # fmt: skip
+        if self.area_model is None:
+            raise InputError("area_columns= and area_given= need area_model=, the model that synthesizes the area")
+        if self.households is not None:
+            raise InputError("households= with area_model=: persons within households with the area synthesized are "
+                             "not built; leave area_model= out (every household keeps its area)")  # fmt: skip
+        model = area_recipe(self.area_model)
+        return area_roles(frame, self.strata, self.area_columns, self.area_given, synthesize, keep,
+                          self.categorical, self.pool_by, weights, model.name)  # fmt: skip
+
+    @property
+    def gate(self) -> Any:
+        """The area model's release gate policy, which decides the release when the area is synthesized (its
+        stopping rule adds the area model's chains); ``None`` otherwise (CART draws no posterior)."""
+        return None if self.area_model is None else getattr(area_recipe(self.area_model), "gate", None)
+
+    def check_run(self, m: int, allow_unconverged: bool) -> None:
+        """The area model's own checks of ``m`` and its chains (:meth:`Recipe.check_run`), when there is one."""
+        if self.area_model is not None:
+            area_recipe(self.area_model).check_run(m, allow_unconverged)
+
+    def more_chains(self, prepared: CartPrepared, fitted: Fitted, chains: int, seed: int, workdir: Path | None,
+                    progress: bool) -> Fitted | None:  # fmt: skip
+        """The fit with the area model's chains brought to ``chains`` and its release gate judged again, the trees
+        unchanged (:func:`~bayessdc.recipes.cart.areas.more_area_chains`); ``None`` without an area model."""
+        if prepared.area is None:
+            return None
+        return more_area_chains(prepared.area, fitted.state, chains, workdir, progress)
 
     def fit(self, prepared: CartPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """Fit one tree per synthesized column, in order (state: the fitted :class:`CartSynthesizer`).
@@ -307,6 +402,10 @@ class CART(Recipe):
         synthesizer: Any = self._synthesizer(prepared.synthesize, prepared.keep, prepared.rules)
         if prepared.strata is not None:  # one synthesizer per group of strata, the groups run as parts
             synthesizer = StratifiedCart(synthesizer, prepared.strata)
+        first = None
+        if prepared.area is not None:  # the area model first: its release gate decides the release
+            first = fit_area(prepared.area, m, workdir, progress)
+            synthesizer = SynthesizedAreaCart(synthesizer, prepared.area.columns)
         synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "strata" if prepared.strata else "trees"))
         summary = {
             "trees": synthesizer.tree_summary(),
@@ -315,13 +414,20 @@ class CART(Recipe):
             "n_records": len(prepared.data),
             "dropped_columns": prepared.dropped,
         }
+        if first is not None:
+            return staged_fit(prepared.area, first, synthesizer, summary)
         return Fitted(Diagnostics({}, summary, passed=True), None, what="the trees", state=synthesizer)
 
     def describe(self, prepared: CartPrepared, fitted: Fitted) -> dict[str, Any]:
         """The trees' settings, rules and column kinds (no split or leaf value), the number of records and the
         combining rules of the analyst's estimates (``kind_of_release``: ``"partial"`` or ``"simple"``)."""
-        rules = kind_of_release(prepared.keep, self.name)  # the analyst's combining rules (synthesis.combining)
-        return {**fitted.state.describe(), "n_records": len(prepared.data), "combining_rules": rules}
+        rules = kind_of_release(prepared.released_keep, self.name)  # the analyst's combining rules
+        if prepared.area is not None:
+            stages: AreaStages = fitted.state
+            description = {**stages.trees.describe(), "area_model": describe_area(prepared.area, stages.first)}
+        else:
+            description = fitted.state.describe()
+        return {**description, "n_records": len(prepared.data), "combining_rules": rules}
 
     def report_content(self, prepared: CartPrepared, release: Release) -> Any:
         """The report's material: what was synthesized, the synthesized columns compared, the trees."""
@@ -330,12 +436,16 @@ class CART(Recipe):
     def draw(self, prepared: CartPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
         """Draw the m datasets from the trees; the measures read them with the analyst's tables, the categorical
         columns and the cross-fitted datasets of the records (:func:`record_measure_input`)."""
-        synthesizer: CartSynthesizer = fitted.state
+        synthesizer: Any = fitted.state
         released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
+        if prepared.area is not None:  # the area model's m datasets, then the trees of each record's synthetic area
+            synthesizer = fitted.state.trees.with_areas(area_datasets(prepared.area, fitted.state, m))
         synthetic = synthesizer.synthesize_datasets(m, fan_out=self._fan_out(prepared, "datasets"))
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
+        if prepared.area is not None:
+            kinds = {**dict.fromkeys(prepared.area.columns, "classification"), **kinds}
         trees = synthesizer.tree_summary()
         measures = CartMeasures(released, synthetic, list(synthesizer.keep), kinds, seed, weights=prepared.weights)
         measures.tables, measures.bootstrap = list(tables), self.bootstrap
@@ -358,6 +468,9 @@ class CART(Recipe):
             groups = synthesizer.group_summary()
             private_tables["strata.parquet"] = groups
             facts.update(strata=int(sum(len(v) for v in prepared.strata.groups.values())), strata_groups=len(groups))
+        if prepared.area is not None:
+            private_tables["area_counts.parquet"] = area_counts(released, synthetic, prepared.strata.column)
+            facts.update(area_model=prepared.area.name)
         return Drawn(
             synthetic, facts=facts, measures=measures, measure_input=data, private_tables=private_tables,
             diagnostics={"trees": trees, "synthesis_seconds": synthesis_seconds},
@@ -417,7 +530,7 @@ def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
     diagnostics; risk and utility are laid out from the release's measures."""
     from bayessdc.report import Figure, ReportContent, Table, Text, plots
 
-    released, synthesize, keep = prepared.data, prepared.synthesize, prepared.keep
+    released, synthesize, keep = prepared.data, prepared.synthesize, prepared.released_keep
     content = ReportContent(
         original=released,
         synthetic=release.synthetic,
@@ -437,6 +550,16 @@ def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
             f"({len(strata['groups'])} groups of {sum(len(g['strata']) for g in strata['groups'])} areas; "
             f"{len(pooled)} pool(s) of areas under {strata['min_records']} records). The records copied are judged "
             "in each area too (stratum_copied_records)."
+        )
+    area = release.description.get("area_model")
+    if area:
+        content.about.append(
+            f"The area {area['synthesizes'][0]} was synthesized first, by the {area['model']} given "
+            f"{', '.join(area['given'])}" + (f" with {', '.join(area['synthesizes'][1:])}" if area["synthesizes"][1:]
+                                             else "")
+            + ", judged by its own release gate; each record's other columns were then drawn by the trees of its "
+            "synthetic area, so each area's number of records is synthetic. The records copied are judged against "
+            "cross-fitted trees given the same synthetic areas."
         )
     trees = pd.DataFrame.from_dict(release.diagnostics.summary.get("trees", {}), orient="index")
     if len(trees):
