@@ -11,8 +11,10 @@ The public face, in a few verbs for every synthesizer::
 Synthesizers: :class:`Flows` (Hawala, Reiter & Wang), :class:`Spatial` (Quick, Holan & Wikle),
 :class:`DPMPM` and :class:`DPAreal` (Hu & Savitsky), :class:`CART` (Rodriguez, Freiman, Reiter & Lauger);
 :func:`adjust` for controlled tabular adjustment (Cox), its options in :class:`AdjustmentSettings` and
-:class:`SolverSettings`. The layers below (``bayessdc.models``, ``bayessdc.synthesis``, ``bayessdc.risk``,
-``bayessdc.cta``) stay importable for their details.
+:class:`SolverSettings`; :func:`suppress` for complementary cell suppression, and :func:`compare_tables` to set the
+two side by side. The layers below
+(``bayessdc.models``, ``bayessdc.synthesis``, ``bayessdc.risk``, ``bayessdc.cta``) stay importable for their
+details.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ _LAZY = {
     "SolverSettings": "bayessdc.cta",
     "Adjustment": "bayessdc.recipes.cta",
     "ProtectionNotMetError": "bayessdc.recipes.cta",
+    "suppress": "bayessdc.recipes.suppress",
+    "Suppression": "bayessdc.recipes.suppress",
+    "SuppressionNotSafeError": "bayessdc.recipes.suppress",
+    "compare_tables": "bayessdc.tables",
+    "TableComparison": "bayessdc.tables",
     "Diagnostics": "bayessdc.release",
     "Release": "bayessdc.release",
     "compare_releases": "bayessdc.report",
@@ -103,8 +110,12 @@ __all__ = [
     "RunMismatchError",
     "SamplerSettings",
     "SolverSettings",
+    "Suppression",
+    "SuppressionNotSafeError",
+    "TableComparison",
     "__version__",
     "compare_releases",
+    "compare_tables",
     "default_policy",
     "evaluate",
     "load",
@@ -113,6 +124,7 @@ __all__ = [
     "named_priors",
     "read_table",
     "register_measure",
+    "suppress",
     "synthesize",
 ]
 

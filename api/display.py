@@ -30,6 +30,7 @@ __all__ = [
     "release_plot",
     "shorten",
     "summary_html",
+    "table_html",
     "verdict_box",
     "verdict_class",
     "verdict_html",
@@ -138,6 +139,30 @@ def _table(
         f'<div style="overflow-x: auto; max-width: 100%;"><table style="{_TABLE}">{cap}<thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def table_html(
+    frame: pd.DataFrame, caption: str = "", classes: Sequence[bool | None] | None = None, column: str = "verdict"
+) -> str:
+    """A DataFrame as an HTML table with the display's inline styles (numbers right-aligned, no stylesheet).
+
+    Parameters
+    ----------
+    frame
+        The rows to show (its index is not shown).
+    caption
+        The table's caption.
+    classes
+        One verdict per row (:func:`verdict_class`): the cell of ``column`` in that row is coloured by it.
+    column
+        The column ``classes`` colours.
+
+    Returns
+    -------
+    str
+        A ``<table>`` inside a box that scrolls sideways when the table is wide.
+    """
+    return _table(frame, caption, classes, column)
 
 
 def _note(text: str) -> str:

@@ -611,7 +611,7 @@ def load_policy(policy: Policy | str | os.PathLike[str] | None) -> Policy:
 
 
 _CRITERION_KEYS = {"measure", "subset", "statistic", "at_most", "at_least", "source", "applies_to", "name"}
-_SYNTHESIZERS = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta")
+_SYNTHESIZERS = ("flows", "spatial", "dpmpm", "dp_areal", "cart", "cta", "suppress")
 
 
 def _parse(text: str, where: str, *, path: str | None = None, builtin: bool = False) -> Policy:

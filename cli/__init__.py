@@ -32,13 +32,13 @@ from .synthesizer import commands
 SYNTHESIZERS: dict[str, Command] = {c.name: c for c in commands()}
 
 #: The modules of the other subcommands.
-MODULES: tuple[str, ...] = ("cta", "evaluate", "report", "policy", "demo")
+MODULES: tuple[str, ...] = ("cta", "suppress", "evaluate", "report", "policy", "demo")
 
 #: Every subcommand, in the order ``bayessdc --help`` lists them: the synthesizers', then the others.
 SUBCOMMANDS: tuple[str, ...] = (*SYNTHESIZERS, *MODULES)
 
 #: The subcommands that release something, each judged by a disclosure policy (``--policy``).
-RELEASING: frozenset[str] = frozenset({*SYNTHESIZERS, "cta", "evaluate"})
+RELEASING: frozenset[str] = frozenset({*SYNTHESIZERS, "cta", "suppress", "evaluate"})
 
 #: The subcommands that release tables of records, which a control set (``--holdout``) can be compared with.
 RECORDS: frozenset[str] = frozenset(name for name, c in SYNTHESIZERS.items() if c.records)
@@ -74,8 +74,8 @@ EXIT_STATUS = """exit status:
   0  released (or, for demo, every example ran)
   2  bad input or options: the message names the column, row or constraint; nothing is written
   3  refused, nothing released: a gate failed (private/ holds the diagnostics), the release fails its
-     disclosure policy (private/policy.json says which criterion), or for cta no adjustment meets the
-     protection"""
+     disclosure policy (private/policy.json says which criterion), or for cta (suppress) no adjustment
+     (pattern) meets the protection"""
 
 
 def common_options() -> argparse.ArgumentParser:

@@ -13,6 +13,29 @@ from .options import build, given, option
 OBJECTIVE_CHOICES = ("l1", "relative", "weighted", "variance", "compromise")
 
 
+def table_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    """The options that say which table and which of its cells are sensitive, shared by ``cta`` and ``suppress``:
+    ``--table``, ``--dims``, ``--value``, ``--protection`` or ``--rule``, ``--contributor`` (each setting the
+    parameter of the same name of ``bsd.<verb>``)."""
+    parser.add_argument(
+        "--table",
+        required=True,
+        type=pathlib.Path,
+        help="CSV, Parquet, Stata or SAS file (by extension): one row per cell (long form) or per contribution",
+    )
+    parser.add_argument(
+        "--dims", required=True, help="dimension columns, comma separated; 'a>b' is a hierarchy (a above b)"
+    )
+    parser.add_argument("--value", required=True, help="column of cell values (contributions)")
+    source = parser.add_mutually_exclusive_group()
+    option(source, "--protection", to=f"{verb}.protection", metavar="COL",
+           help="column of protection levels (long form)")  # fmt: skip
+    option(source, "--rule", to=f"{verb}.rule", action="append", metavar="RULE",
+           help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)")  # fmt: skip
+    option(parser, "--contributor", to=f"{verb}.contributor", metavar="COL",
+           help="the input is microdata: this column identifies contributors; cells are sums")  # fmt: skip
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``cta`` subcommand."""
     parser = subparsers.add_parser(
@@ -26,23 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             "input or options; 3 nothing released (no adjustment meets the protection, or a check failed)."
         ),
     )
-    parser.add_argument(
-        "--table",
-        required=True,
-        type=pathlib.Path,
-        help="CSV, Parquet, Stata or SAS file (by extension): one row per cell (long form) or per contribution",
-    )
-    parser.add_argument(
-        "--dims", required=True, help="dimension columns, comma separated; 'a>b' is a hierarchy (a above b)"
-    )
-    parser.add_argument("--value", required=True, help="column of cell values (contributions)")
-    source = parser.add_mutually_exclusive_group()
-    option(source, "--protection", to="adjust.protection", metavar="COL",
-           help="column of protection levels (long form)")  # fmt: skip
-    option(source, "--rule", to="adjust.rule", action="append", metavar="RULE",
-           help="sensitivity rule: p%%=15, nk=2,85 or threshold=3 (repeatable)")  # fmt: skip
-    option(parser, "--contributor", to="adjust.contributor", metavar="COL",
-           help="the input is microdata: this column identifies contributors; cells are sums")  # fmt: skip
+    table_options(parser, "adjust")
     option(
         parser, "--kind", to="adjust.kind", choices=("magnitude", "count"),
         help="count tables get integer adjustments and the threshold rule on counts (default {default})",

@@ -18,8 +18,9 @@ __all__ = ["DEMOS", "add_parser", "run"]
 
 _log = logging.getLogger(__name__)
 
-#: The demos run, in order: every synthesizer's (declared by its command) and then controlled tabular adjustment's.
-DEMOS: tuple[str, ...] = (*(c.name for c in synthesizer.commands()), "cta")
+#: The demos run, in order: every synthesizer's (declared by its command), then controlled tabular adjustment's and
+#: complementary cell suppression's.
+DEMOS: tuple[str, ...] = (*(c.name for c in synthesizer.commands()), "cta", "suppress")
 
 
 def _demo(name: str, out: Path, seed: int) -> list[dict[str, Any]]:

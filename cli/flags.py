@@ -53,6 +53,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "jitter": "--jitter",
     "keep": "--keep",
     "known": "--known",
+    "lower": "--lower",
     "log_response": "--log-response",
     "m": "--m",
     "max_cells": "--max-cells",
@@ -63,6 +64,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "neighbours": "--neighbours",
     "ordered_logits": "--ordered-logit",
     "out": "--out",
+    "pattern": "--pattern",
     "phi_prior": "--phi-prior",
     "preserve_mean": "--preserve-mean",
     "protection": "--protection",
@@ -78,6 +80,7 @@ PARAMETER_FLAGS: dict[str, str] = {
     "time_budget": "--time-budget",
     "time_limit": "--time-limit",
     "tune": "--tune",
+    "upper": "--upper",
     "utility_tolerance": "--utility-tolerance",
 }
 

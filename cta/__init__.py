@@ -5,7 +5,8 @@ sensitive cells (:func:`protection_from_table`, :func:`protection_from_rules`), 
 (:func:`adjust_table`, its options in :class:`AdjustmentSettings` and :class:`SolverSettings`) and measure the
 result (:func:`quality_report`). ``bayessdc.adjust`` runs these steps and writes the release/private output
 folder. :func:`audit_table` audits any published table (adjusted, suppressed or both) as an intruder would: the
-interval each sensitive cell is known to lie in, by linear programming.
+interval each sensitive cell is known to lie in, by linear programming; :func:`suppress_table` suppresses the
+sensitive cells and the least-cost complementary cells that protect them (``bayessdc.suppress`` writes its folder).
 
 References
 ----------
@@ -28,6 +29,7 @@ from .rules import (
     protection_from_table,
 )
 from .settings import OBJECTIVES, AdjustmentSettings, SolverSettings
+from .suppression import Suppressed, suppress_table
 from .table import (
     TOTAL_LABEL,
     Dimension,
@@ -50,6 +52,7 @@ __all__ = [
     "PPercentRule",
     "Protection",
     "SolverSettings",
+    "Suppressed",
     "Table",
     "ThresholdRule",
     "adjust_table",
@@ -64,6 +67,7 @@ __all__ = [
     "protection_from_table",
     "protection_shortfalls",
     "quality_report",
+    "suppress_table",
     "table_from_long",
     "table_from_microdata",
 ]

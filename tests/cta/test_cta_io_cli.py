@@ -40,7 +40,7 @@ def test_cli_end_to_end(tmp_path, cta_main):
     assert status == 0
     assert sorted(p.name for p in (out / "release").iterdir()) == ["adjusted.csv", "model.json"]
     private = sorted(p.name for p in (out / "private").iterdir())
-    assert private == ["cells.csv", "policy.json", "quality.json", "report.html", "run.json"]
+    assert private == ["audit.csv", "cells.csv", "policy.json", "quality.json", "report.html", "run.json"]
     adjusted = pd.read_csv(out / "private" / "cells.csv")
     assert list(adjusted.columns) == ["row", "column", "original", "adjusted", "adjustment", "sensitive",
                                       "protection"]

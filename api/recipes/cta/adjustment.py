@@ -1,6 +1,7 @@
 """The adjusted table of :func:`bayessdc.adjust` (:class:`Adjustment`): its quality figures, the solver's status,
 its measures and disclosure policy's verdict, and the two-part output folder it is saved to (``release/`` the
-adjusted table and its rule; ``private/`` the cells with their protection, the quality figures and the report).
+adjusted table and its rule; ``private/`` the cells with their protection, the intruder's audit of every sensitive
+cell, the quality figures and the report).
 An adjustment that does not meet every protection or whose totals do not add up is not released: ``save``
 writes ``private/`` and raises :class:`ProtectionNotMetError`."""
 
@@ -18,10 +19,10 @@ from bayessdc.synthesis.output import OutputFolder, json_writer
 
 from ...policy import DisclosureRefused
 
-__all__ = ["PRIVATE_CELLS", "QUALITY", "RELEASE_TABLE", "Adjustment", "ProtectionNotMetError"]
+__all__ = ["AUDIT", "PRIVATE_CELLS", "QUALITY", "RELEASE_TABLE", "Adjustment", "ProtectionNotMetError"]
 
 #: The release's and the private folder's files.
-RELEASE_TABLE, PRIVATE_CELLS, QUALITY = "adjusted.csv", "cells.csv", "quality.json"
+RELEASE_TABLE, PRIVATE_CELLS, QUALITY, AUDIT = "adjusted.csv", "cells.csv", "quality.json", "audit.csv"
 
 
 class ProtectionNotMetError(RuntimeError):
@@ -125,6 +126,9 @@ class Adjustment:
 
         with OutputFolder(out, self.identity) as folder:
             folder.write_private_file(PRIVATE_CELLS, lambda path: self.table.to_csv(path, index=False))
+            audit = self.measured.get("audited_cells") if self.measured is not None else None
+            if audit is not None and audit.details is not None:  # what bayessdc report sets beside a suppression's
+                folder.write_private_file(AUDIT, lambda path: audit.details.to_csv(path, index=False))
             folder.write_private_json(QUALITY, self.quality)
             folder.write_private_file("report.html", html_writer(self.render_report))
             if self.policy is not None:

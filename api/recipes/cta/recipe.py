@@ -11,6 +11,7 @@ and :meth:`Adjustment.save` writes the two-part output folder as ``bayessdc cta`
     the objective, the method, capacity, integrality), never an original value or a protection level.
 ``private/`` (never published)
     ``cells.csv``: each cell's original value, adjusted value, adjustment, sensitivity flag and protection;
+    ``audit.csv``: the intruder's audit of every sensitive cell (its interval, :func:`bayessdc.cta.audit_table`);
     ``quality.json``: the quality figures, checks and solver report; ``run.json``: the run's identity.
 
 An adjustment that does not meet every protection or whose totals do not add up is not released: ``save``
