@@ -217,7 +217,7 @@ def run_lps(shape: tuple[int, int, int, int], suppressed: np.ndarray, count: int
     primaries = [cell for cell in cells if protection.sensitive[cell]]
     T = sp.csr_matrix(table.additivity)
     started = time.perf_counter()
-    attackers = Attackers(T, sp.csc_matrix(T), np.minimum(x, wide) / unit, np.full(len(x), wide / unit),
+    attackers = Attackers(T, np.minimum(x, wide) / unit, np.full(len(x), wide / unit),
                            suppressed.astype(float))  # fmt: skip
     found = []
     for j in range(count):

@@ -553,8 +553,6 @@ def _parts(T: sp.spmatrix, b: np.ndarray, unknown: np.ndarray, extra_rows: sp.cs
            extra_rhs: np.ndarray | None):
     """The connected parts of the unknowns: ``(cells, rows, rhs)``, with ``rows @ x[cells] == rhs`` the equations
     that hold them once the known cells are put in (``rows`` None for an unknown in no equation)."""
-    from scipy.sparse.csgraph import connected_components
-
     T = sp.csr_matrix(T)
     rhs_all = -(T[:, np.flatnonzero(~unknown)] @ b[~unknown]) if (~unknown).any() else np.zeros(T.shape[0])
     if extra_rows is not None:
@@ -562,14 +560,8 @@ def _parts(T: sp.spmatrix, b: np.ndarray, unknown: np.ndarray, extra_rows: sp.cs
         rhs_all = np.concatenate([rhs_all, extra_rhs])
     cells = np.flatnonzero(unknown)
     A = sp.csr_matrix(T[:, cells])
-    used = np.flatnonzero(A.getnnz(axis=1) > 0)
+    cell_label, used, row_label = _components(A)
     A, rhs_all = A[used], rhs_all[used]
-    k, m = len(cells), A.shape[0]
-    pattern = sp.csr_matrix(abs(A))
-    pattern.data[:] = 1.0
-    graph = sp.bmat([[None, pattern.T], [pattern, None]], format="csr") if m else sp.csr_matrix((k, k))
-    _, labels = connected_components(graph, directed=False)
-    cell_label, row_label = labels[:k], labels[k:]
     order = np.argsort(cell_label, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(cell_label[order]) != 0])
     row_order = np.argsort(row_label, kind="stable")
@@ -581,6 +573,20 @@ def _parts(T: sp.spmatrix, b: np.ndarray, unknown: np.ndarray, extra_rows: sp.cs
             yield cells[group], None, None
             continue
         yield cells[group], sp.csr_matrix(A[rows][:, group]), rhs_all[rows]
+
+
+def _components(A: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The connected parts of the columns of ``A`` (cells) linked through its rows (equations): each column's part,
+    the rows that hold any column, and each such row's part."""
+    from scipy.sparse.csgraph import connected_components
+
+    used = np.flatnonzero(A.getnnz(axis=1) > 0)
+    pattern = sp.csr_matrix(abs(A[used]))
+    pattern.data[:] = 1.0
+    k = A.shape[1]
+    graph = sp.bmat([[None, pattern.T], [pattern, None]], format="csr") if len(used) else sp.csr_matrix((k, k))
+    _, labels = connected_components(graph, directed=False)
+    return labels[:k], used, labels[k:]
 
 
 class _Part:

@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .audit import _a_priori, _check_input
+from .audit import _a_priori, _check_input, _components
 from .problem import InfeasibleError
 from .rules import Protection
 from .settings import DEFAULT_SOLVER, SolverSettings
@@ -308,7 +308,7 @@ class _Problem:
 
     def _structural_cuts(self) -> None:
         """Each equation through a primary cell holds another suppressed cell (else it pins the cell)."""
-        T = sp.csr_matrix(self.T)
+        T = self.T
         for i in np.flatnonzero(self.primary):
             if max(self.need[1.0][i], self.need[-1.0][i]) <= self.tol:
                 continue
@@ -389,7 +389,7 @@ class _Problem:
         """The attackers of pattern ``z`` (built once per pattern)."""
         key = z.astype(float).tobytes()
         if self._last is None or self._last[0] != key:
-            self._last = (key, Attackers(self.T, self.Tc, self.down, self.up, z.astype(float)))
+            self._last = (key, Attackers(self.T, self.down, self.up, z.astype(float)))
         return self._last[1]
 
     def _attack(self, i: int, sign: float, z: np.ndarray) -> tuple[float, np.ndarray]:
@@ -571,21 +571,12 @@ class Attackers:
     table, scipy's ``linprog`` took 5.4 ms an attacker, mostly its own wrapping, and the parts by sparse indexing
     another 2.7 ms."""
 
-    def __init__(self, T: sp.csr_matrix, Tc: sp.csc_matrix, down: np.ndarray, up: np.ndarray, z: np.ndarray) -> None:
-        from scipy.sparse.csgraph import connected_components
-
+    def __init__(self, T: sp.csr_matrix, down: np.ndarray, up: np.ndarray, z: np.ndarray) -> None:
         self.T, self.z, self.down, self.up = T, z, down, up
         self.active = np.flatnonzero(z > _ZERO)
-        A = sp.csr_matrix(T[:, self.active])
-        self.used = np.flatnonzero(A.getnnz(axis=1) > 0)
-        pattern = sp.csr_matrix(A[self.used])
-        pattern.data[:] = 1.0
-        k = len(self.active)
-        graph = sp.bmat([[None, pattern.T], [pattern, None]], format="csr") if len(self.used) else sp.csr_matrix((k, k))
-        _, labels = connected_components(graph, directed=False)
+        labels, self.used, self.row_label = _components(sp.csr_matrix(T[:, self.active]))
         self.cell_label = np.full(len(z), -1)
-        self.cell_label[self.active] = labels[:k]
-        self.row_label = labels[k:]
+        self.cell_label[self.active] = labels
         self.models: dict[int, tuple] = {}
 
     def part(self, cell: int) -> np.ndarray:

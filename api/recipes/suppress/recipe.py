@@ -300,17 +300,8 @@ def _pattern(built: cta.Table, data: pd.DataFrame, column: str) -> np.ndarray:
 
 def _cells(solution: Any) -> pd.DataFrame:
     """Every cell in the table's order: labels, values, what was suppressed and why, cost and protection."""
-    table, protection = solution.table, solution.protection
-    frame = table.cells[list(table.label_columns)].reset_index(drop=True)
-    frame["original"] = table.values
-    frame["published"] = solution.published
-    frame["suppressed"] = np.isnan(solution.published)
-    frame["primary"] = np.asarray(solution.primary, dtype=bool)
-    frame["secondary"] = np.asarray(solution.secondary, dtype=bool)
-    frame["cost"] = solution.costs
-    frame["protection_lower"] = protection.lower
-    frame["protection_upper"] = protection.upper
-    return frame
+    protection = solution.protection
+    return solution.frame().assign(protection_lower=protection.lower, protection_upper=protection.upper)
 
 
 def _with_audit(cells: pd.DataFrame, audit: pd.DataFrame, built: cta.Table) -> pd.DataFrame:
