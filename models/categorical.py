@@ -116,6 +116,55 @@ class CategoricalData:
         rows = np.asarray(rows, dtype=np.int64)
         return _with_cells(self.variables, self.keep, self.synthesize, self.levels, self.codes[rows])
 
+    def with_levels(self, levels: dict[str, np.ndarray]) -> CategoricalData:
+        """The same records with wider levels for some variables (``{variable: levels}``, each holding the
+        variable's own levels): a model fitted on them gives the levels its records do not take the probability
+        its prior and the other records allow, so that it can be evaluated at records that take them.
+
+        Examples
+        --------
+        >>> data = prepare_categorical(pd.DataFrame({"x": ["p", "q"], "y": ["u", "v"]}), ["y"], ["x"])
+        >>> wide = data.with_levels({"x": np.array(["o", "p", "q"], dtype=object)})
+        >>> wide.levels["x"].tolist(), wide.codes[:, 0].tolist(), wide.frame().equals(data.frame())
+        (['o', 'p', 'q'], [1, 2], True)
+        """
+        wide, codes = dict(self.levels), self.codes.copy()
+        for variable, values in levels.items():
+            values = np.asarray(values)
+            position = pd.Index(values).get_indexer(self.levels[variable])
+            if (position < 0).any():
+                lost = self.levels[variable][position < 0]
+                raise ValueError(f"levels of {variable!r} without {', '.join(map(repr, lost.tolist()))}")
+            j = self.variables.index(variable)
+            codes[:, j], wide[variable] = position[codes[:, j]], values
+        return _with_cells(self.variables, self.keep, self.synthesize, wide, codes)
+
+    def code_kept(self, frame: pd.DataFrame) -> CategoricalData:
+        """Other records coded by these levels for a draw given their kept values: ``frame``'s kept columns coded,
+        each synthesized variable at its first level (a placeholder: a draw given the kept values alone, the
+        DPMPM's ``conditioning="pattern"``, never reads it).
+
+        Raises
+        ------
+        CategoricalDataError
+            A kept value these levels do not hold (naming the column and rows).
+
+        Examples
+        --------
+        >>> data = prepare_categorical(pd.DataFrame({"x": ["p", "q"], "y": ["u", "v"]}), ["y"], ["x"])
+        >>> data.code_kept(pd.DataFrame({"x": ["q", "q", "p"]})).codes.tolist()
+        [[1, 0], [1, 0], [0, 0]]
+        """
+        codes = np.zeros((len(frame), len(self.variables)), dtype=np.int64)
+        for j in self.keep_index:
+            variable = self.variables[j]
+            codes[:, j] = pd.Index(self.levels[variable]).get_indexer(frame[variable])
+            unknown = codes[:, j] < 0
+            if unknown.any():
+                raise CategoricalDataError(f"column {variable!r} holds a level the model has no code for at "
+                                           f"{name_rows(unknown)}")  # fmt: skip
+        return _with_cells(self.variables, self.keep, self.synthesize, self.levels, codes)
+
 
 def long_frame(data: CategoricalData, synthesized: dict[str, tuple[Any, np.ndarray]], m: int) -> pd.DataFrame:
     """m synthetic datasets as one long table of labels with a first column ``synthetic`` (1..m): the kept

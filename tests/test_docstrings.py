@@ -9,6 +9,7 @@ import pytest
 #: recipes, the measures, the generic risk functions and the combining rules.
 MODULES = (
     "bayessdc.pipeline",
+    "bayessdc.models.categorical",
     "bayessdc.recipes.dpmpm.recipe",
     "bayessdc.recipes.dp_areal.recipe",
     "bayessdc.recipes.cart.recipe",
@@ -28,6 +29,7 @@ MODULES = (
     "bayessdc.measures",
     "bayessdc.measures.household_tables",
     "bayessdc.measures.households",
+    "bayessdc.measures.strata",
     "bayessdc.risk.copies",
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",

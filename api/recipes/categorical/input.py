@@ -54,6 +54,9 @@ class CategoricalPrepared(Prepared):
     strata
         The groups of areas synthesized one by one and each group's own prepared input, when the release is
         synthesized area by area (``strata=``); ``None`` otherwise.
+    area
+        The area model's input (:class:`bayessdc.recipes.cart.areas.AreaInput`) when the area is synthesized before
+        the within-area models (``area_model=``), on the run's input and on each group's; ``None`` otherwise.
     """
 
     original: pd.DataFrame
@@ -64,6 +67,7 @@ class CategoricalPrepared(Prepared):
     ordered_logits: list[tuple[str, list[str]]]
     structural_zeros: list[Rule] = field(default_factory=list)
     strata: CategoricalStrata | None = None
+    area: Any = None
 
 
 @dataclass

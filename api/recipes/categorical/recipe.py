@@ -43,8 +43,19 @@ from bayessdc.synthesis.streams import Stream
 from ...errors import InputError
 from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
 from ...release import Release
+from ..cart.areas import area_counts, area_recipe, area_roles, describe_area, fit_area, prepare_area
+from .areas import (
+    AREA_GROUP,
+    area_description,
+    area_folder,
+    draw_within_areas,
+    measured_roles,
+    staged_description,
+    staged_fit,
+    within_area_prepared,
+)
 from .gate import categorical_release_gate
-from .input import CategoricalPrepared, CategoricalStrata, KnownSets
+from .input import CategoricalPrepared, CategoricalStrata, KnownSets, release_notices
 from .strata import StrataFit, combine_fits, group_table, group_targets, in_data_order
 from .utility import CategoricalMeasures, ordered_logit_inputs
 
@@ -112,7 +123,8 @@ class CategoricalRecipe(Recipe):
     more_draws: ClassVar[str] = "raise draws="
 
     def check_run(self, m: int, allow_unconverged: bool) -> None:
-        """Refuse, before sampling, what the release gate or ``m`` cannot be given.
+        """Refuse, before sampling, what the release gate or ``m`` cannot be given (and what the area model's own
+        checks refuse, when the area is synthesized first).
 
         Fewer than :data:`~bayessdc.synthesis.release_gate.MIN_CHAINS` chains where the gate decides the release
         (it judges the spread between chain means from at least that many; its stopping rule adds chains beyond
@@ -133,6 +145,9 @@ class CategoricalRecipe(Recipe):
             )
         if m > chains * draws:
             raise InputError(f"m={m} needs at least {m} posterior draws; {self.more_draws}")
+        area_model = getattr(self, "area_model", None)
+        if area_model is not None:
+            area_recipe(area_model).check_run(m, allow_unconverged)
 
     def _check_repetitions(self) -> None:
         if self.repetitions < 1:
@@ -161,12 +176,15 @@ class CategoricalRecipe(Recipe):
         if strata is None:
             return self._fit_one(prepared, m, seed, workdir, progress)
         say = stage_messages(self.label, progress)
+        first = None
+        if prepared.area is not None:  # the area model first (its own seed and release gate)
+            first = fit_area(prepared.area, m, workdir, progress)
         parts = {}
         for i, (name, part) in enumerate(strata.parts.items(), start=1):
             say(f"group {i} of {len(strata.parts)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
             parts[name] = self._fit_one(part, m, strata.seed(seed, name), _group_folder(workdir, strata, name),
                                         progress)  # fmt: skip
-        return self._strata_fitted(prepared, parts)
+        return self._strata_fitted(prepared, parts, first)
 
     def _fit_one(
         self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool
@@ -186,12 +204,19 @@ class CategoricalRecipe(Recipe):
         """The parameter gate's figures, the posterior summary and the release gate's verdict (the recipe's own)."""
         raise NotImplementedError
 
-    def _strata_fitted(self, prepared: CategoricalPrepared, parts: dict[str, Fitted]) -> Fitted:
-        """The groups' fits as the run's, decided by the release gate of them all (every group's must pass)."""
+    def _strata_fitted(self, prepared: CategoricalPrepared, parts: dict[str, Fitted], first: Fitted | None = None
+                       ) -> Fitted:  # fmt: skip
+        """The groups' fits as the run's, decided by the release gate of them all (every group's must pass); with
+        the area synthesized first, the area model's fit ``first`` and its gate among them
+        (:func:`~bayessdc.recipes.categorical.areas.staged_fit`)."""
         fitted = combine_fits(prepared.strata, parts, len(prepared.original), prepared.singles)
         # written whatever the verdict, as the posteriors are: a refused run names its failing groups there too
         fitted.private_files["strata.parquet"] = table_writer(group_table(prepared.strata, fitted.state))
-        return self._gated(fitted, fitted.release_gate, all(bool(p.parameter_passed) for p in parts.values()))
+        parameter_passed = all(bool(p.parameter_passed) for p in parts.values())
+        if first is not None:
+            fitted = staged_fit(prepared.area, first, fitted)
+            parameter_passed = parameter_passed and bool(first.parameter_passed)
+        return self._gated(fitted, fitted.release_gate, parameter_passed)
 
     def more_chains(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
                     workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
@@ -204,12 +229,20 @@ class CategoricalRecipe(Recipe):
         if strata is None:
             return self._more_chains_one(prepared, fitted, chains, seed, workdir, progress)
         say = stage_messages(self.label, progress)
-        parts = dict(fitted.state.parts)
+        parts, first = dict(fitted.state.parts), getattr(fitted.state, "first", None)
         for name, target in group_targets(fitted.release_gate, chains, self.gate.max_chains).items():
+            if name == AREA_GROUP:  # the area model's chains, by its own recipe
+                area = prepared.area
+                say(f"the area model: {first.release_gate.chains} chains to {target} ...")
+                first = area.recipe.more_chains(area.prepared, first, target, area.seed, area_folder(workdir),
+                                                progress)  # fmt: skip
+                if first is None:
+                    return None
+                continue
             say(f"group {name} by {strata.column!r}: {parts[name].release_gate.chains} chains to {target} ...")
             parts[name] = self._more_chains_one(strata.parts[name], parts[name], target, strata.seed(seed, name),
                                                 _group_folder(workdir, strata, name), progress)  # fmt: skip
-        return self._strata_fitted(prepared, parts)
+        return self._strata_fitted(prepared, parts, first)
 
     def _more_chains_one(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
                          workdir: Path | None, progress: bool) -> Fitted:  # fmt: skip
@@ -316,6 +349,46 @@ class CategoricalRecipe(Recipe):
         prepared.strata = CategoricalStrata(plan, rows, parts, plan.describe(frame))
         prepared.identity["strata"] = {"column": plan.column, "min_stratum": plan.min_size, "pool_by": plan.parent}
 
+    def _area_roles(self, frame: pd.DataFrame, synthesize: list[str], keep: list[str]) -> tuple[list[str], list[str]]:
+        """The area model's columns (the area, then the area columns) and the kept columns it draws them given
+        (:func:`~bayessdc.recipes.cart.areas.area_roles`, every column categorical); ``([], [])`` without an area
+        model.
+
+        Raises
+        ------
+        bayessdc.InputError
+            ``area_model=``, ``area_columns=`` or ``area_given=`` without ``strata=``, the last two without
+            ``area_model=``, and what :func:`~bayessdc.recipes.cart.areas.area_roles` refuses.
+        """
+        area_model = getattr(self, "area_model", None)
+        area_columns, area_given = getattr(self, "area_columns", ()), getattr(self, "area_given", None)
+        if area_model is None and not area_columns and area_given is None:
+            return [], []
+        if self.strata is None:
+            raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
+                             "model draws")  # fmt: skip
+        if area_model is None:
+            raise InputError("area_columns= and area_given= need area_model=, the model that synthesizes the area")
+        model = area_recipe(area_model)
+        return area_roles(frame, self.strata, area_columns, area_given, synthesize, keep, list(frame.columns),
+                          self.pool_by, None, model.name)  # fmt: skip
+
+    def _with_area(self, frame: pd.DataFrame, columns: list[str], given: list[str], seed: int,
+                   prepared: CategoricalPrepared) -> None:  # fmt: skip
+        """``prepared`` with the area synthesized first (nothing without ``columns``): the area model's input
+        (:func:`~bayessdc.recipes.cart.areas.prepare_area`, its seed the run's stream ``"area-model"``) and each
+        group's kept columns on the whole file's levels
+        (:func:`~bayessdc.recipes.categorical.areas.within_area_prepared`)."""
+        if not columns:
+            return
+        area = prepare_area(self.area_model, frame, columns, given, seed)
+        strata = prepared.strata
+        strata.parts = {name: within_area_prepared(part, prepared, area) for name, part in strata.parts.items()}
+        prepared.area = area
+        prepared.notices = [*prepared.notices, *area.prepared.notices]
+        prepared.identity["area_model"] = {"columns": area.columns, "given": area.given,
+                                           "model": dict(area.prepared.identity)}  # fmt: skip
+
     def describe(self, prepared: CategoricalPrepared, fitted: Fitted) -> dict[str, Any]:
         """The model (priors, settings, no estimate), the columns' roles and the release gate's setting."""
         strata = prepared.strata
@@ -353,6 +426,11 @@ class CategoricalRecipe(Recipe):
                        "(the levels they take) with the group's own seed; each record's synthesized values drawn by "
                        "its group's model, every record kept in its area"},
         })  # fmt: skip
+        if prepared.area is not None:
+            synthesized, kept = measured_roles(prepared, prepared.area)
+            description.update(synthesized=synthesized, kept=kept,
+                               area_model=staged_description(describe_area(prepared.area, state.first), prepared))
+            description = area_description(description)
         return description
 
     def draw(self, prepared: CategoricalPrepared, fitted: Fitted, m: int, seed: int, progress: bool) -> Drawn:
@@ -377,6 +455,8 @@ class CategoricalRecipe(Recipe):
         fit's private files, so that a refused run has it)."""
         strata = prepared.strata
         say(f"drawing {m} synthetic datasets{self._drawing()} in {len(strata.parts)} groups by {strata.column!r} ...")
+        if prepared.area is not None:
+            return self._draw_within_areas(prepared, state, m, seed, say)
         frames, joints = {}, {}
         for name, part in strata.parts.items():
             own: CategoricalFit = state.parts[name].state
@@ -395,6 +475,33 @@ class CategoricalRecipe(Recipe):
         drawn.measure_input.strata = strata.column
         drawn.private_tables["strata.parquet"] = group_table(strata, state)
         drawn.facts.update(strata=sum(len(v) for v in strata.plan.groups.values()), strata_groups=len(strata.parts))
+        return drawn
+
+    def _draw_within_areas(
+        self, prepared: CategoricalPrepared, state: Any, m: int, seed: int, say: Callable[[str], None]
+    ) -> Drawn:
+        """The m datasets of a release whose area is synthesized first
+        (:func:`~bayessdc.recipes.categorical.areas.draw_within_areas`), measured over the whole file with the area
+        and the area columns synthesized (:func:`~bayessdc.recipes.categorical.areas.measured_roles`; the inherent
+        scenarios redraw them too). No per-record Bayesian attribute risk: its importance weights are those of a
+        record's own posterior, and a record's synthesized values are drawn by its synthetic area's."""
+        from bayessdc.risk.identification import inherent_risk
+
+        area, strata = prepared.area, prepared.strata
+        synthetic = draw_within_areas(prepared, state, area, m, seed)
+        synthesized, kept = measured_roles(prepared, area)
+        known = prepared.known  # the knowledge sets of the measured roles (checked by prepare)
+        _, singles = release_notices(prepared.original, prepared.original, synthesized, kept)
+        measured = replace(prepared, synthesize=synthesized, keep=kept, known=known, singles=singles)
+        if state.inherent is None:
+            state.inherent = inherent_risk(prepared.original, synthesized, kept, known, repetitions=self.repetitions,
+                                           seed=seed)  # fmt: skip
+        drawn = self._measured(measured, synthetic, None, state.inherent, seed, say)
+        drawn.measure_input.strata = strata.column
+        drawn.private_tables["strata.parquet"] = group_table(strata, state)
+        drawn.private_tables["area_counts.parquet"] = area_counts(prepared.original, synthetic, strata.column)
+        drawn.facts.update(strata=sum(len(v) for v in strata.plan.groups.values()), strata_groups=len(strata.parts),
+                           area_model=area.name)  # fmt: skip
         return drawn
 
     def _bayesian_risk_by_group(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...command import Command, Option, synthesize_options
+from ...command import Command, Option, columns, synthesize_options
 from ..categorical.command import GROUPS, categorical_lines, demo_release, gate_lines, roles, shared_options
 
 __all__ = ["COMMAND"]
@@ -60,6 +60,14 @@ COMMAND = Command(
                "(default {default}; 0: none)", type=int),
         Option("DPMPM.risk_draws", "posterior draws used as proposals (default {default})", type=int),
         *shared_options("DPMPM"),
+        Option("DPMPM.area_model", "with strata=: synthesize the area first, each record's area drawn by this model "
+               "(its defaults; gated by its release gate) given its kept values, then its synthesized columns by the "
+               "DPMPM of its synthetic area; each area's number of records is then synthetic",
+               choices=("dpmpm", "dp_areal")),
+        Option("DPMPM.area_columns", "comma-separated columns the area model synthesizes with the area (dpmpm only)",
+               parse=columns, metavar="A,B"),
+        Option("DPMPM.area_given", "comma-separated kept columns the area model draws the area given (default: every "
+               "kept column)", parse=columns, metavar="A,B"),
     ),  # fmt: skip
     groups=GROUPS,
     summary=summary,

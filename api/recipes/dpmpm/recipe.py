@@ -9,7 +9,7 @@ Bayesian attribute risk is measured by importance sampling. With ``strata=`` one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -102,6 +102,18 @@ class DPMPM(CategoricalRecipe):
         ``pool_by`` area, and what is left pooled together (a last pool still smaller is refused).
     pool_by
         A coarser area holding each area whole, within which the small areas are pooled.
+    area_model
+        The area synthesized first (with ``strata``): ``"dpmpm"`` or ``"dp_areal"`` (``bsd.DPMPM()``,
+        ``bsd.DPAreal()``), or such a recipe with settings of its own, draws each record's area (and the
+        ``area_columns``) given its kept values (``area_given``), its posterior judged by its own release gate; then
+        each record's synthesized columns are drawn by the DPMPM of its synthetic area's group given its kept values
+        and its synthetic area (:mod:`bayessdc.recipes.categorical.areas`). Each area's number of records is then
+        synthetic, and ``release/model.json`` states none. ``None`` (the default): every record keeps its real area.
+    area_columns
+        Categorical columns synthesized with the area by the area model (the DPMPM only), then kept values of the
+        within-area models.
+    area_given
+        The kept columns the area model draws the area given (default every kept column).
 
     Examples
     --------
@@ -132,6 +144,9 @@ class DPMPM(CategoricalRecipe):
     strata: str | None = None
     min_stratum: int | None = None
     pool_by: str | None = None
+    area_model: str | CategoricalRecipe | None = None
+    area_columns: Sequence[str] = ()
+    area_given: Sequence[str] | None = None
 
     name: ClassVar[str] = "dpmpm"
     label: ClassVar[str] = "dpmpm"
@@ -154,6 +169,8 @@ class DPMPM(CategoricalRecipe):
         self._check_repetitions()
         synthesize, keep = list(synthesize or []), list(keep or [])
         keep = check_strata_roles(self.strata, self.min_stratum, self.pool_by, synthesize, keep)
+        columns, given = self._area_roles(frame, synthesize, keep)
+        keep = [*keep, *columns[1:]]  # the area columns: kept by the within-area models, drawn by the area model
         plan = self._plan_strata(frame, synthesize)
         data = prepare_categorical(frame, synthesize, keep, max_levels=self.max_levels, missing=self.missing,
                                    max_numeric_levels=self.max_numeric_levels)  # fmt: skip
@@ -162,7 +179,7 @@ class DPMPM(CategoricalRecipe):
             raise InputError("the DPMPM needs at least one kept column (keep=): the patterns the risk is measured in")
         ordered_logits = check_ordered_logits(self.ordered_logits, data.levels, keep, synthesize)
         original = data.frame()
-        known = check_known_sets(self.known, synthesize, keep)
+        known = check_known_sets(self.known, [*columns, *synthesize], [c for c in keep if c not in columns])
         notices, singles = release_notices(frame, original, synthesize, keep)
         identity = {
             "synthesizer": "dpmpm",
@@ -187,6 +204,7 @@ class DPMPM(CategoricalRecipe):
             singles=singles, ordered_logits=ordered_logits, structural_zeros=rules,
         )  # fmt: skip
         self._with_strata(frame, plan, prepared)
+        self._with_area(frame, columns, given, seed, prepared)
         return prepared
 
     def _prepare_group(self, frame: pd.DataFrame, whole: CategoricalPrepared) -> CategoricalPrepared:
@@ -207,6 +225,8 @@ class DPMPM(CategoricalRecipe):
         conditionals of the synthesized levels (the posterior summary is written to ``private/posterior.nc``)."""
         data = prepared.data
         synthesizer = replace(self.synthesizer(), structural_zeros=tuple(prepared.structural_zeros))
+        if prepared.area is not None:  # a group of areas whose records are placed by the area model
+            synthesizer = replace(synthesizer, conditioning="pattern")
         say = stage_messages(self.label, progress)
         say(f"fitting K = {self.K} to {data.n_records} records in {len(data.cell_counts)} cells ...")
         idata = self._sample(synthesizer, data, seed, workdir, say, range(self.settings.chains))
@@ -273,7 +293,8 @@ class DPMPM(CategoricalRecipe):
         """The conditionings after the run's own, from most to least informative: each draws from the same
         posterior."""
         order = ["full", "pattern", "prior"]
-        return [{"conditioning": c} for c in order[order.index(self.conditioning) + 1 :]]
+        own = "pattern" if self.area_model is not None else self.conditioning  # the within-area models' own
+        return [{"conditioning": c} for c in order[order.index(own) + 1 :]]
 
     def under(self, setting: dict[str, Any], fitted: Fitted) -> tuple[DPMPM, Fitted]:
         """This recipe and its fit with another ``conditioning``: the same posterior draws (of every group, with
@@ -288,6 +309,8 @@ class DPMPM(CategoricalRecipe):
         return replace(self, **setting), drawing(fitted)
 
     def _drawing(self) -> str:
+        if self.area_model is not None:
+            return " (pattern conditioning, the area synthesized first)"
         return f" ({self.conditioning} conditioning)"
 
     def _facts(self, prepared: CategoricalPrepared) -> dict[str, Any]:

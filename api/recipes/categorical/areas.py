@@ -1,0 +1,198 @@
+"""The area synthesized before the within-area models of a categorical release: ``bsd.DPMPM(strata=...,
+area_model=...)`` (issue 51, item 1).
+
+Two stages, as CART's (:mod:`bayessdc.recipes.cart.areas`, whose first stage this is):
+
+1. **The area model** (``bsd.DPMPM`` or ``bsd.DPAreal``, :func:`~bayessdc.recipes.cart.areas.area_recipe`) draws each
+   record's area, and with it the ``area_columns``, given the record's kept values (``area_given``), its posterior
+   judged by its own release gate; its seed is the run's stream ``"area-model"``.
+2. **The within-area DPMPMs**, one per group of areas (:mod:`bayessdc.recipes.categorical.strata`), each fitted on its
+   areas' real records with the group's own seed and judged by its own release gate, draw the synthesized columns
+   of every record placed in one of its areas by the first stage, given the record's kept values, its synthetic
+   area and area columns: dataset ``l`` given the first stage's dataset ``l``, by the ``l``-th of the group's m
+   posterior draws spread over its chains (:func:`~bayessdc.synthesis.datasets.choose_draws`, the group's stream
+   ``"datasets"``).
+
+What the second stage changes against a release that keeps the area:
+
+- A record drawn into an area may carry kept values no real record of that area has, so each group's model codes
+  every kept column on the whole file's levels (:meth:`~bayessdc.models.categorical.CategoricalData.with_levels`):
+  the latent class of such a record is drawn from the probabilities the group's posterior gives its values (a
+  level the group's records never take has the mass of the Dirichlet prior and of the other records'
+  classes). The synthesized columns are still coded on the group's own levels: a model draws only the labels its
+  areas' records take.
+- The latent class is drawn given the kept values only (the DPMPM's ``conditioning="pattern"``, its gate datasets
+  too): the record's own labels were observed by another area's model, if any.
+- The release gate of the run is the area model's and every group's (:class:`StrataGateReport`, the area model a
+  group named ``"area model"``): more chains go to whichever fails.
+- The area and the area columns are synthesized columns of the measures (Hu & Savitsky's figures judge them
+  against the inherent maximum, which redraws them within each pattern of the kept values), ``release/model.json``
+  states no area's count of records, and ``private/area_counts.parquet`` holds each area's real and drawn counts.
+
+The DP-areal model is not a within-area model here: its log rates are those of the patterns of kept values its
+records take, so it has none for a pattern a record brings from another area.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayessdc.models.base import stack_draws
+from bayessdc.synthesis import streams
+from bayessdc.synthesis.datasets import choose_draws
+from bayessdc.synthesis.streams import Stream
+
+from ...pipeline.recipe import Fitted
+from ..cart.areas import AreaInput, area_datasets
+from .input import CategoricalPrepared, CategoricalStrata
+from .strata import StrataFit, StrataGateReport
+
+__all__ = [
+    "AREA_GROUP", "AreaStrataFit", "area_description", "area_folder", "draw_within_areas", "measured_roles",
+    "staged_description", "staged_fit", "within_area_prepared",
+]  # fmt: skip
+
+#: The area model's name among the groups of the run's release gate.
+AREA_GROUP = "area model"
+
+
+@dataclass
+class AreaStrataFit(StrataFit):
+    """The fit of a categorical release whose area is synthesized first: the groups' fits, the area model's fit
+    (``first``) and its m datasets once drawn (``areas``, by m)."""
+
+    first: Fitted | None = None
+    areas: dict[int, pd.DataFrame] = field(default_factory=dict)
+
+
+def staged_fit(area: AreaInput, first: Fitted, groups: Fitted) -> Fitted:
+    """The run's fit of the area model's ``first`` and the groups' fit ``groups``
+    (:func:`~bayessdc.recipes.categorical.strata.combine_fits`), not yet decided: the release gate is the area
+    model's (as the group :data:`AREA_GROUP`, first) and every group's; the area model's posterior is the fit
+    ``area_model`` (``private/area_model.posterior.nc``), its summary under ``area_model`` in
+    ``private/diagnostics.json``."""
+    gate = StrataGateReport.of({AREA_GROUP: first.release_gate, **groups.release_gate.groups})
+    diagnostics = groups.diagnostics
+    posteriors = {**{f"area_model{'' if k == 'all' else '/' + k}": v for k, v in first.diagnostics.posteriors.items()},
+                  **diagnostics.posteriors}  # fmt: skip
+    summary = {**diagnostics.summary, "area_model": {"model": area.name, **first.diagnostics.summary}}
+    fitted = replace(
+        groups,
+        diagnostics=replace(diagnostics, posteriors=posteriors, summary=summary),
+        state=AreaStrataFit(groups.state.parts, first=first),
+        private_files={**groups.private_files, **{f"area_model.{k}": v for k, v in first.private_files.items()}},
+        reports={**{f"area_model{'' if k == 'all' else '/' + k}": v for k, v in first.reports.items()},
+                 **groups.reports},
+    )  # fmt: skip
+    if not first.release_gate.passed:
+        fitted.what = f"the area model ({area.name}) of {area.columns[0]!r} and {groups.what}"
+    fitted.release_gate = gate
+    return fitted
+
+
+def measured_roles(prepared: CategoricalPrepared, area: AreaInput) -> tuple[list[str], list[str]]:
+    """The release's synthesized and kept columns as the measures read them: the area and the area columns
+    synthesized (before the within-area models' columns), the other kept columns released unchanged."""
+    synthesized = [*area.columns, *prepared.synthesize]
+    return synthesized, [c for c in prepared.keep if c not in area.columns]
+
+
+def draw_within_areas(
+    prepared: CategoricalPrepared, state: AreaStrataFit, area: AreaInput, m: int, seed: int
+) -> pd.DataFrame:
+    """The m datasets of the whole file (a release frame: ``synthetic`` = 1..m, the records in the data's order):
+    the area model's datasets, then each record's synthesized columns by its synthetic area's group.
+
+    Parameters
+    ----------
+    prepared
+        The run's prepared input (its ``strata`` the groups' own inputs, coded on the whole file's kept levels).
+    state
+        The fit: the groups' posteriors and the area model's.
+    area
+        The area model's input.
+    m
+        Number of datasets.
+    seed
+        The run's seed (each group's draws from its own seed's stream ``"datasets"``).
+    """
+    strata: CategoricalStrata = prepared.strata
+    areas = area_datasets(area, state, m)  # reads state.first and caches in state.areas
+    frame = prepared.original
+    n = len(frame)
+    columns = ["synthetic", *prepared.keep, *prepared.synthesize]
+    pieces, order = [], []
+    by_dataset = [areas.iloc[(l - 1) * n:l * n].reset_index(drop=True) for l in range(1, m + 1)]
+    placed = [strata.plan.rows(drawn) for drawn in by_dataset]  # per dataset: group -> its records' positions
+    for name, part in strata.parts.items():
+        own = state.parts[name].state
+        rng = streams.rng(strata.seed(seed, name), Stream.DATASETS)
+        posterior = own.idata.posterior
+        positions = choose_draws(posterior.sizes["chain"], posterior.sizes["draw"], m, rng)
+        stacked = stack_draws(posterior)
+        for l, drawn in enumerate(by_dataset, start=1):
+            rows = placed[l - 1][name]
+            if not len(rows):
+                continue
+            records = frame.iloc[rows].reset_index(drop=True)
+            records[area.columns] = drawn[area.columns].iloc[rows].to_numpy()
+            data = part.data.code_kept(records)
+            joint = own.synthesizer.posterior_predictive(stacked.isel(sample=[positions[l - 1]]), data, rng)
+            joint = joint.rename(sample="synthetic").assign_coords(synthetic=[1])
+            released = own.synthesizer.release_frame(data, joint)
+            pieces.append(released.assign(synthetic=l)[columns])
+            order.append(np.column_stack([np.full(len(rows), l), rows]))
+    synthetic = pd.concat(pieces, ignore_index=True)
+    key = np.concatenate(order)
+    return synthetic.iloc[np.lexsort((key[:, 1], key[:, 0]))].reset_index(drop=True)
+
+
+def within_area_prepared(part: CategoricalPrepared, whole: CategoricalPrepared, area: AreaInput) -> CategoricalPrepared:
+    """A group's input for a release whose area is synthesized: every kept column but the area coded on the whole
+    file's levels (a record drawn into the group may take any), the synthesized ones on the group's own."""
+    wide = {c: whole.data.levels[c] for c in whole.keep if c != area.columns[0]}
+    return replace(part, data=part.data.with_levels(wide), area=area)
+
+
+def area_folder(workdir: Path | None) -> Path | None:
+    """Where the area model's finished parts are kept (``private/area_model``)."""
+    return None if workdir is None else Path(workdir) / "area_model"
+
+
+def staged_description(area_model: dict[str, Any], prepared: CategoricalPrepared) -> dict[str, Any]:
+    """The area model's description (:func:`~bayessdc.recipes.cart.areas.describe_area`) with the stages of a
+    categorical release: the within-area DPMPMs in place of trees, and the reference of its risk figures."""
+    area = prepared.area
+    first = f"the area {area.columns[0]!r}" + (f" and {', '.join(map(repr, area.columns[1:]))}" if area.columns[1:]
+                                               else "")
+    area_model = dict(area_model)
+    area_model["stages"] = [
+        f"1. {first} of every record drawn by the {area.name} given its kept {', '.join(area.given)}, one posterior "
+        "draw per dataset",
+        f"2. {', '.join(map(repr, prepared.synthesize))} of every record drawn by the DPMPM of its synthetic area's "
+        "group (fitted on that group's real records) given its kept values and the first stage's, one posterior draw "
+        "per dataset; dataset l of stage 2 given dataset l of stage 1",
+    ]
+    area_model.pop("reference_of_records_copied", None)
+    area_model["reference_of_risk"] = ("Hu & Savitsky's inherent minimum and maximum with the area and the area "
+                                       "columns among the synthesized columns (redrawn within each pattern of the kept "
+                                       "columns by the maximum)")  # fmt: skip
+    return area_model
+
+
+def area_description(description: dict[str, Any]) -> dict[str, Any]:
+    """The strata's description with no area's count of records (each area's records are the area model's draw)."""
+    strata = description["strata"]
+    strata["groups"] = [{"group": g["group"], "strata": g["strata"]} for g in strata["groups"]]
+    strata["records"] = ("drawn: each area's number of records in a dataset is the area model's draw, so no area's "
+                         "count of records is stated")  # fmt: skip
+    strata["models"] = ("one DPMPM per group, fitted on the group's real records (the labels they take; every kept "
+                        "column on the whole file's levels) with the group's own seed; each record's synthesized "
+                        "values drawn by the group of its synthetic area given its kept values and its synthetic area "
+                        "(conditioning on the pattern)")  # fmt: skip
+    return description
