@@ -41,7 +41,7 @@ class _NetCDFPosteriors(Mapping[str, Any]):
         from bayessdc.synthesis.output import read_inference_data
 
         path = self.paths[name]
-        if path.name.endswith(".posterior.nc"):  # a group's posterior: classic netCDF (write_inference_data)
+        if path.parent.name == "groups":  # a group's posterior: classic netCDF (write_inference_data)
             return read_inference_data(path)
         import xarray as xr
 
@@ -61,7 +61,10 @@ class _NetCDFPosteriors(Mapping[str, Any]):
 
 
 def _posteriors(private: Path) -> Mapping[str, Any]:
-    """``posterior.nc`` (the fit ``all``), ``posterior_<fit>.nc``, or ``groups/<fit>.posterior.nc``."""
+    """``posterior.nc`` (the fit ``all``), ``posterior_<fit>.nc``, or ``groups/<fit>.posterior.nc``; and a stage's
+    posteriors, ``<stage>.posterior.nc`` (the fit ``<stage>``) and ``<stage>.posterior_<fit>.nc`` (``<stage>/<fit>``),
+    as the area model of a CART release whose area is synthesized writes them
+    (:func:`bayessdc.recipes.cart.areas.staged_fit`: ``private/area_model.posterior.nc``, the fit ``area_model``)."""
     paths: dict[str, Path] = {}
     groups = private / "groups"
     if groups.is_dir():
@@ -69,6 +72,12 @@ def _posteriors(private: Path) -> Mapping[str, Any]:
     for path in sorted(private.glob("posterior*.nc")):
         name = path.stem.removeprefix("posterior").removeprefix("_") or "all"
         paths[name] = path
+    for path in sorted(private.glob("*.posterior*.nc")):
+        stage, _, rest = path.stem.partition(".")
+        if stage and rest == "posterior":
+            paths[stage] = path
+        elif stage and rest.startswith("posterior_"):
+            paths[f"{stage}/{rest.removeprefix('posterior_')}"] = path
     return _NetCDFPosteriors(paths)
 
 
@@ -89,7 +98,9 @@ def load(folder: str | os.PathLike[str]) -> Release:
     bayessdc.Release
         Its synthetic datasets, description, diagnostics (the posteriors as saved, opened from their files
         when asked for: the Dirichlet-process synthesizers save the quantities their gates read, not every
-        draw of every parameter), measures (:attr:`~bayessdc.Release.measured`, so :meth:`~bayessdc.Release.risk`,
+        draw of every parameter; a stage's posterior under the name the run held it by, as the area model's,
+        ``area_model``, of a CART release whose area is synthesized), measures
+        (:attr:`~bayessdc.Release.measured`, so :meth:`~bayessdc.Release.risk`,
         :meth:`~bayessdc.Release.utility` and :meth:`~bayessdc.Release.judge` work), the disclosure
         policy's verdict, and the synthesizer's own figures.
 

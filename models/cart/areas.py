@@ -19,12 +19,21 @@ fitted without it, 40 folds by default as :mod:`bayessdc.models.cart.unlearned`)
 it is not (they never saw it). The first stage's posterior is fitted on every record and is not refitted fold by
 fold; its datasets are the same in the release and in its reference, so that a release copying more rows than its
 reference copies them through its trees.
+
+A record whose synthetic area's trees hold no value a rule admits given its kept and first-stage values (a child
+placed in an area of no child, whose trees draw nothing but "employed", when the rules forbid a child's employment)
+cannot be drawn there. Its first-stage draw is rejected and drawn again, as the households' compositions are
+(:mod:`bayessdc.models.cart.households`): the recipe layer gives :meth:`SynthesizedAreaCart.with_areas` the area
+model's draw of one record's area and area columns (:data:`AreaRedraw`, the record's posterior predictive under its
+dataset's posterior draw, on a stream of its own), and the record's other columns are drawn again by its new area's
+trees, at most :data:`MAX_REDRAWS` times (:meth:`SynthesizedAreaCart.synthesize_datasets`).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +44,21 @@ import pandas as pd
 import bayessdc.synthesis.streams as streams
 from bayessdc.synthesis.streams import Stream
 
+from .bootstrap import CartSynthesisError
 from .strata import StratifiedCart
 from .synthesizer import CartSynthesizer, TemplateSettings, one_by_one, summed_fallbacks
 from .unlearned import FOLDS
 
-__all__ = ["SynthesizedAreaCart"]
+__all__ = ["MAX_REDRAWS", "AreaRedraw", "SynthesizedAreaCart"]
+
+#: Most redraws of one record's first stage (its area and area columns) before its rules are declared unsatisfiable
+#: in every area the area model draws for it.
+MAX_REDRAWS = 100
+
+#: The first stage drawn again for some records: ``redraw(k, records, attempt)`` -> the area and the area columns
+#: (:attr:`SynthesizedAreaCart.columns`) of ``records`` (positions in the data) in dataset ``k``, in their order,
+#: drawn for the ``attempt``-th time (1, 2, ...) from a stream of their own.
+AreaRedraw = Callable[[int, np.ndarray, int], pd.DataFrame]
 
 #: One group's draws: per dataset, the dataset's number, the kept values of the rows drawn (the first stage's values
 #: among them) and each row's position among the group's records (-1: a record of another group).
@@ -52,19 +71,26 @@ _Rows = list[tuple[int, pd.DataFrame, np.ndarray, np.ndarray]]
 class _DrawGiven:
     """The task drawing a group's rows of every dataset given their kept and first-stage values (a part of
     :meth:`SynthesizedAreaCart.synthesize_datasets`): dataset ``l`` from the group's streams of ``l``, as the group's
-    records are drawn in a release that keeps the area."""
+    records are drawn in a release that keeps the area; the rows of a redraw (``attempt`` 1, 2, ...) from streams of
+    their own below those. A row no value of a column admits under the rules is marked, not refused."""
 
     seeds: dict[str, int]
+    attempt: int = 0
 
-    def __call__(self, name: str, job: tuple[CartSynthesizer, _Draws]) -> tuple[list[pd.DataFrame], dict]:
+    def __call__(
+        self, name: str, job: tuple[CartSynthesizer, _Draws]
+    ) -> tuple[list[pd.DataFrame], dict, list[np.ndarray]]:
         synthesizer, draws = job
         fallbacks: dict[str, dict[str, int]] = {}
-        frames = []
+        frames, unmet = [], []
+        tail = () if self.attempt == 0 else (self.attempt,)  # the first draw's streams are the dataset's own
         for k, kept, own in draws:
-            rng = streams.rng(self.seeds[name], Stream.CART_DATASET, k)
-            smoothing = streams.rng(self.seeds[name], Stream.CART_SMOOTHING, k)
-            frames.append(synthesizer.draw_given(kept, rng, smoothing, fallbacks, own=own))
-        return frames, fallbacks
+            rng = streams.rng(self.seeds[name], Stream.CART_DATASET, k, *tail)
+            smoothing = streams.rng(self.seeds[name], Stream.CART_SMOOTHING, k, *tail)
+            infeasible = np.zeros(len(kept), dtype=bool)
+            frames.append(synthesizer.draw_given(kept, rng, smoothing, fallbacks, infeasible=infeasible, own=own))
+            unmet.append(infeasible)
+        return frames, fallbacks, unmet
 
 
 @dataclass
@@ -122,7 +148,8 @@ class SynthesizedAreaCart(TemplateSettings):
     Notes
     -----
     ``keep`` are the columns released unchanged (the template's kept columns but the first stage's), ``synthesize``
-    the first stage's columns and then the template's. The first stage's datasets are given by :meth:`with_areas`.
+    the first stage's columns and then the template's. The first stage's datasets are given by :meth:`with_areas`,
+    with the first stage's draw of single records when a record's draw is rejected (:meth:`synthesize_datasets`).
     """
 
     stratified: StratifiedCart
@@ -141,10 +168,20 @@ class SynthesizedAreaCart(TemplateSettings):
         missing = [c for c in self.columns if c not in self.stratified.template.keep]
         if missing:
             raise ValueError(f"the within-area trees must keep the first stage's columns, not {', '.join(missing)}")
-        #: The first stage's datasets: ``synthetic`` and :attr:`columns`, the records in the data's order in each.
+        #: The first stage's datasets: ``synthetic`` and :attr:`columns`, the records in the data's order in each
+        #: (after :meth:`synthesize_datasets`, with the records it drew again in their drawn areas).
         self.areas: pd.DataFrame | None = None
-        #: What is computed once from the fitted trees and the first stage's datasets, shared by every drawing.
+        #: The first stage's draw of single records again (:data:`AreaRedraw`); ``None``: a record none of whose
+        #: synthetic area's values the rules admit is refused at once.
+        self.redraw: AreaRedraw | None = None
+        #: The redraws of the last :meth:`synthesize_datasets`: ``rows`` (records of a dataset whose first stage was
+        #: drawn again), ``rejected`` (first-stage draws rejected), ``most`` (most redraws of one row).
+        self.redrawn: dict[str, int] = {"rows": 0, "rejected": 0, "most": 0}
+        #: What is computed once from the fitted trees and the first stage's datasets, shared by every drawing (of
+        #: the same first stage: a drawing that drew records again reads the cache of its own first stage).
         self.cache: dict[Any, Any] = {}
+        #: The caches by first stage: ``()`` the first stage as given, else a digest of the records drawn again.
+        self._caches: dict[Any, dict[Any, Any]] = {(): self.cache}
         self._frame: pd.DataFrame | None = None
         self._group = np.zeros(0, dtype=np.int64)
         self._position = np.zeros(0, dtype=np.int64)
@@ -177,9 +214,18 @@ class SynthesizedAreaCart(TemplateSettings):
             self._group[rows], self._position[rows] = i, np.arange(len(rows))
         return self
 
-    def with_areas(self, areas: pd.DataFrame) -> SynthesizedAreaCart:
+    def with_areas(self, areas: pd.DataFrame, redraw: AreaRedraw | None = None) -> SynthesizedAreaCart:
         """These fitted trees drawing given the first stage's datasets ``areas`` (a column ``synthetic`` 1..m and
         :attr:`columns`, the records in the data's order in each dataset); the cache is shared.
+
+        Parameters
+        ----------
+        areas
+            The first stage's m datasets.
+        redraw
+            The first stage's draw of single records of a dataset again (:data:`AreaRedraw`), for the records whose
+            synthetic area's trees hold no value the rules admit (:meth:`synthesize_datasets`); ``None``: such a
+            record is refused.
 
         Raises
         ------
@@ -197,6 +243,8 @@ class SynthesizedAreaCart(TemplateSettings):
             raise ValueError(f"areas {sorted(map(str, unknown))} of the first stage are not areas of the data")
         other = copy.copy(self)
         other.areas = areas[wanted].reset_index(drop=True)
+        other.redraw = redraw
+        other.redrawn = {"rows": 0, "rejected": 0, "most": 0}
         return other
 
     def drawing(self, donors: str) -> SynthesizedAreaCart:
@@ -211,16 +259,21 @@ class SynthesizedAreaCart(TemplateSettings):
             raise RuntimeError(f"give the first stage's {m} datasets first (with_areas)")
         return self.areas
 
-    def _jobs(self, m: int) -> list[tuple[str, _Rows]]:
-        """Per group, its rows of every dataset: their kept values (the first stage's in place of the record's) and
-        their positions among the group's records."""
-        areas, n = self._areas(m), len(self._frame)
+    def _jobs(
+        self, m: int, areas: pd.DataFrame | None = None, rows: np.ndarray | None = None
+    ) -> list[tuple[str, _Rows]]:
+        """Per group, its rows of every dataset (of ``rows``, positions in the m datasets: default all): their kept
+        values (the first stage's of ``areas``, default :attr:`areas`, in place of the record's) and their positions
+        among the group's records."""
+        areas = self._areas(m) if areas is None else areas
+        n = len(self._frame)
+        every = np.arange(len(areas)) if rows is None else np.sort(np.asarray(rows, dtype=np.int64))
         group_of = {v: i for i, values in enumerate(self.stratified.plan.groups.values()) for v in values}
-        group = areas[self.columns[0]].map(group_of).to_numpy(dtype=np.int64)
+        group = areas[self.columns[0]].iloc[every].map(group_of).to_numpy(dtype=np.int64)
         levels = self.stratified.levels
         jobs = []
         for i, name in enumerate(self.stratified.plan.groups):
-            at = np.flatnonzero(group == i)
+            at = every[group == i]
             draws = []
             for k in range(1, m + 1):
                 rows = at[(at >= (k - 1) * n) & (at < k * n)]
@@ -236,13 +289,19 @@ class SynthesizedAreaCart(TemplateSettings):
             jobs.append((name, draws))
         return jobs
 
-    def _assembled(self, m: int, jobs: list[tuple[str, _Rows]], drawn: list[list[pd.DataFrame]]) -> pd.DataFrame:
+    @staticmethod
+    def _parts(jobs: list[tuple[str, _Rows]], drawn: list[list[pd.DataFrame]]) -> list[pd.DataFrame]:
+        """The drawn frames of ``jobs`` indexed by their rows' positions in the m datasets."""
+        return [part.set_axis(draw[3]) for (_, draws), frames in zip(jobs, drawn, strict=True)
+                for draw, part in zip(draws, frames, strict=True)]  # fmt: skip
+
+    def _assembled(self, areas: pd.DataFrame, parts: list[pd.DataFrame]) -> pd.DataFrame:
         """The m datasets: ``synthetic``, then the released columns in the data's order (kept ones real, the first
-        stage's and the drawn ones synthetic), every categorical column over the whole file's levels."""
-        areas, frame, n = self._areas(m), self._frame, len(self._frame)
+        stage's of ``areas`` and the drawn ones of ``parts``, every row once, synthetic), every categorical column
+        over the whole file's levels."""
+        frame, n = self._frame, len(self._frame)
+        m = len(areas) // n
         every = np.tile(np.arange(n), m)
-        parts = [part.set_axis(draw[3]) for (_, draws), frames in zip(jobs, drawn, strict=True)
-                 for draw, part in zip(draws, frames, strict=True)]  # fmt: skip
         synthesized = pd.concat(parts).sort_index()
         out: dict[str, Any] = {"synthetic": np.repeat(np.arange(1, m + 1, dtype=np.int64), n)}
         for column in frame.columns:
@@ -264,27 +323,121 @@ class SynthesizedAreaCart(TemplateSettings):
         """The ``m`` synthetic datasets: each row drawn by its synthetic area's group's trees given its kept and
         first-stage values, dataset ``k`` from the group's streams of ``k`` (one part of ``fan_out`` per group).
 
+        A row for which a column's trees hold no value the rules admit given its kept and first-stage values cannot be
+        drawn in its synthetic area (its area's records never show such a value with such kept values). Its
+        first-stage draw is rejected, as a household's composition is (:mod:`bayessdc.models.cart.households`): its
+        area and area columns are drawn again (:attr:`redraw`: the area model's posterior predictive of the record
+        under its dataset's posterior draw, on a stream of the dataset and the attempt), then its other columns by
+        its new area's trees from the group's streams of its dataset and the attempt; at most :data:`MAX_REDRAWS`
+        times. The released rows are then draws of the two stages' joint distribution restricted to the values the
+        rules admit, as the DPMPM's structural zeros restrict its own draws by rejection. Every stream is named by the
+        seed, the dataset and the attempt, so the same seed gives the same release; a release none of whose rows is
+        rejected is the one drawn without this. The redraws are counted in :attr:`redrawn` (and each redrawn row's
+        draws in :attr:`fallbacks`); :attr:`areas` holds the first stage's values of the release (what
+        :meth:`cross_fitted` draws given).
+
         Returns
         -------
         pandas.DataFrame
             Columns ``synthetic`` then the released columns in the data's order, the records in the data's order in
             every dataset (row ``i``: record ``i``), as :meth:`StratifiedCart.synthesize_datasets` returns them.
+
+        Raises
+        ------
+        CartSynthesisError
+            A row still drawn into an area whose trees admit none of its values after :data:`MAX_REDRAWS` redraws (at
+            once without :attr:`redraw`), naming the record, its dataset, its area and the rules its group's trees
+            enforce.
         """
         seeds = self.stratified.group_seeds(seed)
-        jobs = self._jobs(m)
+        areas = self._areas(m).copy()
+        n = len(self._frame)
+        parts, counts, bad = self._draw_rows(m, areas, None, seeds, 0, fan_out)
+        rejected, attempt = np.zeros(len(areas), dtype=np.int64), 0
+        while bad.size:
+            if self.redraw is None or attempt == MAX_REDRAWS:
+                raise self._unsatisfiable(m, areas, bad, seeds, attempt)
+            attempt += 1
+            rejected[bad] += 1
+            for k in np.unique(bad // n) + 1:
+                rows = bad[bad // n == k - 1]
+                drawn = self.redraw(int(k), rows - (k - 1) * n, attempt)
+                for column in self.columns:
+                    values = areas[column].to_numpy().copy()
+                    values[rows] = drawn[column].to_numpy()
+                    areas[column] = values
+            more, again, bad = self._draw_rows(m, areas, bad, seeds, attempt, fan_out)
+            parts.extend(more)
+            counts.extend(again)
+        self.fallbacks = summed_fallbacks(counts)
+        self.redrawn = {"rows": int((rejected > 0).sum()), "rejected": int(rejected.sum()),
+                        "most": int(rejected.max(initial=0))}  # fmt: skip
+        self.areas = areas
+        self.cache = self._caches.setdefault(self._first_stage_key(areas, np.flatnonzero(rejected)), {})
+        return self._assembled(areas, parts)
+
+    def _first_stage_key(self, areas: pd.DataFrame, redrawn: np.ndarray) -> Any:
+        """The key of the cache of a first stage: ``()`` as given, else a digest of the records drawn again and their
+        values (another drawing, e.g. ``donors="others"``, may draw other records again: the cross-fitted reference,
+        drawn given the first stage, is then its own)."""
+        if not redrawn.size:
+            return ()
+        digest = hashlib.sha256(redrawn.astype(np.int64).tobytes())
+        for column in self.columns:
+            digest.update("\x1f".join(map(str, areas[column].to_numpy()[redrawn])).encode())
+        return digest.hexdigest()
+
+    def _draw_rows(
+        self, m: int, areas: pd.DataFrame, rows: np.ndarray | None, seeds: dict[str, int], attempt: int,
+        fan_out: Callable[..., Any] | None,
+    ) -> tuple[list[pd.DataFrame], list[dict], np.ndarray]:  # fmt: skip
+        """One draw of ``rows`` (positions in the m datasets; default all) given the first stage's ``areas``: the
+        frames of the rows drawn (indexed by their positions), the groups' fallback counts, and the positions of the
+        rows no value of a column admitted under the rules (sorted), left out of the frames."""
+        jobs = self._jobs(m, areas, rows)
         parts = self.stratified.parts
         tasks = [(name, (parts[name], [d[:3] for d in draws])) for name, draws in jobs if draws]
-        results = iter((fan_out or one_by_one)(_DrawGiven(seeds), tasks))
-        drawn, counts = [], []
+        results = iter((fan_out or one_by_one)(_DrawGiven(seeds, attempt), tasks))
+        frames, counts, bad = [], [], []
         for _, draws in jobs:
-            if draws:
-                frames, fallbacks = next(results)
-                drawn.append(frames)
-                counts.append(fallbacks)
-            else:
-                drawn.append([])
-        self.fallbacks = summed_fallbacks(counts)
-        return self._assembled(m, jobs, drawn)
+            if not draws:
+                continue
+            drawn, fallbacks, unmet = next(results)
+            counts.append(fallbacks)
+            for draw, frame, infeasible in zip(draws, drawn, unmet, strict=True):
+                frame = frame.set_axis(draw[3])
+                frames.append(frame.iloc[np.flatnonzero(~infeasible)] if infeasible.any() else frame)
+                bad.append(draw[3][infeasible])
+        return frames, counts, np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *bad]))
+
+    def _unsatisfiable(
+        self, m: int, areas: pd.DataFrame, bad: np.ndarray, seeds: dict[str, int], attempt: int
+    ) -> CartSynthesisError:
+        """The refusal of the first row of ``bad`` after ``attempt`` redraws: its record, dataset and area, the rules
+        its group's trees enforce, and the trees' own words when its draw alone fails again."""
+        n, row = len(self._frame), int(bad[0])
+        k, record, area = row // n + 1, row % n, areas[self.columns[0]].iloc[row]
+        ((name, draws),) = [job for job in self._jobs(m, areas, bad[:1]) if job[1]]
+        trees = self.stratified.parts[name]
+        enforced = [f"{rule!r} (drawing {column!r})" for column, summary in trees.tree_summary().items()
+                    for rule in summary["rules_enforced"]]  # fmt: skip
+        _, kept, own, _ = draws[0]
+        tail = () if attempt == 0 else (attempt,)
+        why = ""
+        try:
+            trees.draw_given(kept, streams.rng(seeds[name], Stream.CART_DATASET, int(k), *tail),
+                             streams.rng(seeds[name], Stream.CART_SMOOTHING, int(k), *tail), own=own)  # fmt: skip
+        except CartSynthesisError as err:
+            why = f" ({err})"
+        tries = f"in {attempt + 1} draws of its area" if self.redraw is not None else "its area not drawn again"
+        pooled = f" (drawn by the trees of its pool {name!r})" if len(self.stratified.plan.groups[name]) > 1 else ""
+        return CartSynthesisError(
+            f"the record at row {record} of the data, in synthetic dataset {k}: no value of its synthetic area "
+            f"{area!r}{pooled} satisfies the rules {', '.join(enforced) or 'enforced'} given its kept and first-stage "
+            f"values, {tries}{why}. The area model places it in areas whose records never show a value the rules "
+            "admit with its kept values: give the area model the kept columns the rules read (area_given=), or a "
+            "structural zero keeping such records out of such areas (bsd.DPMPM(structural_zeros=...) as area_model=)"
+        )
 
     def cross_fitted(
         self, data: pd.DataFrame, m: int, seed: int, folds: int = FOLDS, fan_out: Callable[..., Any] | None = None
@@ -317,7 +470,7 @@ class SynthesizedAreaCart(TemplateSettings):
                          [d[:3] for d in draws])) for name, draws in jobs if draws]  # fmt: skip
         results = iter((fan_out or one_by_one)(_CrossFitGiven(folds), tasks))
         drawn = [next(results) if draws else [] for _, draws in jobs]
-        return self._assembled(m, jobs, drawn)
+        return self._assembled(self._areas(m), self._parts(jobs, drawn))
 
     def tree_summary(self) -> dict[str, Any]:
         """Per synthesized column over the groups (:meth:`StratifiedCart.tree_summary`), the fallbacks those of the

@@ -216,3 +216,57 @@ def test_the_command_takes_the_area_model_and_refuses_it_without_strata(persons,
             "--keep", "sex", "--area-model", "dpmpm", "--area-columns", "tenure", "--quiet"]  # fmt: skip
     assert main(argv) == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_load_lists_the_area_models_posterior_as_the_run_held_it(release, folder):
+    """``bsd.load`` of a release whose area was synthesized: the area model's posterior under ``area_model`` (the
+    quantities its recipe saved, as a categorical run's), read from ``private/``, none of it in ``release/``."""
+    loaded = bsd.load(folder / "first")
+    assert "area_model" in loaded.diagnostics.posteriors
+    saved = loaded.diagnostics.posteriors["area_model"].posterior
+    held = release.diagnostics.posteriors["area_model"].posterior
+    assert {"alpha", "pi", "occupied", "marginal_area", "marginal_tenure"} <= set(saved.data_vars)
+    for name in saved.data_vars:
+        np.testing.assert_array_equal(saved[name], held[name])
+    assert {str(v) for v in saved["area_level"].values} == set(SIZES)
+    assert not list((folder / "first" / "release").glob("*.nc"))
+
+
+def _children(seed: int = 5) -> pd.DataFrame:
+    """The persons with a kept age group and a synthesized employment: area b has no child and every one of its
+    records is employed, so b's trees can draw nothing but "yes", which the rule forbids a child."""
+    persons = _persons(seed)
+    rng = np.random.default_rng(seed + 1)
+    b = (persons["area"] == "b").to_numpy()
+    child = ~b & (rng.random(len(persons)) < 0.3)
+    employed = np.where(b, "yes", rng.choice(["yes", "no"], len(persons)))
+    return persons.assign(agegroup=np.where(child, "child", "adult"), employed=np.where(child, "no", employed))
+
+
+CHILDREN_RULES = [{"name": "children are not employed", "if": {"agegroup": "child"}, "then": {"employed": "no"}}]
+
+
+def _children_run(children, seed=1, **options):
+    recipe = bsd.CART(strata="area", area_model=_area_model(), area_columns=["tenure"], area_given=["sex"],
+                      min_leaf=10, bootstrap=20, rules=CHILDREN_RULES, **options)  # fmt: skip
+    return bsd.synthesize(children, recipe, synthesize=["region", "employed"], keep=["sex", "agegroup"], m=M,
+                          seed=seed, policy=NO_CRITERIA, progress=False)  # fmt: skip
+
+
+def test_a_record_no_value_of_its_synthetic_areas_trees_admits_is_drawn_again_from_the_area_model():
+    """A child placed by the area model in area b (whose trees hold no employment but "yes") has its area and tenure
+    drawn again from the area model's posterior predictive, then its employment by its new area's trees: every
+    rule holds, the redraws are counted, and the same seed gives the same release."""
+    children = _children()
+    release = _children_run(children)
+    synthetic = release.synthetic
+    child = synthetic["agegroup"].astype(str) == "child"
+    assert (synthetic.loc[child, "employed"].astype(str) == "no").all()
+    assert not (child & (synthetic["area"].astype(str) == "b")).any()
+    assert (synthetic["region"].astype(str) == synthetic["area"].astype(str).map(REGION)).all()
+    redrawn = release.diagnostics.summary["area_model"]["redrawn"]
+    assert 0 < redrawn["rows"] <= redrawn["rejected"] and redrawn["most"] >= 1
+    assert release.diagnostics.summary["area_model"]["model"] == "dpmpm"  # beside the area model's own figures
+    again = _children_run(children)
+    pd.testing.assert_frame_equal(again.synthetic, synthetic)
+    assert again.diagnostics.summary["area_model"]["redrawn"] == redrawn

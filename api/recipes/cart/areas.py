@@ -13,7 +13,9 @@ Two stages, each from its own seed:
    posterior that fails its release gate refuses the release, as the categorical recipes do.
 2. **The within-area trees** (:class:`~bayessdc.models.cart.areas.SynthesizedAreaCart`) draw the other synthesized
    columns of each record by the trees of its synthetic area, given its kept values and the first stage's, dataset
-   ``l`` given the area model's dataset ``l``.
+   ``l`` given the area model's dataset ``l``. A record whose synthetic area's trees hold no value the rules admit
+   for it has its first stage drawn again (:func:`area_redraw`: the area model's posterior predictive of that record
+   under its dataset's posterior draw), then its other columns by its new area's trees.
 
 What changes against a release that keeps the area: each area's number of records in a dataset is drawn, so
 ``release/model.json`` states no area's count (the plan's groups name their areas only); the area and the area
@@ -36,11 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayessdc.models.cart.areas import SynthesizedAreaCart
+from bayessdc.models.cart.areas import AreaRedraw, SynthesizedAreaCart
 from bayessdc.models.cart.data import is_numeric
 from bayessdc.models.cart.rules import Rule
 from bayessdc.synthesis import streams
-from bayessdc.synthesis.datasets import draw_synthetic
+from bayessdc.synthesis.datasets import draw_synthetic, stack_draws
 from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
@@ -49,8 +51,8 @@ from ...release import Diagnostics
 from .. import RECIPES
 
 __all__ = [
-    "AREA_MODELS", "AreaInput", "AreaStages", "area_counts", "area_datasets", "area_recipe", "area_roles",
-    "describe_area", "fit_area", "more_area_chains", "prepare_area", "staged_fit",
+    "AREA_MODELS", "AreaInput", "AreaStages", "area_counts", "area_datasets", "area_recipe", "area_redraw",
+    "area_roles", "describe_area", "fit_area", "more_area_chains", "prepare_area", "staged_fit",
 ]  # fmt: skip
 
 _log = logging.getLogger(__name__)
@@ -233,12 +235,13 @@ def prepare_area(area_model: str | Recipe, frame: pd.DataFrame, columns: list[st
 @dataclass
 class AreaStages:
     """The fit of a release whose area is synthesized: the area model's fit and the within-area trees; the first
-    stage's datasets drawn once per m (shared by every drawing)."""
+    stage's datasets drawn once per m, and the posterior draw of each (shared by every drawing)."""
 
     first: Fitted
     trees: SynthesizedAreaCart
     summary: dict[str, Any]
     areas: dict[int, pd.DataFrame] = field(default_factory=dict)
+    draws: dict[int, np.ndarray] = field(default_factory=dict)
 
     def drawing(self, donors: str) -> AreaStages:
         """The same stages, the trees drawing with other ``donors`` (the area model's datasets unchanged)."""
@@ -290,13 +293,51 @@ def staged_fit(area: AreaInput, first: Fitted, trees: SynthesizedAreaCart, summa
 def area_datasets(area: AreaInput, stages: AreaStages, m: int) -> pd.DataFrame:
     """The area model's m datasets of the area and the area columns (``synthetic`` and :attr:`AreaInput.columns`,
     the records in the data's order): its posterior-predictive draw from its seed's stream ``"datasets"``, drawn once
-    per m."""
+    per m (with an :class:`AreaStages`, the stacked posterior draw of each dataset kept in ``draws``)."""
     if m not in stages.areas:
         state = stages.first.state  # the area model's posterior and model (a PosteriorFit)
         data = area.prepared.data
         joint = draw_synthetic(state.synthesizer, state.idata, data, m, streams.rng(area.seed, Stream.DATASETS))
         stages.areas[m] = state.synthesizer.release_frame(data, joint)[["synthetic", *area.columns]]
+        if isinstance(stages, AreaStages):
+            stages.draws[m] = joint["posterior_draw"].to_numpy()
     return stages.areas[m]
+
+
+def area_redraw(area: AreaInput, stages: AreaStages, m: int) -> AreaRedraw:
+    """The area model's draw of single records' area and area columns again (what
+    :meth:`~bayessdc.models.cart.areas.SynthesizedAreaCart.synthesize_datasets` asks for a record whose synthetic
+    area's trees hold no value the rules admit for it).
+
+    ``redraw(k, records, attempt)`` is the area model's posterior predictive of ``records`` (positions in the data)
+    under the posterior draw of dataset ``k`` of :func:`area_datasets`, through the model's own contract: its
+    ``posterior_predictive`` of that one draw for those records (the DPMPM's coded records restricted to them, its
+    latent classes drawn given each record's values as in its datasets; the DP-areal model's of every record, its
+    label probabilities of each pattern drawn afresh under the draw, kept for those records) and its
+    ``release_frame``. Its stream is the area model's ``"datasets"`` below the dataset and the attempt, one of its
+    own: the same seed redraws the same records alike. So each redrawn record's first stage is another draw of the
+    distribution its rejected one came from, and the release's records are the two stages' draws restricted to those
+    whose other columns the rules admit.
+
+    The alternative, the record's area drawn from the other areas' probabilities for its pattern of given values,
+    would need each model's probabilities of the area given a pattern (the DPMPM's latent class weights, the DP-areal
+    model's rates): the contract's ``posterior_predictive`` draws the same distribution for both models.
+    """
+    area_datasets(area, stages, m)  # the posterior draw of every dataset
+    state, data, draws = stages.first.state, area.prepared.data, stages.draws[m]
+    stacked: list[Any] = []  # the stacked posterior, once a record is drawn again
+
+    def redraw(k: int, records: np.ndarray, attempt: int) -> pd.DataFrame:
+        records = np.asarray(records, dtype=np.int64)
+        rng = streams.rng(area.seed, Stream.DATASETS, int(k), int(attempt))
+        stacked[:] = stacked or [stack_draws(state.idata.posterior)]
+        some = data.take(records) if hasattr(data, "take") else data  # the DP-areal draws its patterns together
+        values = state.synthesizer.posterior_predictive(stacked[0].isel(sample=[int(draws[k - 1])]), some, rng)
+        joint = values.rename(sample="synthetic").assign_coords(synthetic=[1])
+        frame = state.synthesizer.release_frame(some, joint)[area.columns]
+        return (frame if some is not data else frame.iloc[records]).reset_index(drop=True)
+
+    return redraw
 
 
 def describe_area(area: AreaInput, first: Fitted) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from .areas import (
     area_counts,
     area_datasets,
     area_recipe,
+    area_redraw,
     area_roles,
     check_area_rules,
     describe_area,
@@ -440,7 +441,8 @@ class CART(Recipe):
         released, tables = prepared.data, prepared.tables
         start = time.perf_counter()
         if prepared.area is not None:  # the area model's m datasets, then the trees of each record's synthetic area
-            synthesizer = fitted.state.trees.with_areas(area_datasets(prepared.area, fitted.state, m))
+            areas = area_datasets(prepared.area, fitted.state, m)
+            synthesizer = fitted.state.trees.with_areas(areas, area_redraw(prepared.area, fitted.state, m))
         synthetic = synthesizer.synthesize_datasets(m, fan_out=self._fan_out(prepared, "datasets"))
         synthesis_seconds = time.perf_counter() - start
         kinds = synthesizer.describe()["trees"]
@@ -457,7 +459,7 @@ class CART(Recipe):
             "synthesis_seconds": synthesis_seconds,
             "rule_fallbacks": {c: t["fallbacks"].get("ancestor", 0) for c, t in trees.items()},
         }
-        private_tables = {}
+        private_tables, diagnostics = {}, {"trees": trees, "synthesis_seconds": synthesis_seconds}
         if self.households is not None:
             household_input(data, synthesizer, self.households, self.relationship)
             measures.households = self.households
@@ -471,9 +473,14 @@ class CART(Recipe):
         if prepared.area is not None:
             private_tables["area_counts.parquet"] = area_counts(released, synthetic, prepared.strata.column)
             facts.update(area_model=prepared.area.name)
+            # the first-stage draws rejected for a rule no value of the synthetic area admits, beside the area model
+            redrawn = {**synthesizer.redrawn, "why": "records of a dataset whose synthetic area's trees held no value "
+                       "the rules admit: their area and area columns drawn again by the area model, then their other "
+                       "columns (rows: such records; rejected: first-stage draws rejected; most: of one record)"}
+            diagnostics["area_model"] = {**fitted.diagnostics.summary.get("area_model", {}), "redrawn": redrawn}
         return Drawn(
             synthetic, facts=facts, measures=measures, measure_input=data, private_tables=private_tables,
-            diagnostics={"trees": trees, "synthesis_seconds": synthesis_seconds},
+            diagnostics=diagnostics,
         )  # fmt: skip
 
     def levers(self) -> list[Lever]:
@@ -561,6 +568,14 @@ def cart_report_content(prepared: CartPrepared, release: Release) -> Any:
             "synthetic area, so each area's number of records is synthetic. The records copied are judged against "
             "cross-fitted trees given the same synthetic areas."
         )
+        redrawn = release.diagnostics.summary.get("area_model", {}).get("redrawn", {})
+        if redrawn.get("rows"):
+            content.about.append(
+                f"{redrawn['rows']:,} record(s) of the {release.m} datasets were placed by the area model in an area "
+                "whose trees hold no value the rules admit for them: their area was drawn again by the area model "
+                f"({redrawn['rejected']:,} draw(s) rejected, at most {redrawn['most']} for one record), then their "
+                "other columns by their new area's trees."
+            )
     trees = pd.DataFrame.from_dict(release.diagnostics.summary.get("trees", {}), orient="index")
     if len(trees):
         trees.index.name = "column"
