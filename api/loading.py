@@ -64,7 +64,7 @@ def _posteriors(private: Path) -> Mapping[str, Any]:
     """``posterior.nc`` (the fit ``all``), ``posterior_<fit>.nc``, or ``groups/<fit>.posterior.nc``; and a stage's
     posteriors, ``<stage>.posterior.nc`` (the fit ``<stage>``) and ``<stage>.posterior_<fit>.nc`` (``<stage>/<fit>``),
     as the area model of a CART release whose area is synthesized writes them
-    (:func:`bayessdc.recipes.cart.areas.staged_fit`: ``private/area_model.posterior.nc``, the fit ``area_model``)."""
+    (:func:`bayessdc.pipeline.areas.stage_parts`: ``private/area_model.posterior.nc``, the fit ``area_model``)."""
     paths: dict[str, Path] = {}
     groups = private / "groups"
     if groups.is_dir():

@@ -23,7 +23,7 @@ RECIPES = {
     "CART": "bayessdc.recipes.cart",
 }
 
-__all__ = ["RECIPES", "commands", "exports"]
+__all__ = ["RECIPES", "area_recipe", "commands", "exports"]
 
 
 def exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -57,3 +57,30 @@ def commands() -> tuple[Any, ...]:
     """Each registered synthesizer's command (its package's ``command.COMMAND``, a :class:`bayessdc.command.Command`),
     in the order of :data:`RECIPES`; read without the recipes, which import the models."""
     return tuple(importlib.import_module(f"{package}.command").COMMAND for package in RECIPES.values())
+
+
+def area_recipe(area_model: Any) -> Any:
+    """The area model of a release whose area is synthesized first (``area_model=``, :mod:`bayessdc.pipeline.areas`):
+    ``"dpmpm"`` or ``"dp_areal"`` (the registry's ``bsd.DPMPM()``, ``bsd.DPAreal()`` at their defaults), or such a
+    recipe as given, checked (:func:`~bayessdc.pipeline.areas.check_area_model`).
+
+    Examples
+    --------
+    >>> area_recipe("dpmpm").name, area_recipe("dp_areal").gate.datasets_per_chain
+    ('dpmpm', 200)
+
+    Raises
+    ------
+    bayessdc.InputError
+        Another name or object, a recipe with ``strata=`` of its own, or with missing values as a level.
+    """
+    from ..errors import InputError
+    from ..pipeline.areas import AREA_MODELS, check_area_model
+
+    if isinstance(area_model, str):
+        if area_model not in AREA_MODELS:
+            raise InputError(f"area_model= must be one of {', '.join(AREA_MODELS)}, or a bsd.DPMPM or bsd.DPAreal "
+                             f"recipe; got {area_model!r}")  # fmt: skip
+        name = AREA_MODELS[area_model]
+        return getattr(importlib.import_module(RECIPES[name]), name)()
+    return check_area_model(area_model)

@@ -44,23 +44,11 @@ from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.tables import TableSpec
 
 from ...errors import InputError
+from ...pipeline.areas import AreaInput, area_counts, area_datasets, area_roles, fit_area, prepare_area
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
 from ...release import Diagnostics, Release
-from .areas import (
-    AreaInput,
-    AreaStages,
-    area_counts,
-    area_datasets,
-    area_recipe,
-    area_redraw,
-    area_roles,
-    check_area_rules,
-    describe_area,
-    fit_area,
-    more_area_chains,
-    prepare_area,
-    staged_fit,
-)
+from .. import area_recipe
+from .areas import AreaStages, area_redraw, check_area_rules, describe_trees_area, more_area_chains, staged_fit
 from .measures import CartMeasures, default_tables, parse_table, table_specs
 from .reference import cart_levers, record_measure_input
 
@@ -160,8 +148,8 @@ class CART(Recipe):
         ``area_columns``) given its kept values (``area_given``), its posterior judged by its own release gate (a
         failing one refuses the release); then each record's synthesized columns are drawn by the trees of its
         synthetic area, given its kept values and the area model's, dataset l given the area model's dataset l
-        (:mod:`bayessdc.recipes.cart.areas`). Each area's number of records is then synthetic, and
-        ``release/model.json`` states none. ``None`` (the default): every record keeps its real area.
+        (:mod:`bayessdc.pipeline.areas`, :mod:`bayessdc.recipes.cart.areas`). Each area's number of records is then
+        synthetic, and ``release/model.json`` states none. ``None`` (the default): every record keeps its real area.
     area_columns
         Categorical columns synthesized with the area by the area model (``--area-columns``; the DPMPM only), then
         predictors of the within-area trees as kept columns are.
@@ -325,7 +313,7 @@ class CART(Recipe):
         else:
             _check_rules(synthesizer, released)
             check_area_rules(synthesizer.rules, columns, synthesize)
-        area = prepare_area(self.area_model, frame, columns, given, seed) if columns else None
+        area = prepare_area(area_recipe(self.area_model), frame, columns, given, seed) if columns else None
         identity = {
             "synthesizer": "cart",
             "input": fingerprint_frame(released),
@@ -361,7 +349,7 @@ class CART(Recipe):
 
     def _area_roles(self, frame: pd.DataFrame, synthesize: list[str], keep: list[str], weights: str | None
                     ) -> tuple[list[str], list[str]]:  # fmt: skip
-        """The area model's columns and the kept columns it is given (:func:`~bayessdc.recipes.cart.areas.area_roles`),
+        """The area model's columns and the kept columns it is given (:func:`~bayessdc.pipeline.areas.area_roles`),
         after the options that need one another."""
         if self.strata is None:
             raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
@@ -405,7 +393,7 @@ class CART(Recipe):
             synthesizer = StratifiedCart(synthesizer, prepared.strata)
         first = None
         if prepared.area is not None:  # the area model first: its release gate decides the release
-            first = fit_area(prepared.area, m, workdir, progress)
+            first = fit_area(prepared.area, m, workdir, progress, self.name)
             synthesizer = SynthesizedAreaCart(synthesizer, prepared.area.columns)
         synthesizer.fit(prepared.frame, seed, self._fan_out(prepared, "strata" if prepared.strata else "trees"))
         summary = {
@@ -425,7 +413,7 @@ class CART(Recipe):
         rules = kind_of_release(prepared.released_keep, self.name)  # the analyst's combining rules
         if prepared.area is not None:
             stages: AreaStages = fitted.state
-            description = {**stages.trees.describe(), "area_model": describe_area(prepared.area, stages.first)}
+            description = {**stages.trees.describe(), "area_model": describe_trees_area(prepared.area, stages.first)}
         else:
             description = fitted.state.describe()
         return {**description, "n_records": len(prepared.data), "combining_rules": rules}

@@ -1,9 +1,9 @@
 """The area synthesized before the within-area models of a categorical release: ``bsd.DPMPM(strata=...,
 area_model=...)`` (issue 51, item 1).
 
-Two stages, as CART's (:mod:`bayessdc.recipes.cart.areas`, whose first stage this is):
+Two stages, the first as CART's (:mod:`bayessdc.pipeline.areas`):
 
-1. **The area model** (``bsd.DPMPM`` or ``bsd.DPAreal``, :func:`~bayessdc.recipes.cart.areas.area_recipe`) draws each
+1. **The area model** (``bsd.DPMPM`` or ``bsd.DPAreal``, :func:`~bayessdc.recipes.area_recipe`) draws each
    record's area, and with it the ``area_columns``, given the record's kept values (``area_given``), its posterior
    judged by its own release gate; its seed is the run's stream ``"area-model"``.
 2. **The within-area DPMPMs**, one per group of areas (:mod:`bayessdc.recipes.categorical.strata`), each fitted on its
@@ -36,7 +36,6 @@ records take, so it has none for a pattern a record brings from another area.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,13 +46,13 @@ from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import choose_draws
 from bayessdc.synthesis.streams import Stream
 
+from ...pipeline.areas import AreaInput, area_datasets, describe_area, stage_parts
 from ...pipeline.recipe import Fitted
-from ..cart.areas import AreaInput, area_datasets
 from .input import CategoricalPrepared, CategoricalStrata
 from .strata import StrataFit, StrataGateReport
 
 __all__ = [
-    "AREA_GROUP", "AreaStrataFit", "area_description", "area_folder", "draw_within_areas", "measured_roles",
+    "AREA_GROUP", "AreaStrataFit", "area_description", "draw_within_areas", "measured_roles",
     "staged_description", "staged_fit", "within_area_prepared",
 ]  # fmt: skip
 
@@ -64,10 +63,11 @@ AREA_GROUP = "area model"
 @dataclass
 class AreaStrataFit(StrataFit):
     """The fit of a categorical release whose area is synthesized first: the groups' fits, the area model's fit
-    (``first``) and its m datasets once drawn (``areas``, by m)."""
+    (``first``), its m datasets once drawn (``areas``, by m) and the posterior draw of each (``draws``)."""
 
     first: Fitted | None = None
     areas: dict[int, pd.DataFrame] = field(default_factory=dict)
+    draws: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def staged_fit(area: AreaInput, first: Fitted, groups: Fitted) -> Fitted:
@@ -78,16 +78,14 @@ def staged_fit(area: AreaInput, first: Fitted, groups: Fitted) -> Fitted:
     ``private/diagnostics.json``."""
     gate = StrataGateReport.of({AREA_GROUP: first.release_gate, **groups.release_gate.groups})
     diagnostics = groups.diagnostics
-    posteriors = {**{f"area_model{'' if k == 'all' else '/' + k}": v for k, v in first.diagnostics.posteriors.items()},
-                  **diagnostics.posteriors}  # fmt: skip
+    posteriors, reports, private_files = stage_parts(first)
     summary = {**diagnostics.summary, "area_model": {"model": area.name, **first.diagnostics.summary}}
     fitted = replace(
         groups,
-        diagnostics=replace(diagnostics, posteriors=posteriors, summary=summary),
+        diagnostics=replace(diagnostics, posteriors={**posteriors, **diagnostics.posteriors}, summary=summary),
         state=AreaStrataFit(groups.state.parts, first=first),
-        private_files={**groups.private_files, **{f"area_model.{k}": v for k, v in first.private_files.items()}},
-        reports={**{f"area_model{'' if k == 'all' else '/' + k}": v for k, v in first.reports.items()},
-                 **groups.reports},
+        private_files={**groups.private_files, **private_files},
+        reports={**reports, **groups.reports},
     )  # fmt: skip
     if not first.release_gate.passed:
         fitted.what = f"the area model ({area.name}) of {area.columns[0]!r} and {groups.what}"
@@ -159,30 +157,17 @@ def within_area_prepared(part: CategoricalPrepared, whole: CategoricalPrepared, 
     return replace(part, data=part.data.with_levels(wide), area=area)
 
 
-def area_folder(workdir: Path | None) -> Path | None:
-    """Where the area model's finished parts are kept (``private/area_model``)."""
-    return None if workdir is None else Path(workdir) / "area_model"
-
-
-def staged_description(area_model: dict[str, Any], prepared: CategoricalPrepared) -> dict[str, Any]:
-    """The area model's description (:func:`~bayessdc.recipes.cart.areas.describe_area`) with the stages of a
-    categorical release: the within-area DPMPMs in place of trees, and the reference of its risk figures."""
-    area = prepared.area
-    first = f"the area {area.columns[0]!r}" + (f" and {', '.join(map(repr, area.columns[1:]))}" if area.columns[1:]
-                                               else "")
-    area_model = dict(area_model)
-    area_model["stages"] = [
-        f"1. {first} of every record drawn by the {area.name} given its kept {', '.join(area.given)}, one posterior "
-        "draw per dataset",
-        f"2. {', '.join(map(repr, prepared.synthesize))} of every record drawn by the DPMPM of its synthetic area's "
-        "group (fitted on that group's real records) given its kept values and the first stage's, one posterior draw "
-        "per dataset; dataset l of stage 2 given dataset l of stage 1",
-    ]
-    area_model.pop("reference_of_records_copied", None)
-    area_model["reference_of_risk"] = ("Hu & Savitsky's inherent minimum and maximum with the area and the area "
-                                       "columns among the synthesized columns (redrawn within each pattern of the kept "
-                                       "columns by the maximum)")  # fmt: skip
-    return area_model
+def staged_description(prepared: CategoricalPrepared, first: Fitted) -> dict[str, Any]:
+    """The area model in ``release/model.json`` (:func:`~bayessdc.pipeline.areas.describe_area`) with the
+    within-area DPMPMs as the second stage and the reference of the release's risk figures."""
+    return describe_area(
+        prepared.area, first,
+        f"{', '.join(map(repr, prepared.synthesize))} of every record drawn by the DPMPM of its synthetic area's group "
+        "(fitted on that group's real records) given its kept values and the first stage's, one posterior draw per "
+        "dataset",
+        reference_of_risk="Hu & Savitsky's inherent minimum and maximum with the area and the area columns among the "
+        "synthesized columns (redrawn within each pattern of the kept columns by the maximum)",
+    )  # fmt: skip
 
 
 def area_description(description: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class CategoricalPrepared(Prepared):
         The groups of areas synthesized one by one and each group's own prepared input, when the release is
         synthesized area by area (``strata=``); ``None`` otherwise.
     area
-        The area model's input (:class:`bayessdc.recipes.cart.areas.AreaInput`) when the area is synthesized before
+        The area model's input (:class:`bayessdc.pipeline.areas.AreaInput`) when the area is synthesized before
         the within-area models (``area_model=``), on the run's input and on each group's; ``None`` otherwise.
     """
 

@@ -41,13 +41,13 @@ from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, Relea
 from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
+from ...pipeline.areas import area_counts, area_folder, area_roles, fit_area, prepare_area
 from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
 from ...release import Release
-from ..cart.areas import area_counts, area_recipe, area_roles, describe_area, fit_area, prepare_area
+from .. import area_recipe
 from .areas import (
     AREA_GROUP,
     area_description,
-    area_folder,
     draw_within_areas,
     measured_roles,
     staged_description,
@@ -178,7 +178,7 @@ class CategoricalRecipe(Recipe):
         say = stage_messages(self.label, progress)
         first = None
         if prepared.area is not None:  # the area model first (its own seed and release gate)
-            first = fit_area(prepared.area, m, workdir, progress)
+            first = fit_area(prepared.area, m, workdir, progress, self.label)
         parts = {}
         for i, (name, part) in enumerate(strata.parts.items(), start=1):
             say(f"group {i} of {len(strata.parts)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
@@ -351,14 +351,14 @@ class CategoricalRecipe(Recipe):
 
     def _area_roles(self, frame: pd.DataFrame, synthesize: list[str], keep: list[str]) -> tuple[list[str], list[str]]:
         """The area model's columns (the area, then the area columns) and the kept columns it draws them given
-        (:func:`~bayessdc.recipes.cart.areas.area_roles`, every column categorical); ``([], [])`` without an area
+        (:func:`~bayessdc.pipeline.areas.area_roles`, every column categorical); ``([], [])`` without an area
         model.
 
         Raises
         ------
         bayessdc.InputError
             ``area_model=``, ``area_columns=`` or ``area_given=`` without ``strata=``, the last two without
-            ``area_model=``, and what :func:`~bayessdc.recipes.cart.areas.area_roles` refuses.
+            ``area_model=``, and what :func:`~bayessdc.pipeline.areas.area_roles` refuses.
         """
         area_model = getattr(self, "area_model", None)
         area_columns, area_given = getattr(self, "area_columns", ()), getattr(self, "area_given", None)
@@ -376,12 +376,12 @@ class CategoricalRecipe(Recipe):
     def _with_area(self, frame: pd.DataFrame, columns: list[str], given: list[str], seed: int,
                    prepared: CategoricalPrepared) -> None:  # fmt: skip
         """``prepared`` with the area synthesized first (nothing without ``columns``): the area model's input
-        (:func:`~bayessdc.recipes.cart.areas.prepare_area`, its seed the run's stream ``"area-model"``) and each
+        (:func:`~bayessdc.pipeline.areas.prepare_area`, its seed the run's stream ``"area-model"``) and each
         group's kept columns on the whole file's levels
         (:func:`~bayessdc.recipes.categorical.areas.within_area_prepared`)."""
         if not columns:
             return
-        area = prepare_area(self.area_model, frame, columns, given, seed)
+        area = prepare_area(area_recipe(self.area_model), frame, columns, given, seed)
         strata = prepared.strata
         strata.parts = {name: within_area_prepared(part, prepared, area) for name, part in strata.parts.items()}
         prepared.area = area
@@ -429,7 +429,7 @@ class CategoricalRecipe(Recipe):
         if prepared.area is not None:
             synthesized, kept = measured_roles(prepared, prepared.area)
             description.update(synthesized=synthesized, kept=kept,
-                               area_model=staged_description(describe_area(prepared.area, state.first), prepared))
+                               area_model=staged_description(prepared, state.first))
             description = area_description(description)
         return description
 
