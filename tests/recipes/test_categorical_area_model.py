@@ -180,3 +180,22 @@ def test_bad_options_are_refused_before_anything_is_fitted(options, keep, match,
         bsd.synthesize(_table(), recipe, synthesize="y", keep=keep, m=2, seed=0, out=tmp_path / "out",
                        policy=NO_CRITERIA, progress=False)  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_more_chains_go_to_the_area_model_when_its_gate_fails_and_the_groups_keep_their_fits():
+    """The recipe's own steps (the pipeline's stopping rule calls them): an area model whose gate fails by construction
+    (a tolerance of 1e-9) is among the failing groups; asked for 6 chains, its posterior gets chains 4 and 5 from their
+    own streams (its first four unchanged), and the groups that passed keep their fits (the same objects)."""
+    recipe = _dpmpm(strata="area", min_stratum=50, area_columns=["tenure"], area_given=["x"],
+                    area_model=_dpmpm(K=4, gate={"utility_tolerance": 1e-9, "risk_tolerance": 1e-9}))  # fmt: skip
+    prepared = recipe.prepare(_table(), ["y"], ["x", "z"], seed=2)
+    fitted = recipe.fit(prepared, 2, 2, None, False)
+    failing = fitted.release_gate.failing()
+    assert failing[0] == "area model"
+    before = fitted.state.first.state.idata.posterior
+    more = recipe.more_chains(prepared, fitted, 6, 2, None, False)
+    after = more.state.first.state.idata.posterior
+    assert before.sizes["chain"] == 4 and after.sizes["chain"] == 6
+    assert after["alpha"].isel(chain=slice(0, 4)).equals(before["alpha"])
+    assert all(more.state.parts[name] is fitted.state.parts[name] for name in fitted.state.parts if name not in failing)
+    assert more.release_gate.groups["area model"].chains == 6
