@@ -44,6 +44,8 @@ FIGURE_FILES = ("risk.json", "utility.json", "risk_details.json")
 #: them), so every other criterion is still compared in its place.
 LATER_CRITERIA = {
     "stratum_copied_records": "issue 51: records copied judged in each area of a release synthesized area by area",
+    "stratum_attribute_disclosures": "issue 51: exact attribute disclosures judged in each area of a categorical "
+    "release synthesized area by area, against the area's inherent maximum",
     "household_uniques_reappearing": "issue 51: households unique in the original reappearing in a household release",
     "household_attribute_inference": "issue 51: household secrets inferred from a household's members in a household "
     "release",
