@@ -187,6 +187,21 @@ def test_records_copied_are_reported_per_area_and_not_judged(release):
     assert [j.subset for j in judged] == [f"stratum {a}" for a in SIZES] and all(j.passed is None for j in judged)
 
 
+def test_the_default_policy_judges_each_area_on_its_records_own_labels_reproduced(release):
+    """Each area's exact attribute disclosures, worked from the datasets: the share of the area's records whose
+    synthesized label in their own row is their own; the default policy judges every area on it (against the area's
+    inherent maximum, tests/measures/test_strata.py)."""
+    table = _table()
+    result = release.measured["stratum_attribute_disclosures"]
+    for k, dataset in release.synthetic.groupby("synthetic"):
+        own = dataset["y"].to_numpy() == table["y"].to_numpy()
+        for area in SIZES:
+            share = own[(table["area"] == area).to_numpy()].mean()
+            assert result.values.query(f"subset == 'stratum {area}' and dataset == {k}")["value"].item() == share
+    judged = [j for j in release.judge().judgements if j.criterion.measure == "stratum_attribute_disclosures"]
+    assert [j.subset for j in judged] == [f"stratum {a}" for a in SIZES] and all(j.passed is not None for j in judged)
+
+
 def test_the_command_line_gives_the_release_of_the_resumed_run_for_the_same_seed(folder, release):
     _table().to_csv(folder / "areas.csv", index=False)
     argv = ["dpmpm", "--data", str(folder / "areas.csv"), "--synthesize", "y", "--keep", "x", "z", "--strata", "area",

@@ -615,7 +615,8 @@ def categorical_report_content(label: str, prepared: CategoricalPrepared, releas
             f"Synthesized area by area: the records of each {strata['column']} fitted and drawn by a model of their "
             f"own ({len(strata['groups'])} groups of {sum(len(g['strata']) for g in strata['groups'])} areas; "
             f"{len(pooled)} pool(s) of areas under {strata['min_records']} records), each judged by its own release "
-            "gate; the records copied are reported per area (stratum_copied_records)."
+            "gate; each area's records whose own labels are reproduced are judged against the area's inherent maximum "
+            "(stratum_attribute_disclosures), and the records copied are reported per area (stratum_copied_records)."
         )
     return ReportContent(
         original=prepared.original, synthetic=release.synthetic, compared=list(synthesize), about=about

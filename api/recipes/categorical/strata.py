@@ -32,8 +32,9 @@ The draw
     groups' datasets joined into m datasets over the whole file, the records in the data's order
     (:func:`in_data_order`): every record keeps its area. The measures read the whole file, as for an
     unstratified release (identification and attribute risk against the whole file's inherent bounds, whose
-    patterns hold the area; utility), and ``stratum_copied_records`` reports each area's share of released rows
-    equal to an original record.
+    patterns hold the area; utility), and per area ``stratum_attribute_disclosures`` (each area's records whose own
+    labels their row reproduces, judged by the default policy against the area's inherent maximum, Bonferroni over
+    the areas; :mod:`bayessdc.measures.strata`) and ``stratum_copied_records`` (reported).
 """
 
 from __future__ import annotations

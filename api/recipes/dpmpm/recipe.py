@@ -94,8 +94,9 @@ class DPMPM(CategoricalRecipe):
         own, each group judged by its own release gate (the release passes when every group's does; added chains
         go to the failing groups only), the groups one after another (:mod:`bayessdc.recipes.categorical.strata`).
         The column is kept (added to the kept columns when it is not among them; refused among the synthesized):
-        every record stays in its area. The measures read the whole file, and ``stratum_copied_records`` reports
-        each area's records copied. Not with ``structural_zeros``.
+        every record stays in its area. The measures read the whole file, and each area is judged on its records'
+        own labels reproduced against its inherent maximum (``stratum_attribute_disclosures``). Not with
+        ``structural_zeros``.
     min_stratum
         The fewest records an area's model is fitted on (default 10 + 10 per synthesized column, synthpop's
         ``minstratumsize``, as ``bsd.CART``); a smaller area is pooled with the other small areas of its
