@@ -13,6 +13,16 @@ and each table's ``tau = 1 - L1/(2n)`` (Rodriguez, Freiman, Reiter & Lauger; :mo
 set beside the same tau of bootstrap replicates of the original's *households*, drawn whole with replacement: the
 range a table of households varies over by sampling alone. (A bootstrap of persons would break households apart and
 understate it.) Sizes of 6 and more are one cell, as in the household measures' subsets.
+
+Weighted form (survey weights, :attr:`MeasureInput.weights`): the weight of a household survey is the household's,
+the same for every member (``bsd.CART(households=...)`` refuses any other before fitting,
+:func:`bayessdc.recipes.cart.recipe.check_household_weight`), read from a household's first member. Each table is
+then of estimated population totals of households, the sum of the weights of the households in each cell (a
+synthetic dataset's households with their own weights: the collected ones of the households they stand for when
+the weight is kept, synthesized ones when not), ``tau = 1 - L1/(2N)`` with ``N`` the original's weighted total of
+households, and a bootstrap replicate resamples the original's households whole, with replacement, each carrying
+its weight (:func:`bayessdc.synthesis.tables.tau_bootstrap`). The weight is never a column the households are
+counted by.
 """
 
 from __future__ import annotations
@@ -59,17 +69,19 @@ def household_frame(persons: pd.DataFrame, household: str, relationship: str | N
 
 @register
 class HouseholdTableTau(Measure):
-    """tau of the tables of households by size and composition, per dataset, beside a bootstrap of households."""
+    """tau of the tables of households by size and composition, per dataset, beside a bootstrap of households;
+    with survey weights, of the weighted totals of households against a bootstrap of weighted households (see the
+    module docstring)."""
 
-    reads = ("original", "households", "household_relationship", "household_known", "bootstrap")
+    reads = ("original", "households", "household_relationship", "household_known", "bootstrap", "weights")
 
     name = "household_table_tau"
     kind = "utility"
     better = "higher"
     title = "tau of the tables of households"
     unit = "tau = 1 - L1/(2n), n households"
-    description = "1 - L1/(2n) of the counts of households by size and composition (and by area), synthetic "
-    "against original"
+    description = ("1 - L1/(2n) of the counts of households by size and composition (and by area), synthetic "
+                   "against original")  # fmt: skip
     subsets = "a table's name"
     subset_names = None
     references = {"bootstrap": "tau of bootstrap replicates of the original's households, drawn whole (mean and "
@@ -81,17 +93,18 @@ class HouseholdTableTau(Measure):
     def compute(self, data: MeasureInput) -> MeasureResult:
         from bayessdc.synthesis.tables import TableSpec, tau_distributions
 
-        household, relationship = data.households, data.household_relationship
-        candidates = [c for c in data.household_known if c not in (household, relationship)]
+        household, relationship, weights = data.households, data.household_relationship, data.weights
+        candidates = [c for c in data.household_known if c not in (household, relationship, weights)]
         areas = household_level_columns(data.original, household, candidates)
-        original = household_frame(data.original, household, relationship, areas)
-        synthetic = household_frame(data.synthetic, household, relationship, areas, by="synthetic")
+        carried = areas if weights is None else [*areas, weights]  # a household's weight: its first member's
+        original = household_frame(data.original, household, relationship, carried)
+        synthetic = household_frame(data.synthetic, household, relationship, carried, by="synthetic")
         kinds = ["household size", *(["household composition"] if relationship is not None else [])]
         tables = [TableSpec(f"households by {kind.removeprefix('household ')}", (kind,)) for kind in kinds]
         tables += [TableSpec(f"households by {kind.removeprefix('household ')} x {area}", (kind, area))
                    for kind in kinds for area in areas]  # fmt: skip
         replicates = max(data.bootstrap, 1)
-        taus = tau_distributions(original, synthetic, tables, n_bootstrap=replicates, seed=data.seed)
+        taus = tau_distributions(original, synthetic, tables, n_bootstrap=replicates, seed=data.seed, weights=weights)
         values, references = [], []
         details = []
         for spec in tables:
@@ -107,4 +120,10 @@ class HouseholdTableTau(Measure):
                             "tau": float(drawn["tau"].mean()), "bootstrap_lower": low, "bootstrap_upper": high})
         result = self.result(values, references)
         result.details = pd.DataFrame(details)
+        if weights is not None:
+            result.title = f"{result.title} (weighted by {weights})"
+            result.unit = f"tau = 1 - L1/(2N) of the households' totals weighted by {weights}"
+            result.description = f"{result.description}, both weighted by the household weight {weights!r}"
+            result.reference_notes["bootstrap"] = ("tau of bootstrap replicates of the original's households, drawn "
+                                                   "whole with their weights (mean and 2.5-97.5% range)")
         return result

@@ -294,7 +294,7 @@ def _run(
     if "control_set" in identity:
         content.about.append(control_sentence(identity["control_set"]))
     if prepared.weights is not None:
-        content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept"))
+        content.about.append(weights_sentence(prepared.weights, prepared.weight_role or "kept", prepared.households))
     release = replace(release, report_content=content, seconds=time.perf_counter() - start)
     if not release.policy.passed:
         refusal = DisclosureRefused(release.policy, [lever.sentence() for lever in synthesizer.levers()], tried)

@@ -63,6 +63,10 @@ class Prepared:
         The survey weight column (``bsd.synthesize(..., weights=)``, set by the pipeline after :meth:`Recipe.prepare`)
         and its role, ``"kept"`` or ``"synthesized"`` (:mod:`bayessdc.pipeline.weighting`); ``None`` without
         weights. A recipe that takes weights (:attr:`Recipe.takes_weights`) computes its utility figures weighted.
+    households
+        The household id column when the records are persons within households (``bsd.CART(households=)``), whose
+        survey weight is then the household's, the same for every member (``release/model.json`` and the report
+        say so); ``None`` otherwise.
     """
 
     data: Any
@@ -73,6 +77,7 @@ class Prepared:
     #: ``(design, columns)``: the replicate weights (``bsd.synthesize(..., replicate_weights=)``) and their values
     #: on the fitted rows, carried into every dataset beside the kept weights.
     replicates: Any = None
+    households: str | None = None
 
 
 @dataclass

@@ -38,7 +38,8 @@ def build_release(
         data.holdout = align_control(control, data.original)
     description = {**recipe.describe(prepared, fitted), "m": m, "seed": seed}
     if prepared.weights is not None:
-        description["weights"] = weights_description(prepared.weights, prepared.weight_role or "kept")
+        description["weights"] = weights_description(prepared.weights, prepared.weight_role or "kept",
+                                                     prepared.households)  # fmt: skip
         if data is not None:
             data.weights = prepared.weights
     if prepared.replicates is not None:

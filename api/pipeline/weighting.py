@@ -14,6 +14,13 @@ names the column and the rows. Its role (:func:`weight_roles`) follows the kind 
 Every utility figure of a weighted release is then computed in its weighted form (tables of weighted totals,
 weighted regressions with linearization variances, :mod:`bayessdc.synthesis.survey`), and ``release/model.json``
 (``weights``) and the report say so.
+
+A release of persons within households (``bsd.CART(households=...)``) takes a *household* weight, the same for
+every member (a household survey's base weight; a weight differing within a household is refused before fitting).
+Kept, it is one of the household's kept columns: each synthetic household stands in the place of a real one and
+carries its collected weight, and the trees of both stages (households, members) are drawn given it. Synthesized,
+it is drawn once per household, as a household column in the households' stage, right after the household's
+composition. The tables of households (``household_table_tau``) are then of the households' weighted totals.
 """
 
 from __future__ import annotations
@@ -142,28 +149,76 @@ def weight_roles(column: str, synthesize: list[str] | None, keep: list[str] | No
     return (synthesize if column in synthesize else [column, *synthesize]), keep, "synthesized"
 
 
-def weights_description(column: str, role: str) -> dict[str, Any]:
-    """The ``weights`` entry of ``release/model.json``: the column, its role and why."""
+#: Why, in a release of persons within households, the weight is the household's and what it does.
+_WHY_HOUSEHOLDS = {
+    "kept": "partially synthetic household release: the weight is the household's (the same for every member), a "
+    "kept household column: each synthetic household stands in the place of a real one with the same kept household "
+    "columns and carries that household's collected weight, and the trees of both stages (households, members) are "
+    "drawn given it, so that weighted estimates from the release reflect the design",
+    "synthesized": "fully synthetic household release: the weight is the household's (the same for every member), "
+    "synthesized as a household column in the households' stage, drawn given the household's composition and before "
+    "every other column, so that every other column is drawn given a synthetic weight; no household is released "
+    "with its collected weight, which can reveal its design stratum (the synthetic weights are drawn from the "
+    "observed households' ones)",
+}
+
+
+def weights_description(column: str, role: str, households: str | None = None) -> dict[str, Any]:
+    """The ``weights`` entry of ``release/model.json``: the column, its role and why.
+
+    Parameters
+    ----------
+    column
+        The survey weight column.
+    role
+        ``"kept"`` or ``"synthesized"`` (:func:`weight_roles`).
+    households
+        The household id column of a release of persons within households, whose weight is then the household's
+        (``unit``: ``"household"``); ``None``: a release of records.
+
+    Returns
+    -------
+    dict
+        ``column``, ``role``, ``why``, ``utility`` and ``left_out_of_defaults``; with ``households``, ``unit``
+        (``"household"``: one weight per household) and ``households`` (the household id column) after ``role``.
+    """
+    entry: dict[str, Any] = {"column": column, "role": role}
+    utility = ("every utility figure is weighted: tables of weighted totals (tau, relative errors) against a "
+               "bootstrap of weighted records, regressions and means by weighted least squares with linearization "
+               "variances, combined over the m datasets")  # fmt: skip
+    if households is None:
+        return {**entry, "why": _WHY[role], "utility": utility, "left_out_of_defaults": _LEFT_OUT}
     return {
-        "column": column,
-        "role": role,
-        "why": _WHY[role],
-        "utility": "every utility figure is weighted: tables of weighted totals (tau, relative errors) against a "
-        "bootstrap of weighted records, regressions and means by weighted least squares with linearization "
-        "variances, combined over the m datasets",
-        "left_out_of_defaults": _LEFT_OUT,
+        **entry,
+        "unit": "household",
+        "households": households,
+        "why": _WHY_HOUSEHOLDS[role],
+        "utility": f"{utility}; the tables of households (household_table_tau) are of the households' weighted "
+        "totals, against a bootstrap of whole households carrying their weights",
+        "left_out_of_defaults": f"{_LEFT_OUT}; nor is it a column a household is known by "
+        "(household_uniques_reappearing, household_attribute_inference) or a secret inferred",
     }
 
 
-def weights_sentence(column: str, role: str) -> str:
-    """What the report says of the survey weights: their role, and which figures are weighted."""
-    kept = "kept as collected and a predictor of every synthesized column" if role == "kept" else (
-        "synthesized first (no record is released with its collected weight)")
+def weights_sentence(column: str, role: str, households: str | None = None) -> str:
+    """What the report says of the survey weights: their role, and which figures are weighted (``households``: the
+    household id column of a release of persons within households, whose weight is the household's)."""
+    if households is None:
+        kept = "kept as collected and a predictor of every synthesized column" if role == "kept" else (
+            "synthesized first (no record is released with its collected weight)")
+        tables = ""
+    else:
+        kept = ("a household weight kept as collected: each synthetic household carries the weight of the real "
+                "household it stands for, and every tree is drawn given it") if role == "kept" else (
+            "a household weight synthesized once per household, right after its composition (no household is "
+            "released with its collected weight)")
+        tables = (f", the tau of the tables of households (the households' totals weighted by {column!r}, against "
+                  "a bootstrap of whole households with their weights)")  # fmt: skip
     return (f"Survey weights: the column {column!r} is {kept}. Weighted figures: the tables' tau and relative "
-            f"errors (totals weighted by {column!r}, against a bootstrap of weighted records) and any analyst's "
-            "regression (weighted least squares, linearization variances, combined over the m datasets) and the pMSE "
-            "of release.risk(known=...); the records copied, replicated uniques, identification risks and table "
-            f"deviations count records, unweighted. Defaults: {_LEFT_OUT}.")  # fmt: skip
+            f"errors (totals weighted by {column!r}, against a bootstrap of weighted records){tables} and any "
+            "analyst's regression (weighted least squares, linearization variances, combined over the m datasets) "
+            "and the pMSE of release.risk(known=...); the records copied, replicated uniques, identification risks "
+            f"and table deviations count records, unweighted. Defaults: {_LEFT_OUT}.")  # fmt: skip
 
 
 def check_replicates(

@@ -182,7 +182,11 @@ class CART(Recipe):
     -----
     Survey weights (``bsd.synthesize(..., weights="wt")``): kept and a predictor of every tree under partial
     synthesis, the first synthesized column under full synthesis; the tables are then of weighted totals
-    (:mod:`bayessdc.pipeline.weighting`).
+    (:mod:`bayessdc.pipeline.weighting`). With ``households``, the weight is the household's, the same for every
+    member (a weight differing within a household is refused before fitting, naming the household): kept, each
+    synthetic household carries the weight of the real household it stands for and both stages' trees are drawn
+    given it; synthesized, it is drawn once per household right after the composition. The tables of households are
+    then of weighted totals of households, and the household risk measures never take the weight as known.
 
     Missing values are synthesized, never dropped (:mod:`bayessdc.models.cart.states`); the release holds NaN
     (or the declared code) where the trees put them. Columns neither kept nor synthesized are not released.
@@ -282,9 +286,6 @@ class CART(Recipe):
             if self.relationship is None:
                 raise InputError(f"households={self.households!r} needs relationship=, the column of each member's "
                                  "relationship to the reference person")  # fmt: skip
-            if weights is not None:
-                raise InputError("households= with weights=: a household release of weighted persons is not built; "
-                                 "synthesize the weight as a household column, or leave households= out")  # fmt: skip
             if self.relationship in keep:
                 raise InputError(f"relationship={self.relationship!r} is kept: in a household release the members' "
                                  "relationships are synthesized as the household's composition")  # fmt: skip
@@ -296,6 +297,9 @@ class CART(Recipe):
             synthesizer = self._synthesizer(synthesize, keep, self._rules())
         except ValueError as err:  # a setting out of range (smoothing=)
             raise InputError(str(err)) from None
+        if weights is not None and self.households is not None and self.households in frame.columns:
+            # before HouseholdCart.validate's generic check of the kept columns, which would name no weight
+            check_household_weight(frame, self.households, weights)
         released = synthesizer.validate(frame)
         plan = None
         if self.strata is not None:
@@ -344,7 +348,7 @@ class CART(Recipe):
         dropped = [c for c in frame.columns if c not in released.columns]
         return CartPrepared(
             released, identity, notices, frame=frame, synthesize=synthesize, keep=keep, rules=list(synthesizer.rules),
-            tables=tables, dropped=dropped, strata=plan, area=area,
+            tables=tables, dropped=dropped, strata=plan, area=area, households=self.households,
         )  # fmt: skip
 
     def _area_roles(self, frame: pd.DataFrame, synthesize: list[str], keep: list[str], weights: str | None
@@ -491,20 +495,59 @@ def _household_sizes(frame: pd.DataFrame, household: str) -> pd.DataFrame:
     return pd.DataFrame({"size": sizes.index, "households": counts, "persons": sizes.index * counts})
 
 
+def check_household_weight(frame: pd.DataFrame, household: str, weights: str) -> None:
+    """Refuse a survey weight that differs between the members of a household (persons without a household id are
+    left to :meth:`HouseholdCart.validate`).
+
+    In a household release the weight is the household's: kept, each synthetic household carries the weight of the
+    real household it stands in the place of, a kept household column every tree conditions on; synthesized, it is
+    drawn once per household, as a household column. A person weight (calibrated member by member) is neither.
+
+    Parameters
+    ----------
+    frame
+        The confidential persons, with valid household ids.
+    household
+        The household id column.
+    weights
+        The survey weight column.
+
+    Raises
+    ------
+    bayessdc.InputError
+        Naming the first household (in the data's order) whose members' weights differ, its weights, and how many
+        households are so.
+    """
+    spread = frame.groupby(household, sort=False)[weights].nunique()
+    differing = spread.index[(spread > 1).to_numpy()]
+    if not len(differing):
+        return
+    name = differing[0]
+    values = ", ".join(f"{v:g}" for v in sorted(frame.loc[frame[household] == name, weights].unique()))
+    raise InputError(
+        f"weights={weights!r} differs between the members of household {name!r} ({values}; {len(differing)} "
+        "household(s) so): a household release takes a household weight, the same for every member, which each "
+        "synthetic household carries from the real household it stands for (or draws once, fully synthetic); pass "
+        "the household's base (design) weight as weights=, not person weights calibrated member by member"
+    )
+
+
 def household_input(data: Any, synthesizer: Any, household: str, relationship: str) -> None:
     """Set the measure input of a household release up (:mod:`bayessdc.measures.households`): the household id,
     what the intruder knows of a household (its kept columns, and its members' relationships and person columns,
     numeric ones on their decile bands: the composition as a neighbour sees it) and what it would learn (the
-    synthesized household columns, e.g. tenure). A household release has no row ``i`` standing for record ``i``:
+    synthesized household columns, e.g. tenure). The survey weight (``data.weights``), kept or synthesized, is
+    neither: a design variable whose nearly unique values the intruder is not assumed to know (as in the knowledge
+    sets of a release of records), nor a secret. A household release has no row ``i`` standing for record ``i``:
     the person-level identification figures of a partially synthetic release are not set."""
     from bayessdc.measures.households import household_level_columns
     from bayessdc.risk.banding import band_edges, numeric_columns
 
-    drawn = [c for c in synthesizer.synthesize if c != relationship]
+    drawn = [c for c in synthesizer.synthesize if c not in (relationship, data.weights)]
     household_columns = household_level_columns(data.original, household, drawn)
-    person = [c for c in synthesizer.synthesize if c not in household_columns]
+    person = [c for c in synthesizer.synthesize if c not in household_columns and c != data.weights]
     data.households = household
-    data.household_known = [*synthesizer.keep, *person]
+    data.household_known = [*(c for c in synthesizer.keep if c != data.weights), *person]
     data.household_secrets = household_columns
     data.household_relationship = relationship
     data.known_sets, data.partially_synthetic, data.synthesized, data.kept = [], False, [], []
