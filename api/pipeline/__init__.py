@@ -195,7 +195,8 @@ def synthesize(
     if weights is not None:  # before the hold-out, so that the rows named are the user's
         if not synthesizer.takes_weights:
             raise InputError(f"weights= applies to tables of records synthesized by bsd.CART, not {synthesizer.name}")
-        synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, keep)
+        kept = synthesizer.kept_columns(list(keep or []))  # a column of areas is kept: partially synthetic
+        synthesize, keep, weight_role = weight_roles(check_weights(frame, weights), synthesize, kept)
     frame = check_values(frame, [*(synthesize or []), *(keep or [])] if synthesizer.reads_roles_only else None)
     if replicate_weights is not None:
         check_replicates(frame, replicate_weights, weights, weight_role, synthesize, keep)

@@ -270,6 +270,12 @@ class Recipe(ABC):
 
         return ReportContent()
 
+    def kept_columns(self, keep: list[str]) -> list[str]:
+        """The columns the recipe will keep, given ``keep=``: by default ``keep``; a recipe that keeps a column of its
+        own (CART's ``strata=``, the column of areas) adds it, so that the survey weight's role
+        (:func:`~bayessdc.pipeline.weighting.weight_roles`: kept in a partially synthetic release) sees it."""
+        return keep
+
     def check_run(self, m: int, allow_unconverged: bool) -> None:  # noqa: B027 - optional hook, none by default
         """Refuse, before sampling, an ``m`` or settings the recipe cannot deliver (under ``allow_unconverged``)."""
 

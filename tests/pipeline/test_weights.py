@@ -150,3 +150,15 @@ def test_the_weight_is_in_no_default_knowledge_set_but_a_named_set_takes_it(rele
     assert calls[0]["pattern"] == ["age", "sex"]  # the weight resamples the patterns, it is none of their columns
     named = partial.risk(known=[["age", "sex", "wt"]], repetitions=2)
     assert "age+sex+wt" in set(named["subset"])
+
+
+def test_a_release_by_area_keeps_its_areas_and_so_its_weights():
+    """``strata=`` keeps the column of areas, so a release with nothing else kept is partially synthetic: the weight
+    is kept with the records (not synthesized as in a fully synthetic release)."""
+    data = acs_weighted(200).assign(area=lambda d: np.where(np.arange(len(d)) % 2, "north", "south"))
+    release = bsd.synthesize(data, bsd.CART(strata="area", bootstrap=10, min_leaf=10), synthesize="employed,income",
+                             keep=[], m=M, seed=0, progress=False, weights="wt")  # fmt: skip
+    assert release.description["weights"]["role"] == "kept" and release.description["kept"] == ["area", "wt"]
+    for _, dataset in release.synthetic.groupby("synthetic"):
+        rows = kept_positions(dataset, data, ["area", "wt"])
+        assert rows is not None and (dataset["wt"].to_numpy() == data["wt"].to_numpy()[rows]).all()

@@ -262,6 +262,17 @@ class CART(Recipe):
             return None
         return partial(run_parts, scheduler=self.scheduler, workers=self.workers, label=label)
 
+    def kept_columns(self, keep: list[str]) -> list[str]:
+        """``keep`` with the column of areas first when ``strata=`` names one it lacks (as :meth:`prepare` keeps it):
+        a release by area keeps its areas, so a survey weight is kept with them.
+
+        Examples
+        --------
+        >>> CART(strata="area").kept_columns(["sex"]), CART().kept_columns([])
+        (['area', 'sex'], [])
+        """
+        return keep if self.strata is None or self.strata in keep else [self.strata, *keep]
+
     def prepare(
         self, frame: pd.DataFrame, synthesize: list[str] | None, keep: list[str] | None, seed: int = 0,
         weights: str | None = None,
