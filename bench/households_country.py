@@ -12,6 +12,7 @@ households and persons per dataset, and the rules broken (0 by construction).
 Below the public API: ``bayessdc.models.households.rule_violations``, the count of households breaking each rule.
 
     .venv/bin/python bench/households_country.py [--households 400000] [--areas 500] [--m 2] [--runner both]
+        [--min-leaf 10]
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ def _worker_peak_mb() -> float:
     return float("nan")
 
 
-def _run(persons, scheduler: str | None, m: int, out: Path) -> tuple[bsd.Release | None, float, str]:
+def _run(persons, scheduler: str | None, m: int, out: Path, min_leaf: int) -> tuple[bsd.Release | None, float, str]:
     recipe = bsd.CART(households="household", relationship="relationship", rules=bsd.examples.household_rules(),
-                      strata="area", min_leaf=10, bootstrap=200, scheduler=scheduler, workers=2)  # fmt: skip
+                      strata="area", min_leaf=min_leaf, bootstrap=200, scheduler=scheduler, workers=2)  # fmt: skip
     start = time.perf_counter()
     try:
         release = bsd.synthesize(persons, recipe, synthesize=SYNTHESIZE, m=m, seed=1, out=out, progress=False)
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--areas", type=int, default=500)
     parser.add_argument("--m", type=int, default=2)
     parser.add_argument("--runner", choices=("local", "cluster", "both"), default="both")
+    parser.add_argument("--min-leaf", type=int, default=10, help="the trees' fewest records in a leaf (CART's "
+                        "default is 50)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             client = Client(cluster)
             scheduler = cluster.scheduler_address
         with tempfile.TemporaryDirectory() as tmp:
-            release, seconds, verdict = _run(persons, scheduler, args.m, Path(tmp) / "run")
+            release, seconds, verdict = _run(persons, scheduler, args.m, Path(tmp) / "run", args.min_leaf)
         workers = ""
         if client is not None:
             memory = client.run(_worker_peak_mb)
