@@ -276,3 +276,22 @@ def test_the_dp_areal_model_synthesizes_area_by_area_through_the_same_wiring(fol
     assert gate["passed"] and set(gate["groups"]) == {"a", "b", "pooled small strata"} and "divergences" in gate
     assert release.description["strata"]["groups"][2]["strata"] == ["c", "d"]
     assert set(release.measured["stratum_copied_records"].values["subset"]) == {f"stratum {a}" for a in SIZES}
+
+
+def test_the_groups_fanned_out_over_a_local_cluster_give_the_release_of_the_groups_one_after_another(folder):
+    """``workers=2``: the groups are parts of the part runner (a local dask cluster of two threads), each group's
+    chains one after another within its part and kept under its folder; the datasets are those of the run without a
+    cluster, bit for bit (every chain draws from its own stream)."""
+    recipe = _dpmpm(strata="area", min_stratum=50)
+    recipe.risk_records, recipe.gate = 0, bsd.ReleaseGatePolicy(**GATE, max_chains=SETTINGS["chains"])
+    policy = folder / "policy.toml"
+    here = bsd.synthesize(_table(), recipe, synthesize="y", keep="x,z", m=3, seed=5, policy=policy, progress=False,
+                          allow_unconverged=True)  # fmt: skip
+    recipe.workers = 2
+    out = folder / "fanned"
+    spread = bsd.synthesize(_table(), recipe, synthesize="y", keep="x,z", m=3, seed=5, policy=policy, out=out,
+                            progress=False, allow_unconverged=True)  # fmt: skip
+    pd.testing.assert_frame_equal(spread.synthetic, here.synthetic)
+    stored = sorted(p.relative_to(out / "private" / "strata").as_posix()
+                    for p in (out / "private" / "strata").rglob("chain-*.nc"))  # fmt: skip
+    assert stored == [f"group-{g}/chains/chain-{c}.nc" for g in range(3) for c in range(SETTINGS["chains"])]

@@ -38,6 +38,7 @@ from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import draw_synthetic
 from bayessdc.synthesis.output import table_writer
 from bayessdc.synthesis.release_gate import MIN_CHAINS, ReleaseGatePolicy, ReleaseGateReport
+from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
@@ -170,21 +171,46 @@ class CategoricalRecipe(Recipe):
 
     def fit(self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool) -> Fitted:
         """The posterior and its release gate (:meth:`_fit_one`); with ``strata=``, one per group of areas, each
-        on the group's records with the group's seed, the groups one after another, and the release gate of
-        them all (:mod:`bayessdc.recipes.categorical.strata`)."""
+        on the group's records with the group's seed (one after another, or fanned out: :meth:`_fit_groups`), and
+        the release gate of them all (:mod:`bayessdc.recipes.categorical.strata`)."""
         strata = prepared.strata
         if strata is None:
             return self._fit_one(prepared, m, seed, workdir, progress)
-        say = stage_messages(self.label, progress)
         first = None
         if prepared.area is not None:  # the area model first (its own seed and release gate)
             first = fit_area(prepared.area, m, workdir, progress, self.label)
-        parts = {}
-        for i, (name, part) in enumerate(strata.parts.items(), start=1):
-            say(f"group {i} of {len(strata.parts)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
-            parts[name] = self._fit_one(part, m, strata.seed(seed, name), _group_folder(workdir, strata, name),
-                                        progress)  # fmt: skip
-        return self._strata_fitted(prepared, parts, first)
+        jobs = {name: (part, strata.seed(seed, name), _group_folder(workdir, strata, name), None, 0)
+                for name, part in strata.parts.items()}  # fmt: skip
+        return self._strata_fitted(prepared, self._fit_groups(strata, jobs, m, progress), first)
+
+    def _fit_groups(self, strata: CategoricalStrata, jobs: dict[str, tuple[Any, ...]], m: int,
+                    progress: bool) -> dict[str, Fitted]:  # fmt: skip
+        """Each group's fit (a job ``(part, seed, folder, None, 0)``) or its chains brought to ``chains`` (``(part,
+        seed, folder, fit, chains)``), in the plan's order.
+
+        With ``scheduler=`` or ``workers=`` (the DPMPM's) and more than one group, the groups are parts of the part
+        runner (:func:`bayessdc.synthesis.runner.run_parts`: a local dask cluster of ``workers`` threads, or a
+        running scheduler), each group's chains one after another within its part (kept under its folder's
+        ``chains/`` as the chains of a run with ``scheduler="synchronous"`` are); otherwise one group after another
+        here, each with the recipe's own chains. The posterior of a group is the same on every path (each chain
+        draws from its own stream)."""
+        say = stage_messages(self.label, progress)
+        scheduler, workers = getattr(self, "scheduler", None), getattr(self, "workers", None)
+        if len(jobs) < 2 or (scheduler is None and workers is None) or scheduler == "synchronous":
+            fits = {}
+            for i, (name, job) in enumerate(jobs.items(), start=1):
+                say(f"group {i} of {len(jobs)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
+                fits[name] = _GroupFit(self, m, progress)(name, job)
+            return fits
+
+        def report(done: int, total: int, name: str, fit: Fitted, resumed: bool) -> None:
+            say(f"[{done}/{total}] group {name} by {strata.column!r}: release gate "
+                f"{'passed' if fit.release_gate.passed else 'failed'} with {fit.release_gate.chains} chains")
+
+        inner = replace(self, scheduler="synchronous", workers=None)
+        fitted = run_parts(_GroupFit(inner, m, False), list(jobs.items()), scheduler=scheduler, workers=workers,
+                           progress=report, label="groups")  # fmt: skip
+        return dict(zip(jobs, fitted, strict=True))
 
     def _fit_one(
         self, prepared: CategoricalPrepared, m: int, seed: int, workdir: Path | None, progress: bool
@@ -230,6 +256,7 @@ class CategoricalRecipe(Recipe):
             return self._more_chains_one(prepared, fitted, chains, seed, workdir, progress)
         say = stage_messages(self.label, progress)
         parts, first = dict(fitted.state.parts), getattr(fitted.state, "first", None)
+        jobs = {}
         for name, target in group_targets(fitted.release_gate, chains, self.gate.max_chains).items():
             if name == AREA_GROUP:  # the area model's chains, by its own recipe
                 area = prepared.area
@@ -240,8 +267,9 @@ class CategoricalRecipe(Recipe):
                     return None
                 continue
             say(f"group {name} by {strata.column!r}: {parts[name].release_gate.chains} chains to {target} ...")
-            parts[name] = self._more_chains_one(strata.parts[name], parts[name], target, strata.seed(seed, name),
-                                                _group_folder(workdir, strata, name), progress)  # fmt: skip
+            jobs[name] = (strata.parts[name], strata.seed(seed, name), _group_folder(workdir, strata, name),
+                          parts[name], target)  # fmt: skip
+        parts.update(self._fit_groups(strata, jobs, 0, progress))
         return self._strata_fitted(prepared, parts, first)
 
     def _more_chains_one(self, prepared: CategoricalPrepared, fitted: Fitted, chains: int, seed: int,
@@ -621,6 +649,23 @@ def categorical_report_content(label: str, prepared: CategoricalPrepared, releas
     return ReportContent(
         original=prepared.original, synthetic=release.synthetic, compared=list(synthesize), about=about
     )
+
+
+@dataclass(frozen=True)
+class _GroupFit:
+    """The part runner's task of a release synthesized area by area (picklable): ``(name, (part, seed, folder, fit,
+    chains)) ->`` the group's fit by ``recipe`` (``fit`` ``None``), or ``fit`` with its chains brought to
+    ``chains``."""
+
+    recipe: CategoricalRecipe
+    m: int
+    progress: bool
+
+    def __call__(self, name: str, job: tuple[Any, ...]) -> Fitted:
+        part, seed, folder, fit, chains = job
+        if fit is None:
+            return self.recipe._fit_one(part, self.m, seed, folder, self.progress)
+        return self.recipe._more_chains_one(part, fit, chains, seed, folder, self.progress)
 
 
 def _group_folder(workdir: Path | None, strata: CategoricalStrata, name: str) -> Path | None:

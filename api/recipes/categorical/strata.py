@@ -10,7 +10,10 @@ The fit
     levels its records take, as the model of the whole file draws only the file's), with the group's own seed:
     the run's seed and the group's position in the plan, stream ``"stratum"``
     (:meth:`~bayessdc.recipes.categorical.input.CategoricalStrata.seed`). Within the group everything is as in an
-    unstratified run seeded by that seed: its chains, its gate datasets, its m datasets.
+    unstratified run seeded by that seed: its chains, its gate datasets, its m datasets. The groups are fitted one
+    after another, or, with the DPMPM's ``scheduler=`` or ``workers=``, fanned out as parts of the part runner (a
+    local dask cluster or a running scheduler; each group's chains one after another within its part), the same
+    posteriors either way.
 The release gate
     Each group's posterior is judged by its own release gate (Hu & Savitsky's figures of its datasets, pooled over
     its chains, each between-chain standard error against its tolerance, the risk tolerances from the group's own

@@ -87,12 +87,14 @@ class DPMPM(CategoricalRecipe):
         each chain is a part of :func:`bayessdc.synthesis.runner.run_parts`: ``scheduler="synchronous"``
         one after another in this thread, ``scheduler=None`` with ``workers`` on a local dask cluster of that
         many threads, or the address of a running dask scheduler (``tcp://host:8786``); finished chains are
-        then kept under ``private/chains/`` of the output folder, and a rerun into it loads them. The
-        posterior is the same on every path.
+        then kept under ``private/chains/`` of the output folder, and a rerun into it loads them. With
+        ``strata=`` the groups of areas are the parts (each group's chains one after another within it, kept under
+        ``private/strata/group-<i>/chains/``). The posterior is the same on every path.
     strata
         A column of areas (``strata=``): the records of each area are fitted and synthesized by a DPMPM of their
         own, each group judged by its own release gate (the release passes when every group's does; added chains
-        go to the failing groups only), the groups one after another (:mod:`bayessdc.recipes.categorical.strata`).
+        go to the failing groups only), the groups one after another or fanned out with ``scheduler``/``workers``
+        (:mod:`bayessdc.recipes.categorical.strata`).
         The column is kept (added to the kept columns when it is not among them; refused among the synthesized):
         every record stays in its area. The measures read the whole file, and each area is judged on its records'
         own labels reproduced against its inherent maximum (``stratum_attribute_disclosures``). Not with
