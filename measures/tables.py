@@ -9,7 +9,9 @@
 
 Both are 1 when the synthetic table equals the original and 0 when they share no mass. With survey weights
 (:attr:`MeasureInput.weights`), :class:`TableTau` compares tables of weighted totals and its bootstrap resamples
-weighted records (:mod:`bayessdc.synthesis.tables`); its title and unit then say so.
+weighted records (:mod:`bayessdc.synthesis.tables`); its title and unit then say so. In a release of persons within
+households (:attr:`MeasureInput.households`) its bootstrap resamples whole households, whose members are not
+independent records.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = ["CategoryCountError", "CountDeviation", "CountTau", "TableTau", "coun
 class TableTau(Measure):
     """tau of every named table, per dataset, beside the bootstrap range of the original."""
 
-    reads = ("original", "tables", "bootstrap", "weights")
+    reads = ("original", "tables", "bootstrap", "weights", "households")
 
     name = "table_tau"
     headline = True
@@ -48,7 +50,7 @@ class TableTau(Measure):
         from bayessdc.synthesis.tables import tau_distributions
 
         taus = tau_distributions(data.original, data.synthetic, data.tables, n_bootstrap=max(data.bootstrap, 1),
-                                 seed=data.seed, weights=data.weights)  # fmt: skip
+                                 seed=data.seed, weights=data.weights, clusters=data.households)  # fmt: skip
         values, references = [], []
         for spec in data.tables:
             rows = taus[taus["table"] == spec.name]
@@ -66,6 +68,9 @@ class TableTau(Measure):
             result.details = pd.DataFrame({"subset": replicates["table"].to_numpy(),
                                            "replicate": replicates["replicate"].to_numpy(int),
                                            "tau": replicates["tau"].to_numpy(float)})  # fmt: skip
+        if data.households is not None:
+            result.description = (f"{result.description}; the bootstrap resamples whole households "
+                                  f"({data.households!r})")  # fmt: skip
         if data.weights is not None:
             result.title = f"{result.title} (weighted by {data.weights})"
             result.unit = f"tau = 1 - L1/(2N) of the totals weighted by {data.weights}"

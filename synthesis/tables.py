@@ -15,6 +15,10 @@ of the weights of the records in each cell (a synthetic dataset's own weight col
 kept, synthesized ones when not), ``tau = 1 - L1 / (2 N)`` with ``N`` the original's weighted total, and a
 bootstrap replicate resamples the ``n`` records with replacement, each carrying its weight (the with-replacement
 approximation of the design, as :mod:`bayessdc.synthesis.survey`).
+
+Clusters (``clusters=`` a column, the household id of persons within households): a bootstrap replicate resamples
+the clusters with replacement, each bringing all its records (and their weights), since records of one household
+are not independent draws; a bootstrap of persons would understate how far a table moves by sampling alone.
 """
 
 from __future__ import annotations
@@ -140,17 +144,33 @@ def tau_synthetic(
 
 
 def tau_bootstrap(
-    original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, weights: str | None = None
+    original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, weights: str | None = None,
+    clusters: str | None = None,
 ) -> np.ndarray:
     """``tau`` of the table ``spec`` for ``n_replicates`` bootstrap replicates of the original against the original.
 
     A replicate resamples the ``n`` records with replacement. Its table is drawn directly: the counts of
     the table's cells and of the records outside the table (not selected by ``where``) are
     Multinomial(n, original proportions), exactly the distribution of the counts of a resample. With
-    ``weights``, each resampled record adds its weight to its cell (the records themselves are resampled).
+    ``weights``, each resampled record adds its weight to its cell (the records themselves are resampled). With
+    ``clusters`` (a column of ``original``: the household id), the ``H`` clusters are resampled with replacement,
+    each adding all its records (weighted or not) to their cells.
+
+    Examples
+    --------
+    Two households of two persons, one with both persons in cell ``a``, one with both in ``b``: a replicate of
+    households holds 4 persons in ``a``, 4 in ``b`` or 2 and 2 (tau 0.5, 0.5 or 1, with probabilities 1/4, 1/4,
+    1/2), where a bootstrap of persons would seldom move a whole household's count at once:
+
+    >>> original = pd.DataFrame({"h": [1, 1, 2, 2], "x": ["a", "a", "b", "b"]})
+    >>> taus = tau_bootstrap(original, TableSpec("x", ("x",)), 4000, np.random.default_rng(0), clusters="h")
+    >>> sorted(set(taus.tolist())), round(float((taus == 1).mean()), 1)
+    ([0.5, 1.0], 0.5)
     """
     if n_replicates < 1:
         raise ValueError(f"n_replicates must be at least 1, got {n_replicates}")
+    if clusters is not None:
+        return _cluster_tau_bootstrap(original, spec, n_replicates, rng, clusters, weights)
     if weights is not None:
         return _weighted_tau_bootstrap(original, spec, n_replicates, rng, weights)
     base = count_table(original, spec).to_numpy(dtype=float)
@@ -164,19 +184,49 @@ def tau_bootstrap(
     return 1.0 - np.abs(counts - base).sum(axis=1) / (2.0 * total)
 
 
+def _record_cells(frame: pd.DataFrame, spec: TableSpec) -> tuple[np.ndarray, int]:
+    """Each record's cell of the table (``0 .. C - 1``; ``C`` for a record outside it, left out of tau) and ``C``."""
+    classified = _classify(frame, spec)
+    cells = np.full(len(frame), -1, dtype=np.int64)
+    cells[classified.index.to_numpy()] = classified.groupby(list(spec.by), observed=True, dropna=False).ngroup()
+    n_cells = int(cells.max()) + 1
+    if n_cells < 1:
+        raise ValueError(f"table {spec.name!r} has no records in the original")
+    cells[cells < 0] = n_cells
+    return cells, n_cells
+
+
+def _cluster_tau_bootstrap(
+    original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, clusters: str,
+    weights: str | None,
+) -> np.ndarray:
+    """:func:`tau_bootstrap` of clusters: each replicate draws the ``H`` clusters with replacement (their
+    multiplicities), and a cell's total is the multiplicities times each cluster's count (or weighted total) in the
+    cell, one sparse product per replicate (cost: the records, not ``H`` times the cells)."""
+    from scipy import sparse
+
+    frame = original.reset_index(drop=True)
+    cells, n_cells = _record_cells(frame, spec)
+    cluster = pd.factorize(frame[clusters], use_na_sentinel=False)[0]
+    n_clusters = int(cluster.max()) + 1
+    w = np.ones(len(frame)) if weights is None else frame[weights].to_numpy(dtype=float)
+    by_cluster = sparse.csr_matrix((w, (cells, cluster)), shape=(n_cells + 1, n_clusters))
+    base = np.asarray(by_cluster.sum(axis=1)).ravel()[:n_cells]
+    taus = np.empty(n_replicates)
+    for r in range(n_replicates):
+        times = np.bincount(rng.integers(0, n_clusters, n_clusters), minlength=n_clusters).astype(float)
+        totals = (by_cluster @ times)[:n_cells]
+        taus[r] = 1.0 - np.abs(totals - base).sum() / (2.0 * base.sum())
+    return taus
+
+
 def _weighted_tau_bootstrap(
     original: pd.DataFrame, spec: TableSpec, n_replicates: int, rng: np.random.Generator, weights: str
 ) -> np.ndarray:
     """:func:`tau_bootstrap` of weighted totals: every replicate resamples the records (cost ``n`` per replicate)."""
     frame = original.reset_index(drop=True)
-    classified = _classify(frame, spec)
+    cells, n_cells = _record_cells(frame, spec)
     n_records = len(frame)
-    cells = np.full(n_records, -1, dtype=np.int64)
-    cells[classified.index.to_numpy()] = classified.groupby(list(spec.by), observed=True, dropna=False).ngroup()
-    n_cells = int(cells.max()) + 1
-    if n_cells < 1:
-        raise ValueError(f"table {spec.name!r} has no records in the original")
-    cells[cells < 0] = n_cells  # the records outside the table: one more cell, left out of tau
     w = frame[weights].to_numpy(dtype=float)
     base = np.bincount(cells, weights=w, minlength=n_cells + 1)[:n_cells]
     taus = np.empty(n_replicates)
@@ -194,6 +244,7 @@ def tau_distributions(
     n_bootstrap: int = 1000,
     seed: int = 0,
     weights: str | None = None,
+    clusters: str | None = None,
 ) -> pd.DataFrame:
     """``tau`` per table for every synthetic dataset and every bootstrap replicate (the paper's Figure 2).
 
@@ -212,6 +263,9 @@ def tau_distributions(
     weights
         The survey weight column (of the original and of every synthetic dataset): tables of weighted totals
         and a bootstrap that resamples weighted records (see the module docstring); ``None``: counts.
+    clusters
+        A column of the original whose values are resampled whole by the bootstrap (the household id of persons
+        within households); ``None``: the records are resampled.
 
     Returns
     -------
@@ -222,7 +276,7 @@ def tau_distributions(
     frames = []
     for spec in tables:
         synthetic_tau = tau_synthetic(original, synthetic, spec, weights)
-        bootstrap_tau = tau_bootstrap(original, spec, n_bootstrap, rng, weights)
+        bootstrap_tau = tau_bootstrap(original, spec, n_bootstrap, rng, weights, clusters)
         frames.append(
             pd.DataFrame(
                 {

@@ -35,6 +35,7 @@ MODULES = (
     "bayessdc.risk.attacks",
     "bayessdc.risk.neighbours",
     "bayessdc.synthesis.combining",
+    "bayessdc.synthesis.tables",
     "bayessdc.synthesis.survey",
     "bayessdc.synthesis.replicates",
     "bayessdc.pipeline.weighting",

@@ -47,6 +47,27 @@ def test_the_tables_of_households_are_within_their_bootstrap_ranges(release):
         assert bootstrap["lower"] <= summary.loc[table, "pooled"] <= 1.0, table
 
 
+def test_the_person_tables_are_set_beside_a_bootstrap_of_whole_households(persons, release):
+    """The persons' tables (table_tau) move by sampling as households do: their bootstrap resamples households, the
+    references those of :func:`~bayessdc.synthesis.tables.tau_distributions` with the household as the cluster,
+    wider than a bootstrap of persons for a household column such as tenure (the same for every member)."""
+    from bayessdc.synthesis.tables import tau_distributions
+
+    release, _ = release
+    result = release.measured["table_tau"]
+    assert "whole households" in result.description
+    tables = release.measure_input.tables
+    taus = tau_distributions(release.measure_input.original, release.synthetic, tables, n_bootstrap=200,
+                             seed=release.measure_input.seed, clusters="household")  # fmt: skip
+    tenure = next(spec for spec in tables if "tenure" in spec.by)
+    households = taus.query(f"table == '{tenure.name}' and source == 'bootstrap'")["tau"]
+    reference = result.references.query(f"subset == '{tenure.name}' and reference == 'bootstrap'").iloc[0]
+    assert reference["value"] == pytest.approx(households.mean(), abs=1e-12)
+    persons_only = tau_distributions(release.measure_input.original, release.synthetic, [tenure], n_bootstrap=200,
+                                     seed=release.measure_input.seed).query("source == 'bootstrap'")["tau"]
+    assert households.quantile(0.025) < persons_only.quantile(0.025)
+
+
 def test_the_household_risk_is_measured_and_judged_by_the_default_policy(release):
     release, _ = release
     judged = {j.criterion.measure for j in release.policy.judgements}
