@@ -10,6 +10,7 @@ import pytest
 MODULES = (
     "bayessdc.pipeline",
     "bayessdc.models.categorical",
+    "bayessdc.models.cart.strata",
     "bayessdc.recipes.dpmpm.recipe",
     "bayessdc.recipes.dp_areal.recipe",
     "bayessdc.recipes.cart.recipe",

@@ -33,6 +33,7 @@ from .recipe import Fitted, Prepared, Recipe
 
 __all__ = [
     "AREA_MODELS", "AreaInput", "area_counts", "area_datasets", "area_folder", "area_roles", "check_area_model",
+    "check_area_options",
     "describe_area", "fit_area", "prepare_area", "stage_parts",
 ]  # fmt: skip
 
@@ -62,6 +63,16 @@ def check_area_model(area_model: Any) -> Recipe:
         raise InputError("area_model= with missing values as a level is not built: the area and the area columns "
                          "must hold no missing value")  # fmt: skip
     return area_model
+
+
+def check_area_options(strata: str | None, area_model: Any) -> None:
+    """Refuse ``area_model=``, ``area_columns=`` or ``area_given=`` without ``strata=``, and the last two without
+    ``area_model=`` (the options that need one another), before :func:`area_roles` reads the columns."""
+    if strata is None:
+        raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
+                         "model draws")  # fmt: skip
+    if area_model is None:
+        raise InputError("area_columns= and area_given= need area_model=, the model that synthesizes the area")
 
 
 def area_roles(

@@ -45,7 +45,7 @@ import bayessdc.synthesis.streams as streams
 from bayessdc.synthesis.streams import Stream
 
 from .bootstrap import CartSynthesisError
-from .strata import StratifiedCart
+from .strata import StratifiedCart, without_counts
 from .synthesizer import CartSynthesizer, TemplateSettings, one_by_one, summed_fallbacks
 from .unlearned import FOLDS
 
@@ -489,10 +489,7 @@ class SynthesizedAreaCart(TemplateSettings):
         unchanged, the plan's groups their areas only (each area's records in a dataset are the first stage's draw)."""
         description = self.stratified.describe()
         area, others = self.columns[0], self.columns[1:]
-        strata = description["strata"]
-        strata["groups"] = [{"group": g["group"], "strata": g["strata"]} for g in strata["groups"]]
-        strata["records"] = ("drawn: each area's number of records in a dataset is the area model's draw, so no "
-                             "area's count of records is stated")  # fmt: skip
+        without_counts(description["strata"])
         first = f"{area!r}" + (f" with {', '.join(map(repr, others))}" if others else "")
         description.update({
             "kind": "column-partially synthetic (Section 5): kept columns released unchanged; "

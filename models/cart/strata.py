@@ -29,7 +29,7 @@ from bayessdc.synthesis.streams import Stream
 from .data import CartDataError, encode_columns
 from .synthesizer import CartSynthesizer, TemplateSettings, one_by_one, summed_fallbacks
 
-__all__ = ["StrataPlan", "StratifiedCart", "default_min_stratum", "plan_strata"]
+__all__ = ["StrataPlan", "StratifiedCart", "default_min_stratum", "plan_strata", "without_counts"]
 
 #: The name of the group that pools the small strata left over (no parent, or a parent's pool still too small).
 POOLED = "pooled small strata"
@@ -84,6 +84,23 @@ class StrataPlan:
                 for name, values in self.groups.items()
             ],
         }
+
+
+def without_counts(description: dict[str, Any]) -> dict[str, Any]:
+    """The plan's description (:meth:`StrataPlan.describe`) with no area's count of records, for a release whose area
+    is synthesized first: each area's records in a dataset are the area model's draw. Changed in place and returned.
+
+    Examples
+    --------
+    >>> plan = StrataPlan("area", {"a": ("a",)}, 1)
+    >>> described = without_counts(plan.describe(pd.DataFrame({"area": ["a", "a"]})))
+    >>> described["groups"], described["records"][:5]
+    ([{'group': 'a', 'strata': ['a']}], 'drawn')
+    """
+    description["groups"] = [{"group": g["group"], "strata": g["strata"]} for g in description["groups"]]
+    description["records"] = ("drawn: each area's number of records in a dataset is the area model's draw, so no "
+                              "area's count of records is stated")  # fmt: skip
+    return description
 
 
 def _plain(value: Any) -> Any:

@@ -44,7 +44,15 @@ from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.tables import TableSpec
 
 from ...errors import InputError
-from ...pipeline.areas import AreaInput, area_counts, area_datasets, area_roles, fit_area, prepare_area
+from ...pipeline.areas import (
+    AreaInput,
+    area_counts,
+    area_datasets,
+    area_roles,
+    check_area_options,
+    fit_area,
+    prepare_area,
+)
 from ...pipeline.recipe import Drawn, Fitted, Lever, Prepared, Recipe
 from ...release import Diagnostics, Release
 from .. import area_recipe
@@ -366,11 +374,7 @@ class CART(Recipe):
                     ) -> tuple[list[str], list[str]]:  # fmt: skip
         """The area model's columns and the kept columns it is given (:func:`~bayessdc.pipeline.areas.area_roles`),
         after the options that need one another."""
-        if self.strata is None:
-            raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
-                             "model synthesizes")  # fmt: skip
-        if self.area_model is None:
-            raise InputError("area_columns= and area_given= need area_model=, the model that synthesizes the area")
+        check_area_options(self.strata, self.area_model)
         if self.households is not None:
             raise InputError("households= with area_model=: persons within households with the area synthesized are "
                              "not built; leave area_model= out (every household keeps its area)")  # fmt: skip

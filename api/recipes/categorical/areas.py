@@ -42,17 +42,18 @@ import numpy as np
 import pandas as pd
 
 from bayessdc.models.base import stack_draws
+from bayessdc.models.cart.strata import without_counts
 from bayessdc.synthesis import streams
 from bayessdc.synthesis.datasets import choose_draws
 from bayessdc.synthesis.streams import Stream
 
 from ...pipeline.areas import AreaInput, area_datasets, describe_area, stage_parts
 from ...pipeline.recipe import Fitted
-from .input import CategoricalPrepared, CategoricalStrata
+from .input import CategoricalPrepared, CategoricalStrata, release_notices
 from .strata import StrataFit, StrataGateReport
 
 __all__ = [
-    "AREA_GROUP", "AreaStrataFit", "area_description", "draw_within_areas", "measured_roles",
+    "AREA_GROUP", "AreaStrataFit", "area_description", "draw_within_areas", "measured_input", "measured_roles",
     "staged_description", "staged_fit", "within_area_prepared",
 ]  # fmt: skip
 
@@ -98,6 +99,14 @@ def measured_roles(prepared: CategoricalPrepared, area: AreaInput) -> tuple[list
     synthesized (before the within-area models' columns), the other kept columns released unchanged."""
     synthesized = [*area.columns, *prepared.synthesize]
     return synthesized, [c for c in prepared.keep if c not in area.columns]
+
+
+def measured_input(prepared: CategoricalPrepared) -> CategoricalPrepared:
+    """The run's input as the measures read it (:func:`measured_roles`; the knowledge sets ``prepare`` checked
+    against them), with the records alone in their pattern of the kept columns counted again."""
+    synthesized, kept = measured_roles(prepared, prepared.area)
+    _, singles = release_notices(prepared.original, prepared.original, synthesized, kept)
+    return replace(prepared, synthesize=synthesized, keep=kept, singles=singles)
 
 
 def draw_within_areas(
@@ -172,10 +181,7 @@ def staged_description(prepared: CategoricalPrepared, first: Fitted) -> dict[str
 
 def area_description(description: dict[str, Any]) -> dict[str, Any]:
     """The strata's description with no area's count of records (each area's records are the area model's draw)."""
-    strata = description["strata"]
-    strata["groups"] = [{"group": g["group"], "strata": g["strata"]} for g in strata["groups"]]
-    strata["records"] = ("drawn: each area's number of records in a dataset is the area model's draw, so no area's "
-                         "count of records is stated")  # fmt: skip
+    strata = without_counts(description["strata"])
     strata["models"] = ("one DPMPM per group, fitted on the group's real records (the labels they take; every kept "
                         "column on the whole file's levels) with the group's own seed; each record's synthesized "
                         "values drawn by the group of its synthetic area given its kept values and its synthetic area "

@@ -42,7 +42,7 @@ from bayessdc.synthesis.runner import run_parts
 from bayessdc.synthesis.streams import Stream
 
 from ...errors import InputError
-from ...pipeline.areas import area_counts, area_folder, area_roles, fit_area, prepare_area
+from ...pipeline.areas import area_counts, area_folder, area_roles, check_area_options, fit_area, prepare_area
 from ...pipeline.recipe import Drawn, Fitted, Lever, PosteriorFit, Recipe
 from ...release import Release
 from .. import area_recipe
@@ -50,13 +50,14 @@ from .areas import (
     AREA_GROUP,
     area_description,
     draw_within_areas,
+    measured_input,
     measured_roles,
     staged_description,
     staged_fit,
     within_area_prepared,
 )
 from .gate import categorical_release_gate
-from .input import CategoricalPrepared, CategoricalStrata, KnownSets, release_notices
+from .input import CategoricalPrepared, CategoricalStrata, KnownSets
 from .strata import StrataFit, combine_fits, group_table, group_targets, in_data_order
 from .utility import CategoricalMeasures, ordered_logit_inputs
 
@@ -199,7 +200,8 @@ class CategoricalRecipe(Recipe):
         if len(jobs) < 2 or (scheduler is None and workers is None) or scheduler == "synchronous":
             fits = {}
             for i, (name, job) in enumerate(jobs.items(), start=1):
-                say(f"group {i} of {len(jobs)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
+                if job[3] is None:  # a fit (more chains are announced by more_chains)
+                    say(f"group {i} of {len(jobs)} by {strata.column!r}: {name} ({len(strata.rows[name])} records)")
                 fits[name] = _GroupFit(self, m, progress)(name, job)
             return fits
 
@@ -392,11 +394,7 @@ class CategoricalRecipe(Recipe):
         area_columns, area_given = getattr(self, "area_columns", ()), getattr(self, "area_given", None)
         if area_model is None and not area_columns and area_given is None:
             return [], []
-        if self.strata is None:
-            raise InputError("area_model=, area_columns= and area_given= need strata=, the column of areas the area "
-                             "model draws")  # fmt: skip
-        if area_model is None:
-            raise InputError("area_columns= and area_given= need area_model=, the model that synthesizes the area")
+        check_area_options(self.strata, area_model)
         model = area_recipe(area_model)
         return area_roles(frame, self.strata, area_columns, area_given, synthesize, keep, list(frame.columns),
                           self.pool_by, None, model.name)  # fmt: skip
@@ -479,57 +477,37 @@ class CategoricalRecipe(Recipe):
     ) -> Drawn:
         """The m datasets of a release synthesized area by area: each group's drawn from its posterior with its
         own seed, joined in the data's order, measured over the whole file (its inherent scenarios computed once),
-        ``stratum_copied_records`` per area; ``private/strata.parquet`` holds each group's fit (also among the
-        fit's private files, so that a refused run has it)."""
+        the measures per area; with the area synthesized first, each record's by its synthetic area's group
+        (:func:`~bayessdc.recipes.categorical.areas.draw_within_areas`), the area and the area columns measured as
+        synthesized (:func:`~bayessdc.recipes.categorical.areas.measured_input`). ``private/strata.parquet`` holds
+        each group's fit (also among the fit's private files, so that a refused run has it)."""
         strata = prepared.strata
         say(f"drawing {m} synthetic datasets{self._drawing()} in {len(strata.parts)} groups by {strata.column!r} ...")
-        if prepared.area is not None:
-            return self._draw_within_areas(prepared, state, m, seed, say)
-        frames, joints = {}, {}
-        for name, part in strata.parts.items():
-            own: CategoricalFit = state.parts[name].state
-            rng = streams.rng(strata.seed(seed, name), Stream.DATASETS)
-            joints[name] = draw_synthetic(own.synthesizer, own.idata, part.data, m, rng)
-            frames[name] = own.synthesizer.release_frame(part.data, joints[name])
-        synthetic = in_data_order(frames, strata.rows, m)
-        bayesian = self._bayesian_risk_by_group(prepared, state, joints, seed, say)
+        measured, bayesian = prepared, None
+        if prepared.area is not None:  # no per-record Bayesian risk: a record is drawn by its synthetic area's model
+            synthetic, measured = draw_within_areas(prepared, state, prepared.area, m, seed), measured_input(prepared)
+        else:
+            frames, joints = {}, {}
+            for name, part in strata.parts.items():
+                own: CategoricalFit = state.parts[name].state
+                rng = streams.rng(strata.seed(seed, name), Stream.DATASETS)
+                joints[name] = draw_synthetic(own.synthesizer, own.idata, part.data, m, rng)
+                frames[name] = own.synthesizer.release_frame(part.data, joints[name])
+            synthetic = in_data_order(frames, strata.rows, m)
+            bayesian = self._bayesian_risk_by_group(prepared, state, joints, seed, say)
         if state.inherent is None:
             from bayessdc.risk.identification import inherent_risk
 
-            x = prepared
+            x = measured
             state.inherent = inherent_risk(x.original, x.synthesize, x.keep, x.known, repetitions=self.repetitions,
                                            seed=seed)  # fmt: skip
-        drawn = self._measured(prepared, synthetic, bayesian, state.inherent, seed, say)
+        drawn = self._measured(measured, synthetic, bayesian, state.inherent, seed, say)
         drawn.measure_input.strata = strata.column
         drawn.private_tables["strata.parquet"] = group_table(strata, state)
         drawn.facts.update(strata=sum(len(v) for v in strata.plan.groups.values()), strata_groups=len(strata.parts))
-        return drawn
-
-    def _draw_within_areas(
-        self, prepared: CategoricalPrepared, state: Any, m: int, seed: int, say: Callable[[str], None]
-    ) -> Drawn:
-        """The m datasets of a release whose area is synthesized first
-        (:func:`~bayessdc.recipes.categorical.areas.draw_within_areas`), measured over the whole file with the area
-        and the area columns synthesized (:func:`~bayessdc.recipes.categorical.areas.measured_roles`; the inherent
-        scenarios redraw them too). No per-record Bayesian attribute risk: its importance weights are those of a
-        record's own posterior, and a record's synthesized values are drawn by its synthetic area's."""
-        from bayessdc.risk.identification import inherent_risk
-
-        area, strata = prepared.area, prepared.strata
-        synthetic = draw_within_areas(prepared, state, area, m, seed)
-        synthesized, kept = measured_roles(prepared, area)
-        known = prepared.known  # the knowledge sets of the measured roles (checked by prepare)
-        _, singles = release_notices(prepared.original, prepared.original, synthesized, kept)
-        measured = replace(prepared, synthesize=synthesized, keep=kept, known=known, singles=singles)
-        if state.inherent is None:
-            state.inherent = inherent_risk(prepared.original, synthesized, kept, known, repetitions=self.repetitions,
-                                           seed=seed)  # fmt: skip
-        drawn = self._measured(measured, synthetic, None, state.inherent, seed, say)
-        drawn.measure_input.strata = strata.column
-        drawn.private_tables["strata.parquet"] = group_table(strata, state)
-        drawn.private_tables["area_counts.parquet"] = area_counts(prepared.original, synthetic, strata.column)
-        drawn.facts.update(strata=sum(len(v) for v in strata.plan.groups.values()), strata_groups=len(strata.parts),
-                           area_model=area.name)  # fmt: skip
+        if prepared.area is not None:
+            drawn.private_tables["area_counts.parquet"] = area_counts(prepared.original, synthetic, strata.column)
+            drawn.facts.update(area_model=prepared.area.name)
         return drawn
 
     def _bayesian_risk_by_group(
